@@ -1,0 +1,168 @@
+"""The exceptions wgtpm raises.
+
+Every error wgtpm raises on purpose derives from :class:`WgtpmError`; errors
+from third-party libraries are translated at the boundary (``raise ... from
+exc``) and never leak. The tree::
+
+    WgtpmError
+    ├── ParseError                 a file that does not parse; carries every Position
+    ├── UsageError                 a command line or argument that makes no sense
+    ├── ModuleError                anything about one module@version (path, version)
+    │   ├── InvalidPathError       a module path that breaks the path rules
+    │   ├── InvalidVersionError    a version that is not canonical semver
+    │   ├── NotFoundError          no source has this module or version (404/410)
+    │   ├── FetchError             a network or protocol failure while fetching
+    │   └── VerifyError            bytes that do not match what was expected
+    │       └── ChecksumMismatchError   a hash that disagrees with wgt.sum: a SECURITY ERROR
+    ├── ResolveError               version selection failed; carries the requirement path
+    ├── ReadonlyError              -mod=readonly forbids a change to wgt.mod or wgt.sum
+    ├── CacheError                 the module cache is unusable (permissions, disk full)
+    └── BuildError                 a build step (WeightLang, PAW) failed
+
+Messages name the file, line, module or version and say what to do next.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = [
+    "BuildError",
+    "CacheError",
+    "ChecksumMismatchError",
+    "FetchError",
+    "InvalidPathError",
+    "InvalidVersionError",
+    "ModuleError",
+    "NotFoundError",
+    "ParseError",
+    "Position",
+    "PositionedError",
+    "ReadonlyError",
+    "ResolveError",
+    "UsageError",
+    "VerifyError",
+    "WgtpmError",
+]
+
+
+class WgtpmError(Exception):
+    """The base of every error wgtpm raises on purpose."""
+
+
+class UsageError(WgtpmError):
+    """A command line or API argument that makes no sense."""
+
+
+@dataclass(frozen=True)
+class Position:
+    """A place in a text file: 1-based line and column (column 0 means 'the whole line')."""
+
+    file: str
+    line: int
+    col: int = 0
+
+    def __str__(self) -> str:
+        if self.col:
+            return f"{self.file}:{self.line}:{self.col}"
+        return f"{self.file}:{self.line}"
+
+
+@dataclass(frozen=True)
+class PositionedError:
+    """One problem found at one position of a parsed file."""
+
+    pos: Position
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.pos}: {self.message}"
+
+
+class ParseError(WgtpmError):
+    """A file that does not parse or check; ``errors`` lists every problem found, in order."""
+
+    def __init__(self, errors: Sequence[PositionedError]) -> None:
+        self.errors = list(errors)
+        super().__init__("\n".join(str(e) for e in self.errors))
+
+
+class ModuleError(WgtpmError):
+    """An error about one module (and, where known, one version of it)."""
+
+    def __init__(self, path: str, version: str | None, message: str) -> None:
+        self.path = path
+        self.version = version
+        self.message = message
+        where = f"{path}@{version}" if version else path
+        super().__init__(f"{where}: {message}")
+
+
+class InvalidPathError(ModuleError):
+    """A module path that breaks the path rules of DESIGN.md section 2."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(path, None, f"malformed module path: {message}")
+
+
+class InvalidVersionError(ModuleError):
+    """A version that is not a canonical semantic version with a leading ``v``."""
+
+
+class NotFoundError(ModuleError):
+    """No source in ``WGTPROXY`` has this module or version (HTTP 404 or 410)."""
+
+
+class FetchError(ModuleError):
+    """A network or protocol failure while fetching a module's metadata or files."""
+
+
+class VerifyError(ModuleError):
+    """Downloaded or cached bytes that do not match their expected size or hash."""
+
+
+class ChecksumMismatchError(VerifyError):
+    """A hash that disagrees with wgt.sum (or the checksum log): someone changed the bytes."""
+
+    def __init__(self, path: str, version: str, what: str, want: str, got: str) -> None:
+        self.what = what
+        self.want = want
+        self.got = got
+        super().__init__(
+            path,
+            version,
+            f"SECURITY ERROR: checksum mismatch for {what}\n"
+            f"\twgt.sum:    {want}\n"
+            f"\tdownloaded: {got}\n"
+            "This download does NOT match the one recorded before: the release was changed\n"
+            "or the source is tampering with it. Nothing was written. Find out which side\n"
+            "is right before you edit wgt.sum.",
+        )
+
+
+class ResolveError(WgtpmError):
+    """Version selection failed; ``chain`` is the requirement path from the main module."""
+
+    def __init__(self, message: str, chain: Sequence[str] = ()) -> None:
+        self.chain = list(chain)
+        self.message = message
+        if self.chain:
+            path = "\n".join(
+                ("\t" * i) + ("requires " if i else "") + m for i, m in enumerate(self.chain)
+            )
+            super().__init__(f"{path}: {message}")
+        else:
+            super().__init__(message)
+
+
+class ReadonlyError(WgtpmError):
+    """A change to wgt.mod or wgt.sum was needed while -mod=readonly was in force."""
+
+
+class CacheError(WgtpmError):
+    """The module cache cannot be used (permissions, a full disk, a broken entry)."""
+
+
+class BuildError(WgtpmError):
+    """A build step (compiling and training a model, finetuning a PAW program) failed."""

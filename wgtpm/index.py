@@ -1,0 +1,240 @@
+"""wgt.index.json: what a published version holds (DESIGN.md section 5).
+
+::
+
+    {
+      "schema": 1,
+      "module": "github.com/acme/xor-base",
+      "version": "v0.1.0",
+      "commit": "40-hex git commit (optional)",
+      "time": "2026-11-29T12:00:00Z",
+      "files": [
+        {"path": "wgt.mod", "size": 61, "sha256": "64 lower-case hex"},
+        {"path": "xor/weights.safetensors", "size": 452, "sha256": "...",
+         "artifact": "xor", "kind": "wgt"}
+      ],
+      "build": {"...": "provenance, free-form"}
+    }
+
+The module's h1 is :func:`wgtpm.dirhash.hash1` over exactly the
+(``path``, ``sha256``) pairs of ``files``. Readers ignore keys they do not
+know. Paths are relative, use ``/``, and never contain ``..``, a leading
+``/``, a backslash, a NUL, or an element that starts with ``.``; two paths
+never differ only in case (they would collide on macOS and Windows).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import dirhash
+from ._errors import VerifyError
+
+__all__ = ["IndexEntry", "ReleaseIndex", "check_file_path", "parse", "synthetic_mod"]
+
+SCHEMA = 1
+MAX_FILES = 100_000
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    """One file of a release: logical path, size in bytes, hex sha256, and what it belongs to."""
+
+    path: str
+    size: int
+    sha256: str
+    artifact: str | None = None
+    kind: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"path": self.path, "size": self.size, "sha256": self.sha256}
+        if self.artifact is not None:
+            out["artifact"] = self.artifact
+        if self.kind is not None:
+            out["kind"] = self.kind
+        return out
+
+
+@dataclass
+class ReleaseIndex:
+    """The parsed index of one module version."""
+
+    module: str
+    version: str
+    files: list[IndexEntry]
+    time: str | None = None
+    commit: str | None = None
+    build: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def h1(self) -> str:
+        """The h1 that wgt.sum records for this version."""
+        return dirhash.hash1((e.path, e.sha256) for e in self.files)
+
+    def entry(self, path: str) -> IndexEntry | None:
+        for e in self.files:
+            if e.path == path:
+                return e
+        return None
+
+    def total_size(self) -> int:
+        return sum(e.size for e in self.files)
+
+    def to_json(self) -> bytes:
+        """Canonical bytes: sorted keys, files sorted by path, two-space indent, final newline."""
+        doc: dict[str, Any] = dict(self.extra)
+        doc.update(
+            {
+                "schema": SCHEMA,
+                "module": self.module,
+                "version": self.version,
+                "files": [e.to_json() for e in sorted(self.files, key=lambda e: e.path)],
+            }
+        )
+        if self.time:
+            doc["time"] = self.time
+        if self.commit:
+            doc["commit"] = self.commit
+        if self.build:
+            doc["build"] = self.build
+        return (json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode()
+
+
+def check_file_path(p: str) -> str | None:
+    """Why ``p`` is not a safe logical path, or ``None`` when it is."""
+    if not p:
+        return "empty path"
+    if "\x00" in p:
+        return "contains a NUL byte"
+    if "\\" in p:
+        return "contains a backslash"
+    if "\n" in p or "\r" in p:
+        return "contains a line break"
+    if p.startswith("/"):
+        return "is absolute"
+    if re.match(r"^[A-Za-z]:", p):
+        return "starts with a drive letter"
+    for elem in p.split("/"):
+        if elem == "":
+            return "has an empty element"
+        if elem == "..":
+            return "escapes the module with '..'"
+        if elem.startswith("."):
+            return f"has an element starting with '.' ({elem!r})"
+    return None
+
+
+def _bad(module: str, version: str, msg: str) -> VerifyError:
+    return VerifyError(module, version, f"bad wgt.index.json: {msg}")
+
+
+def _entry(module: str, version: str, i: int, raw: Any) -> IndexEntry:
+    if not isinstance(raw, dict):
+        raise _bad(module, version, f"files[{i}] is not an object")
+    path, size, sha = raw.get("path"), raw.get("size"), raw.get("sha256")
+    if not isinstance(path, str):
+        raise _bad(module, version, f"files[{i}].path is not a string")
+    why = check_file_path(path)
+    if why:
+        raise _bad(module, version, f"unsafe file path {path!r}: {why}")
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+        raise _bad(module, version, f"{path}: size must be a non-negative integer")
+    if not isinstance(sha, str) or not _HEX64.match(sha):
+        raise _bad(module, version, f"{path}: sha256 must be 64 lower-case hex digits")
+    art, kind = raw.get("artifact"), raw.get("kind")
+    if art is not None and not isinstance(art, str):
+        raise _bad(module, version, f"{path}: artifact must be a string")
+    if kind is not None and not isinstance(kind, str):
+        raise _bad(module, version, f"{path}: kind must be a string")
+    return IndexEntry(path, size, sha, art, kind)
+
+
+def parse(data: bytes, module: str, version: str) -> ReleaseIndex:
+    """Parse and check the index of ``module@version``; raises :class:`VerifyError`.
+
+    Checks the schema, that the index names this module and version, and
+    every file path (see the module docstring); it does not check the h1,
+    which is the caller's comparison against wgt.sum.
+    """
+    try:
+        doc = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise _bad(module, version, f"not JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise _bad(module, version, "not a JSON object")
+    if doc.get("schema") != SCHEMA:
+        raise _bad(
+            module,
+            version,
+            f"schema {doc.get('schema')!r} (this wgtpm reads schema {SCHEMA}; upgrade wgtpm)",
+        )
+    if doc.get("module") != module or doc.get("version") != version:
+        raise _bad(
+            module,
+            version,
+            f"index is for {doc.get('module')}@{doc.get('version')}, not this version",
+        )
+    raw_files = doc.get("files")
+    if not isinstance(raw_files, list):
+        raise _bad(module, version, "files is not a list")
+    if len(raw_files) > MAX_FILES:
+        raise _bad(module, version, f"more than {MAX_FILES} files")
+    files = [_entry(module, version, i, r) for i, r in enumerate(raw_files)]
+    seen: dict[str, str] = {}
+    for e in files:
+        folded = e.path.casefold()
+        if folded in seen:
+            other = seen[folded]
+            what = "listed twice" if other == e.path else f"differs from {other!r} only in case"
+            raise _bad(module, version, f"file path {e.path!r} {what}")
+        seen[folded] = e.path
+    _check_prefixes(module, version, [e.path for e in files])
+    known = {"schema", "module", "version", "files", "time", "commit", "build"}
+    build = doc.get("build") if isinstance(doc.get("build"), dict) else {}
+    return ReleaseIndex(
+        module=module,
+        version=version,
+        files=files,
+        time=doc.get("time") if isinstance(doc.get("time"), str) else None,
+        commit=doc.get("commit") if isinstance(doc.get("commit"), str) else None,
+        build=dict(build or {}),
+        extra={k: v for k, v in doc.items() if k not in known},
+    )
+
+
+def _check_prefixes(module: str, version: str, paths: Sequence[str]) -> None:
+    """A file may not also be a directory of another file (``a`` and ``a/b``)."""
+    names = {p.casefold() for p in paths}
+    for p in paths:
+        parts = p.casefold().split("/")
+        for i in range(1, len(parts)):
+            if "/".join(parts[:i]) in names:
+                raise _bad(
+                    module,
+                    version,
+                    f"{p!r} lies inside {'/'.join(p.split('/')[:i])!r}, which is a file",
+                )
+
+
+def synthetic_mod(module: str) -> bytes:
+    """The wgt.mod used for a repository that has none: ``module PATH`` and a newline."""
+    return f"module {module}\n".encode()
+
+
+def build_index(
+    module: str,
+    version: str,
+    entries: Iterable[IndexEntry],
+    *,
+    time: str | None = None,
+    commit: str | None = None,
+    build: dict[str, Any] | None = None,
+) -> ReleaseIndex:
+    """An index over ``entries`` (checked like a parsed one)."""
+    idx = ReleaseIndex(module, version, list(entries), time, commit, dict(build or {}))
+    return parse(idx.to_json(), module, version)

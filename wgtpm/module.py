@@ -1,0 +1,197 @@
+"""Module paths: validation, major-version suffixes, escaping, and patterns.
+
+A module path is a sequence of ``/``-separated elements; the first is a host
+name with a dot (``github.com``, ``hf.co``, ``programasweights.com``,
+``models.acme.internal``). Elements use ASCII letters, digits and ``-._~``,
+are not empty, and neither start nor end with a dot. The host is lower-case.
+``huggingface.co/...`` is normalised to ``hf.co/...``.
+
+A module of major version 2 or later ends its path in ``/vN``
+(``github.com/acme/encoder/v2``); majors 0 and 1 have no suffix.
+
+Paths are case-sensitive, but file systems and URLs are not always, so paths
+and versions are *escaped* for both: every upper-case letter becomes ``!``
+followed by its lower-case form (``hf.co/Qwen/Qwen3`` ->
+``hf.co/!qwen/!qwen3``), exactly as Go escapes module paths.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+
+from . import version as _version
+from ._errors import InvalidPathError, InvalidVersionError
+
+__all__ = [
+    "ModuleVersion",
+    "check_path",
+    "check_path_major",
+    "escape_path",
+    "escape_version",
+    "match_patterns",
+    "normalise",
+    "source_kind",
+    "split_path_major",
+    "unescape_path",
+]
+
+_ELEM = re.compile(r"^[A-Za-z0-9\-._~]+$")
+_MAJOR = re.compile(r"^v([2-9]|[1-9]\d+)$")
+
+
+@dataclass(frozen=True, order=True)
+class ModuleVersion:
+    """A module path and a version (``""`` for the main module, ``"none"`` for absent)."""
+
+    path: str
+    version: str
+
+    def __str__(self) -> str:
+        return f"{self.path}@{self.version}" if self.version else self.path
+
+
+def normalise(path: str) -> str:
+    """Map equivalent spellings to one: ``huggingface.co/x/y`` -> ``hf.co/x/y``."""
+    for alias in ("huggingface.co/", "www.huggingface.co/"):
+        if path.startswith(alias):
+            return "hf.co/" + path[len(alias) :]
+    return path
+
+
+def check_path(path: str) -> None:
+    """Raise :class:`InvalidPathError` unless ``path`` is a valid module path."""
+    if not path:
+        raise InvalidPathError(path, "empty path")
+    if path != path.strip():
+        raise InvalidPathError(path, "leading or trailing space")
+    elems = path.split("/")
+    host = elems[0]
+    if "." not in host:
+        raise InvalidPathError(path, f"first element {host!r} must be a host name with a dot")
+    if host != host.lower():
+        raise InvalidPathError(path, f"host {host!r} must be lower-case")
+    for e in elems:
+        if e == "":
+            raise InvalidPathError(path, "empty path element (double or trailing slash)")
+        if not _ELEM.match(e):
+            raise InvalidPathError(path, f"element {e!r} may use only letters, digits and -._~")
+        if e.startswith(".") or e.endswith("."):
+            raise InvalidPathError(path, f"element {e!r} may not start or end with a dot")
+        if e.lower().startswith("v") and e[1:].startswith("0") and e[1:].isdigit() and e != "v0":
+            raise InvalidPathError(
+                path, f"element {e!r} looks like a major version with a leading zero"
+            )
+    _, major = split_path_major(path)
+    if major in ("/v0", "/v1"):
+        raise InvalidPathError(
+            path, f"major version suffix {major} is not allowed (only v2 and up)"
+        )
+
+
+def split_path_major(path: str) -> tuple[str, str]:
+    """Split off a ``/vN`` suffix: ``a.com/m/v2`` -> (``a.com/m``, ``/v2``)."""
+    i = path.rfind("/")
+    if i > 0 and re.fullmatch(r"v\d+", path[i + 1 :]):
+        return path[:i], path[i:]
+    return path, ""
+
+
+def check_path_major(path: str, v: str) -> None:
+    """Raise unless version ``v`` fits the major-version suffix of ``path``.
+
+    ``v0.x`` and ``v1.x`` belong to paths without a suffix; ``vN.x`` (N >= 2)
+    to paths ending in ``/vN``.
+    """
+    if v in ("", "none"):
+        return
+    if not _version.is_valid(v):
+        raise InvalidVersionError(path, v, "not a canonical version (want vMAJOR.MINOR.PATCH)")
+    _, suffix = split_path_major(path)
+    want = _version.major(v)
+    if suffix:
+        if suffix[1:] != want:
+            raise InvalidVersionError(
+                path, v, f"version must be {suffix[1:]}.x.y for a path ending in {suffix}"
+            )
+    elif want not in ("v0", "v1"):
+        raise InvalidVersionError(
+            path, v, f"a {want} module must have a path ending in /{want} (like {path}/{want})"
+        )
+
+
+def _escape(s: str) -> str:
+    out = []
+    for ch in s:
+        if ch == "!":
+            raise ValueError(f"{s!r} contains '!'")
+        if "A" <= ch <= "Z":
+            out.append("!" + ch.lower())
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def escape_path(path: str) -> str:
+    """The path with each capital letter written ``!`` + lower-case, safe for URLs and disks."""
+    check_path(path)
+    return _escape(path)
+
+
+def escape_version(v: str) -> str:
+    """The version escaped like a path (pre-release parts may hold capitals)."""
+    return _escape(v)
+
+
+def unescape_path(escaped: str) -> str:
+    """Invert :func:`escape_path`; raises :class:`InvalidPathError` on malformed input."""
+    out = []
+    bang = False
+    for ch in escaped:
+        if bang:
+            if not ("a" <= ch <= "z"):
+                raise InvalidPathError(escaped, "'!' must be followed by a lower-case letter")
+            out.append(ch.upper())
+            bang = False
+        elif ch == "!":
+            bang = True
+        elif "A" <= ch <= "Z":
+            raise InvalidPathError(escaped, "escaped path holds an upper-case letter")
+        else:
+            out.append(ch)
+    if bang:
+        raise InvalidPathError(escaped, "trailing '!'")
+    path = "".join(out)
+    check_path(path)
+    return path
+
+
+def source_kind(path: str) -> str:
+    """Which direct source serves ``path``: ``github``, ``huggingface``, ``paw`` or ``other``."""
+    host = normalise(path).split("/", 1)[0]
+    return {
+        "github.com": "github",
+        "hf.co": "huggingface",
+        "programasweights.com": "paw",
+    }.get(host, "other")
+
+
+def match_patterns(patterns: str, path: str) -> bool:
+    """Whether ``path`` or one of its prefixes matches a pattern of a comma-separated list.
+
+    Patterns are globs matched element by element against a leading part of
+    the path, as in ``GOPRIVATE``: ``github.com/acme`` matches
+    ``github.com/acme/xor`` and ``*.corp.example`` matches
+    ``models.corp.example/team/m``.
+    """
+    elems = path.split("/")
+    for pat in (p.strip() for p in patterns.split(",")):
+        if not pat:
+            continue
+        pelems = pat.rstrip("/").split("/")
+        if len(pelems) > len(elems):
+            continue
+        if all(fnmatch.fnmatchcase(e, p) for e, p in zip(elems, pelems)):
+            return True
+    return False

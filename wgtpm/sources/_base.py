@@ -1,0 +1,83 @@
+"""The one interface every source of modules implements.
+
+A source answers the questions of the proxy protocol (DESIGN.md section 7):
+which versions a module has, what a query (a version, ``latest``, a branch or
+a commit) resolves to, the wgt.mod and the index of a version, and where each
+file of the index can be downloaded. Sources never verify hashes and never
+write to the cache: :mod:`wgtpm.modfetch` does both, for every source alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+__all__ = ["FileRequest", "RevInfo", "Source"]
+
+
+@dataclass(frozen=True)
+class RevInfo:
+    """What a query resolved to: the ``$version.info`` of the proxy protocol.
+
+    ``version`` is canonical (a release tag or a pseudo-version); ``time`` is
+    RFC 3339 UTC (``2026-11-29T12:00:00Z``) or ``None``; ``commit`` is the
+    source revision (a git commit, a PAW program ID) when the source knows it.
+    """
+
+    version: str
+    time: str | None = None
+    commit: str | None = None
+
+    def to_json(self) -> dict[str, str]:
+        out = {"Version": self.version}
+        if self.time:
+            out["Time"] = self.time
+        if self.commit:
+            out["Commit"] = self.commit
+        return out
+
+
+@dataclass(frozen=True)
+class FileRequest:
+    """Where to GET one file of a release.
+
+    ``url`` is ``http(s)://`` or ``file://``. ``headers`` are sent to the
+    origin of ``url`` only: the downloader drops them (``Authorization``,
+    ``X-API-Key``, cookies) on a redirect to any other origin.
+    """
+
+    url: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+class Source(Protocol):
+    """A place modules come from (a proxy, a file tree, GitHub, Hugging Face, the PAW hub).
+
+    Errors: :class:`~wgtpm.NotFoundError` when the module or version does not
+    exist here (a proxy list falls through to the next entry on it),
+    :class:`~wgtpm.FetchError` for anything else that went wrong.
+    """
+
+    #: Shown in messages: a URL, or "direct".
+    name: str
+
+    def versions(self, path: str) -> list[str]:
+        """The release and pre-release versions of ``path`` (``@v/list``), in any order."""
+        ...
+
+    def info(self, path: str, query: str) -> RevInfo:
+        """Resolve ``query``: a full version, ``latest``, a branch, a tag or a commit."""
+        ...
+
+    def mod(self, path: str, version: str) -> bytes:
+        """The wgt.mod of ``path@version`` (``module PATH\\n`` when the release has none)."""
+        ...
+
+    def index(self, path: str, version: str) -> bytes:
+        """The raw ``wgt.index.json`` of ``path@version`` (synthesised when the release has none)."""
+        ...
+
+    def file(self, path: str, version: str, name: str) -> FileRequest:
+        """Where the file ``name`` (a logical path of the index) of ``path@version`` lies."""
+        ...
