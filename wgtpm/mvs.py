@@ -21,6 +21,7 @@ from .module import ModuleVersion
 
 __all__ = [
     "DowngradeReqs",
+    "Override",
     "Reqs",
     "UpgradeReqs",
     "build_list",
@@ -167,7 +168,7 @@ def upgrade_all(target: MV, reqs: UpgradeReqs, workers: int = 1) -> list[MV]:
     )
 
 
-class _Override:
+class Override:
     """``reqs`` with the target's requirements replaced by ``list``."""
 
     def __init__(self, target: MV, lst: list[MV], reqs: Reqs) -> None:
@@ -192,7 +193,7 @@ def upgrade(target: MV, reqs: Reqs, *upgrades: MV, workers: int = 1) -> list[MV]
         to[u.path] = reqs.max(u.path, to[u.path], u.version) if u.path in to else u.version
     return _build(
         [target],
-        _Override(target, lst, reqs),
+        Override(target, lst, reqs),
         lambda m: MV(m.path, to[m.path]) if m.path in to else m,
         workers,
     )
@@ -261,10 +262,10 @@ def downgrade(target: MV, reqs: DowngradeReqs, *downgrades: MV) -> list[MV]:
         if keep:
             downgraded.append(r)
 
-    actual = build_list([target], _Override(target, downgraded, reqs))
+    actual = build_list([target], Override(target, downgraded, reqs))
     actual_v = {m.path: m.version for m in actual}
     final = [MV(m.path, actual_v[m.path]) for m in lst if m.path in actual_v]
-    return build_list([target], _Override(target, final, reqs))
+    return build_list([target], Override(target, final, reqs))
 
 
 def req(main: MV, base: Iterable[str], reqs: Reqs) -> list[MV]:

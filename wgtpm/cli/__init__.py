@@ -22,6 +22,7 @@ __all__ = ["main"]
 COMMANDS: tuple[str, ...] = (
     "wgtpm.cli._modcmds",
     "wgtpm.cli._cache",
+    "wgtpm.cli._weightlang",
 )
 
 

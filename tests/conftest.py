@@ -1,0 +1,82 @@
+"""Shared fixtures: an isolated cache, a proxy tree on disk and over HTTP, and a CLI runner."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from wgtpm.cli import main
+from wgtpm.proxytree import ProxyTree
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No test sees the user's cache, proxy settings, tokens or netrc."""
+    cache = tmp_path_factory.mktemp("cache")
+    monkeypatch.setenv("WGTPM_CACHE", str(cache))
+    for var in (
+        "WGTPROXY",
+        "WGTPRIVATE",
+        "WGTNOPROXY",
+        "WGTFLAGS",
+        "GITHUB_TOKEN",
+        "HF_TOKEN",
+        "PAW_API_KEY",
+    ):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("NETRC", str(cache / "no-netrc"))
+    monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def wgtpm(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """Run ``wgtpm ARGS`` in-process in a directory; returns exit code and output."""
+
+    def run(*args: str, cwd: Path | None = None) -> Result:
+        capsys.readouterr()
+        old = Path.cwd()
+        if cwd is not None:
+            os.chdir(cwd)
+        try:
+            code = main(list(args))
+        finally:
+            os.chdir(old)
+        cap = capsys.readouterr()
+        return Result(code, cap.out, cap.err)
+
+    return run
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> ProxyTree:
+    return ProxyTree(tmp_path / "tree")
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    d = tmp_path / "app"
+    d.mkdir()
+    (d / "wgt.mod").write_text("module example.com/app\nwgt 0.1\n")
+    return d
+
+
+@pytest.fixture
+def http_tree(tree: ProxyTree) -> Iterator[object]:
+    from tests.servers.proxytree import ProxyTreeServer
+
+    tree.root.mkdir(parents=True, exist_ok=True)
+    with ProxyTreeServer(tree.root) as srv:
+        yield srv

@@ -1,0 +1,318 @@
+"""``wgtpm get``, ``tidy``, ``list``, ``graph``, ``why``, ``verify`` against a proxy tree.
+
+The tree is served as ``file://`` and, where it matters, over real HTTP on
+loopback. Hashes are recomputed here independently of wgtpm's code.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from wgtpm.module import escape_path
+from wgtpm.proxytree import ProxyTree
+
+
+def h1(files: dict[str, bytes]) -> str:
+    """Hash1 the slow, obvious way: sha256sum lines, sorted, then sha256 and base64."""
+    lines = "".join(f"{hashlib.sha256(files[n]).hexdigest()}  {n}\n" for n in sorted(files))
+    return "h1:" + base64.b64encode(hashlib.sha256(lines.encode()).digest()).decode()
+
+
+def modtext(path: str, requires: list[str] = (), extra: str = "") -> bytes:  # type: ignore[assignment]
+    body = f"module {path}\nwgt 0.1\n"
+    for r in requires:
+        body += f"require {r}\n"
+    return (body + extra).encode()
+
+
+def pub(
+    tree: ProxyTree,
+    path: str,
+    version: str,
+    requires: list[str] = (),
+    files: dict[str, bytes] | None = None,
+    extra: str = "",
+) -> dict[str, bytes]:  # type: ignore[assignment]
+    fs = {
+        "wgt.mod": modtext(path, list(requires), extra),
+        **(files or {f"{path.rsplit('/', 1)[-1]}/weights.bin": f"{path}@{version}".encode() * 50}),
+    }
+    tree.add(path, version, fs)
+    return fs
+
+
+@pytest.fixture
+def graph(tree: ProxyTree) -> dict[str, dict[str, bytes]]:
+    """a v0.1.0 -> b v0.1.0, c v0.1.0; c v0.1.0 -> b v0.2.0; b has v0.1.0..v0.3.0."""
+    out = {}
+    out["b1"] = pub(tree, "github.com/acme/b", "v0.1.0")
+    out["b2"] = pub(tree, "github.com/acme/b", "v0.2.0")
+    out["b3"] = pub(tree, "github.com/acme/b", "v0.3.0")
+    out["c1"] = pub(tree, "github.com/acme/c", "v0.1.0", ["github.com/acme/b v0.2.0"])
+    out["a1"] = pub(
+        tree,
+        "github.com/acme/a",
+        "v0.1.0",
+        ["github.com/acme/b v0.1.0", "github.com/acme/c v0.1.0"],
+    )
+    return out
+
+
+def sum_lines(project: Path) -> list[str]:
+    return (project / "wgt.sum").read_text().splitlines()
+
+
+def test_init(wgtpm, tmp_path: Path) -> None:
+    r = wgtpm("init", "github.com/acme/new", cwd=tmp_path)
+    assert r.code == 0
+    assert (tmp_path / "wgt.mod").read_text() == "module github.com/acme/new\nwgt 0.1\n"
+    r = wgtpm("init", "github.com/acme/new", cwd=tmp_path)
+    assert r.code == 1 and "already exists" in r.err
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    r = wgtpm("init", "NoDot/x", cwd=bad)
+    assert r.code == 1 and "host name with a dot" in r.err
+    assert not (bad / "wgt.mod").exists()
+
+
+def test_get_resolves_by_mvs_and_writes_sums(wgtpm, tree, project, graph, monkeypatch) -> None:
+    monkeypatch.setenv("WGTPROXY", tree.url)
+    r = wgtpm("get", "github.com/acme/a@v0.1.0", cwd=project)
+    assert r.code == 0, r.err
+    assert "added github.com/acme/b v0.2.0" in r.err
+    mod = (project / "wgt.mod").read_text()
+    assert "require github.com/acme/a v0.1.0\n" in mod
+    assert "github.com/acme/b" not in mod  # implied by a: minimal requirements
+    assert sum_lines(project) == [
+        f"github.com/acme/a v0.1.0 {h1(graph['a1'])}",
+        f"github.com/acme/a v0.1.0/wgt.mod {h1({'wgt.mod': graph['a1']['wgt.mod']})}",
+        f"github.com/acme/b v0.1.0/wgt.mod {h1({'wgt.mod': graph['b1']['wgt.mod']})}",
+        f"github.com/acme/b v0.2.0 {h1(graph['b2'])}",
+        f"github.com/acme/b v0.2.0/wgt.mod {h1({'wgt.mod': graph['b2']['wgt.mod']})}",
+        f"github.com/acme/c v0.1.0 {h1(graph['c1'])}",
+        f"github.com/acme/c v0.1.0/wgt.mod {h1({'wgt.mod': graph['c1']['wgt.mod']})}",
+    ]
+    r = wgtpm("list", "-m", "all", cwd=project)
+    assert r.out.split("\n")[:4] == [
+        "example.com/app",
+        "github.com/acme/a v0.1.0",
+        "github.com/acme/b v0.2.0",
+        "github.com/acme/c v0.1.0",
+    ]
+    # The files are in the cache, read-only, with the published bytes.
+    cache = Path(os.environ["WGTPM_CACHE"])
+    f = cache / "mod" / "github.com/acme/b@v0.2.0" / "b/weights.bin"
+    assert f.read_bytes() == graph["b2"]["b/weights.bin"]
+    assert not f.stat().st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
+    # The cache speaks the proxy protocol itself.
+    assert (cache / "download/github.com/acme/b/@v/list").read_text().split() == ["v0.2.0"]
+    assert (cache / "download/github.com/acme/b/@v/v0.2.0/b/weights.bin").read_bytes() == graph[
+        "b2"
+    ]["b/weights.bin"]
+
+
+def test_get_no_args_downloads_build_list_and_noop_writes_nothing(
+    wgtpm, tree, project, graph, monkeypatch
+) -> None:
+    monkeypatch.setenv("WGTPROXY", tree.url)
+    (project / "wgt.mod").write_text(
+        "module example.com/app\nwgt 0.1\n\nrequire github.com/acme/c v0.1.0 // the classifier\n"
+    )
+    assert wgtpm("get", cwd=project).code == 0
+    assert "// the classifier" in (project / "wgt.mod").read_text()
+    before = [(p.name, p.stat().st_mtime_ns) for p in (project / "wgt.sum", project / "wgt.mod")]
+    monkeypatch.setenv("WGTPROXY", "off")  # all cached: no network needed
+    r = wgtpm("get", cwd=project)
+    assert r.code == 0, r.err
+    assert [
+        (p.name, p.stat().st_mtime_ns) for p in (project / "wgt.sum", project / "wgt.mod")
+    ] == before
+
+
+def test_queries(wgtpm, tree, project, graph, monkeypatch) -> None:
+    monkeypatch.setenv("WGTPROXY", tree.url)
+    pub(tree, "github.com/acme/b", "v0.3.1")
+    pub(tree, "github.com/acme/b", "v0.4.0-rc.1")
+    assert wgtpm("get", "github.com/acme/b@v0.2.0", cwd=project).code == 0
+    assert "github.com/acme/b v0.2.0" in (project / "wgt.mod").read_text()
+    assert wgtpm("get", "github.com/acme/b@patch", cwd=project).code == 0  # stays on v0.2.x
+    assert "github.com/acme/b v0.2.0" in (project / "wgt.mod").read_text()
+    assert wgtpm("get", "github.com/acme/b@latest", cwd=project).code == 0
+    assert "github.com/acme/b v0.3.1" in (project / "wgt.mod").read_text()
+    assert wgtpm("get", "github.com/acme/b@<v0.3.1", cwd=project).code == 0
+    assert "github.com/acme/b v0.3.0" in (project / "wgt.mod").read_text()
+    assert wgtpm("get", "github.com/acme/b@v0.4.0-rc.1", cwd=project).code == 0
+    assert "github.com/acme/b v0.4.0-rc.1" in (project / "wgt.mod").read_text()
+    assert wgtpm("get", "github.com/acme/b@upgrade", cwd=project).code == 0  # never goes down
+    assert "github.com/acme/b v0.4.0-rc.1" in (project / "wgt.mod").read_text()
+    assert wgtpm("get", "github.com/acme/b@v0", cwd=project).code == 0
+    assert "github.com/acme/b v0.3.1" in (project / "wgt.mod").read_text()
+    r = wgtpm("get", "github.com/acme/b@v9", cwd=project)
+    assert r.code == 1 and "github.com/acme/b: no version matches query 'v9'" in r.err
+    r = wgtpm("get", "github.com/acme/nope@latest", cwd=project)
+    assert r.code == 1 and "github.com/acme/nope" in r.err
+
+
+def test_downgrade_and_none(wgtpm, tree, project, graph, monkeypatch) -> None:
+    monkeypatch.setenv("WGTPROXY", tree.url)
+    pub(tree, "github.com/acme/c", "v0.0.9", ["github.com/acme/b v0.1.0"])
+    assert wgtpm("get", "github.com/acme/a@v0.1.0", cwd=project).code == 0
+    # b is at v0.2.0 because c v0.1.0 needs it; lowering b to v0.1.0 must lower c,
+    # and a (which needs c v0.1.0 and has no older version) must go.
+    r = wgtpm("get", "github.com/acme/b@v0.1.0", cwd=project)
+    assert r.code == 0, r.err
+    assert "downgraded github.com/acme/c v0.1.0 => v0.0.9" in r.err
+    assert "removed github.com/acme/a v0.1.0" in r.err
+    r = wgtpm("list", "-m", "all", "--json", cwd=project)
+    assert {m["path"]: m.get("version") for m in json.loads(r.out)}["github.com/acme/b"] == "v0.1.0"
+    r = wgtpm("get", "github.com/acme/b@none", cwd=project)
+    assert r.code == 0, r.err
+    assert "removed github.com/acme/c v0.0.9" in r.err  # c needs b, so it goes too
+    assert "require" not in (project / "wgt.mod").read_text()
+
+
+def test_retracted_versions_skipped_by_queries_but_fetchable(
+    wgtpm, tree, project, monkeypatch
+) -> None:
+    monkeypatch.setenv("WGTPROXY", tree.url)
+    pub(tree, "github.com/acme/b", "v0.1.0")
+    pub(tree, "github.com/acme/b", "v0.2.0")
+    pub(
+        tree,
+        "github.com/acme/b",
+        "v0.3.0",
+        extra="retract v0.2.0 // trained on the wrong split\nretract v0.3.0 // the retraction itself\n",
+    )
+    assert wgtpm("get", "github.com/acme/b@latest", cwd=project).code == 0
+    assert "github.com/acme/b v0.1.0" in (project / "wgt.mod").read_text()
+    r = wgtpm("get", "github.com/acme/b@v0.2.0", cwd=project)
+    assert r.code == 0
+    assert "retracted by module author: trained on the wrong split" in r.err
+    r = wgtpm("list", "-m", "-u", "all", cwd=project)
+    assert "github.com/acme/b v0.2.0 (retracted)" in r.out
+
+
+def test_exclude_and_replace(wgtpm, tree, project, graph, monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("WGTPROXY", tree.url)
+    (project / "wgt.mod").write_text(
+        "module example.com/app\nwgt 0.1\n\nrequire github.com/acme/a v0.1.0\nexclude github.com/acme/b v0.2.0\n"
+    )
+    assert wgtpm("get", cwd=project).code == 0, "excluded b v0.2.0 must round up to v0.3.0"
+    assert "github.com/acme/b v0.3.0" in wgtpm("list", "-m", "all", cwd=project).out
+    local = tmp_path / "b-local"
+    (local / "b").mkdir(parents=True)
+    (local / "wgt.mod").write_text("module github.com/acme/b\nwgt 0.1\n")
+    (local / "b" / "weights.bin").write_bytes(b"local")
+    r = wgtpm("mod", "edit", "-replace", f"github.com/acme/b={local}", cwd=project)
+    assert r.code == 0, r.err
+    out = wgtpm("list", "-m", "all", cwd=project).out
+    assert f"github.com/acme/b v0.3.0 => {local}" in out
+    from wgtpm.project import open_resolver
+
+    res = open_resolver(project)
+    assert (res.module("github.com/acme/b").dir / "b" / "weights.bin").read_bytes() == b"local"
+
+
+def test_tidy_prunes_sum_and_minimises(wgtpm, tree, project, graph, monkeypatch) -> None:
+    monkeypatch.setenv("WGTPROXY", tree.url)
+    (project / "wgt.mod").write_text(
+        "module example.com/app\nwgt 0.1\n\nrequire (\n\tgithub.com/acme/a v0.1.0\n\tgithub.com/acme/b v0.1.0 // indirect\n)\n"
+    )
+    (project / "wgt.sum").write_text(
+        "github.com/acme/zzz v1.0.0 h1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n"
+    )
+    r = wgtpm("tidy", cwd=project)
+    assert r.code == 0, r.err
+    assert "github.com/acme/b" not in (project / "wgt.mod").read_text()
+    lines = sum_lines(project)
+    assert not any("zzz" in ln for ln in lines)
+    assert f"github.com/acme/b v0.2.0 {h1(graph['b2'])}" in lines
+    # readonly: a tidy project passes, an untidy one is refused and untouched
+    assert wgtpm("tidy", "-mod=readonly", cwd=project).code == 0
+    (project / "wgt.mod").write_text(
+        (project / "wgt.mod").read_text() + "require github.com/acme/b v0.3.0\n"
+    )
+    mod, sums = (project / "wgt.mod").read_bytes(), (project / "wgt.sum").read_bytes()
+    monkeypatch.setenv("WGTFLAGS", "-mod=readonly")
+    r = wgtpm("get", cwd=project)
+    assert r.code == 1 and "readonly" in r.err
+    assert (project / "wgt.mod").read_bytes() == mod and (project / "wgt.sum").read_bytes() == sums
+
+
+def test_graph_and_why(wgtpm, tree, project, graph, monkeypatch) -> None:
+    monkeypatch.setenv("WGTPROXY", tree.url)
+    assert wgtpm("get", "github.com/acme/a@v0.1.0", cwd=project).code == 0
+    g = wgtpm("graph", cwd=project).out.splitlines()
+    assert "github.com/acme/c@v0.1.0 github.com/acme/b@v0.2.0" in g
+    assert "example.com/app github.com/acme/a@v0.1.0" in g
+    w = wgtpm("why", "github.com/acme/b", "github.com/acme/zzz", cwd=project).out
+    assert "# github.com/acme/b\nexample.com/app\ngithub.com/acme/a\ngithub.com/acme/b\n" in w
+    assert "does not need module github.com/acme/zzz" in w
+    v = wgtpm("list", "-m", "-versions", "github.com/acme/b", cwd=project).out
+    assert v.strip() == "github.com/acme/b v0.1.0 v0.2.0 v0.3.0"
+
+
+def test_proxy_list_fallthrough(wgtpm, tree, project, monkeypatch, tmp_path) -> None:
+    from tests.servers import Fault
+    from tests.servers.proxytree import ProxyTreeServer
+
+    empty = ProxyTree(tmp_path / "empty")
+    empty.root.mkdir()
+    pub(tree, "github.com/acme/b", "v0.1.0")
+    with ProxyTreeServer(empty.root) as first, ProxyTreeServer(tree.root) as second:
+        monkeypatch.setenv("WGTPROXY", f"{first.url},{second.url}")
+        assert wgtpm("get", "github.com/acme/b@v0.1.0", cwd=project).code == 0  # 404 falls through
+        asked = first.log.where(path="/github.com/acme/b/*")
+        assert asked and all(s.status == 404 for s in asked)
+        # A 500 stops a ',' list but not a '|' list.
+        from wgtpm.cache import Cache
+
+        Cache().clean()
+        (project / "wgt.mod").write_text("module example.com/app\nwgt 0.1\n")
+        first.inject(Fault.error("/github.com/acme/b/*", status=500, times=-1))
+        monkeypatch.setenv("WGTPM_HTTP_RETRIES", "1")
+        monkeypatch.setenv("WGTPROXY", f"{first.url},{second.url}")
+        r = wgtpm("get", "github.com/acme/b@v0.1.0", cwd=project)
+        assert r.code == 1 and "500" in r.err
+        monkeypatch.setenv("WGTPROXY", f"{first.url}|{second.url}")
+        r = wgtpm("get", "github.com/acme/b@v0.1.0", cwd=project)
+        assert r.code == 0, r.err
+    monkeypatch.setenv("WGTPROXY", "off")
+    r = wgtpm("get", "github.com/acme/zzz@v0.1.0", cwd=project)
+    assert r.code == 1 and "WGTPROXY=off" in r.err
+
+
+def test_escaped_paths_over_http(wgtpm, tree, project, http_tree, monkeypatch) -> None:
+    pub(
+        tree,
+        "hf.co/Qwen/Qwen3-Tiny",
+        "v1.0.0",
+        files={"config.json": b"{}", "model.safetensors": b"x" * 1000},
+    )
+    monkeypatch.setenv("WGTPROXY", http_tree.url)
+    r = wgtpm("get", "huggingface.co/Qwen/Qwen3-Tiny@v1.0.0", cwd=project)
+    assert r.code == 0, r.err
+    assert "require hf.co/Qwen/Qwen3-Tiny v1.0.0" in (project / "wgt.mod").read_text()
+    assert http_tree.log.where(path="/hf.co/!qwen/!qwen3-!tiny/@v/v1.0.0.index.json")
+    assert (tree.root / escape_path("hf.co/Qwen/Qwen3-Tiny")).is_dir()
+
+
+def test_select_fetches_part_but_locks_all(wgtpm, tree, project, http_tree, monkeypatch) -> None:
+    files = {"a.gguf": b"A" * 5000, "b.gguf": b"B" * 5000, "README.md": b"readme"}
+    pub(tree, "hf.co/acme/big", "v1.0.0", files=files)
+    monkeypatch.setenv("WGTPROXY", http_tree.url)
+    (project / "wgt.mod").write_text(
+        "module example.com/app\nwgt 0.1\nselect hf.co/acme/big a.gguf\n"
+    )
+    assert wgtpm("get", "hf.co/acme/big@v1.0.0", cwd=project).code == 0
+    got = {s.path.rsplit("/", 1)[-1] for s in http_tree.log if "/@v/v1.0.0/" in s.path}
+    assert got == {"a.gguf", "wgt.mod"}
+    full = {"wgt.mod": modtext("hf.co/acme/big"), **files}
+    assert f"hf.co/acme/big v1.0.0 {h1(full)}" in sum_lines(project)

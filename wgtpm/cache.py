@@ -1,0 +1,375 @@
+"""The module cache: verified blobs, read-only module trees, metadata with a TTL.
+
+Layout under ``$WGTPM_CACHE`` (default: the platform's user cache dir)::
+
+    blobs/sha256/3f/3f9a...           each distinct content once, read-only; name = its sha256
+    mod/github.com/acme/xor@v0.1.0/   module trees: read-only hard links to blobs
+    download/github.com/acme/xor/@v/  the proxy protocol, so file://$CACHE/download is a WGTPROXY
+        list                          versions present here, one per line
+        v0.1.0.info .mod .index.json  verified metadata
+        v0.1.0 -> ../../../../mod/github.com/acme/xor@v0.1.0
+    meta/github.com/acme/xor/list.json  what a source said, with the time it said it (TTL)
+    tmp/                              partial downloads (<sha256>.partial) and their locks
+    .lock                             shared by every wgtpm process; exclusive for clean and gc
+
+Module paths and versions are escaped (capitals as ``!`` + lower case).
+
+Guarantees:
+
+- Nothing unverified is ever under a final name: a blob is written as
+  ``tmp/<sha256>.partial``, hashed while it streams, and renamed into
+  ``blobs/`` only when size and sha256 match. Trees link only blobs.
+- Any number of processes share one cache: a blob is downloaded under its
+  own lock (the others wait, then find it done); metadata files are written
+  to a unique temporary name and renamed into place.
+- ``clean`` and ``gc`` take the cache-wide lock exclusively, so they wait for
+  running wgtpm processes (each holds it shared) and never pull a file from
+  under one.
+
+This module only touches the disk; downloading is :mod:`wgtpm.modfetch`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import json
+import os
+import shutil
+import stat
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ._errors import CacheError
+from ._fs import write_atomic
+from .module import escape_path, escape_version
+
+__all__ = ["Cache", "CacheProblem", "default_root"]
+
+BLOB_MODE = 0o444
+HASH_CHUNK = 1 << 20
+
+
+def default_root() -> Path:
+    """``$WGTPM_CACHE``, else the platform's cache directory for wgtpm."""
+    env = os.environ.get("WGTPM_CACHE")
+    if env:
+        return Path(env).expanduser().absolute()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("wgtpm", appauthor=False))
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(HASH_CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class CacheProblem:
+    """One thing ``cache verify`` found wrong."""
+
+    path: Path
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
+
+
+class _FLock:
+    """A shared/exclusive lock on one file (``flock``; a no-op where unsupported)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fd: int | None = None
+
+    def acquire(self, exclusive: bool, blocking: bool = True) -> bool:
+        try:
+            import fcntl
+        except ImportError:  # Windows: advisory locking is best effort
+            return True
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        flags = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
+        try:
+            fcntl.flock(self.fd, flags | (0 if blocking else fcntl.LOCK_NB))
+        except BlockingIOError:
+            os.close(self.fd)
+            self.fd = None
+            return False
+        return True
+
+    def release(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+class Cache:
+    """The on-disk cache. Cheap to construct; creates directories lazily."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = Path(root) if root is not None else default_root()
+
+    # ---- locks ----------------------------------------------------------
+
+    @contextlib.contextmanager
+    def using(self) -> Iterator[None]:
+        """Hold the cache-wide lock shared while this process reads and writes the cache."""
+        lk = _FLock(self.root / ".lock")
+        try:
+            lk.acquire(exclusive=False)
+        except OSError as exc:
+            raise CacheError(f"cannot use the module cache at {self.root}: {exc}") from exc
+        try:
+            yield
+        finally:
+            lk.release()
+
+    @contextlib.contextmanager
+    def exclusive(self, wait: bool = True) -> Iterator[None]:
+        """Hold the cache-wide lock alone (clean, gc): waits for other wgtpm processes."""
+        lk = _FLock(self.root / ".lock")
+        if not lk.acquire(exclusive=True, blocking=wait):
+            raise CacheError(
+                "other wgtpm processes are using the cache; try again when they finish"
+            )
+        try:
+            yield
+        finally:
+            lk.release()
+
+    def file_lock(self, name: str) -> Any:
+        """A cross-process lock (``filelock.FileLock``) named ``name`` under ``tmp/``."""
+        import filelock
+
+        p = self.root / "tmp" / f"{name}.lock"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        return filelock.FileLock(str(p))
+
+    # ---- blobs ----------------------------------------------------------
+
+    def blob_path(self, sha256: str) -> Path:
+        return self.root / "blobs" / "sha256" / sha256[:2] / sha256
+
+    def has_blob(self, sha256: str) -> bool:
+        return self.blob_path(sha256).is_file()
+
+    def partial_path(self, sha256: str) -> Path:
+        p = self.root / "tmp" / f"{sha256}.partial"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        return p
+
+    def commit_blob(self, tmp: Path, sha256: str) -> Path:
+        """Move a verified temporary file into ``blobs/`` (read-only)."""
+        dst = self.blob_path(sha256)
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        os.chmod(tmp, BLOB_MODE)
+        os.replace(tmp, dst)
+        return dst
+
+    def put_bytes(self, data: bytes) -> str:
+        """Store verified in-memory content as a blob; returns its sha256."""
+        digest = hashlib.sha256(data).hexdigest()
+        if not self.has_blob(digest):
+            tmp = self.root / "tmp" / f"{digest}.{os.getpid()}.put"
+            tmp.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_bytes(data)
+            self.commit_blob(tmp, digest)
+        return digest
+
+    # ---- module trees -----------------------------------------------------
+
+    def mod_dir(self, path: str, version: str) -> Path:
+        return self.root / "mod" / f"{escape_path(path)}@{escape_version(version)}"
+
+    def link(self, path: str, version: str, name: str, sha256: str) -> Path:
+        """Place blob ``sha256`` at ``name`` in the tree of ``path@version`` (atomically)."""
+        dst = self.mod_dir(path, version) / name
+        if dst.is_file():
+            return dst
+        src = self.blob_path(sha256)
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dst.parent / f".{dst.name}.{os.getpid()}.{time.monotonic_ns()}.tmp"
+        try:
+            try:
+                os.link(src, tmp)
+            except OSError as exc:
+                if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
+                    raise
+                shutil.copyfile(src, tmp)
+                os.chmod(tmp, BLOB_MODE)
+            os.replace(tmp, dst)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise _disk_error(exc, dst) from exc
+        self._expose(path, version)
+        return dst
+
+    def _expose(self, path: str, version: str) -> None:
+        """Make ``download/$mod/@v/$version`` point at the tree (the proxy-protocol view)."""
+        link = self.meta_dir(path) / escape_version(version)
+        if link.is_symlink() or link.exists():
+            return
+        link.parent.mkdir(parents=True, exist_ok=True)
+        target = os.path.relpath(self.mod_dir(path, version), link.parent)
+        with contextlib.suppress(FileExistsError, OSError):
+            os.symlink(target, link, target_is_directory=True)
+
+    # ---- metadata ---------------------------------------------------------
+
+    def meta_dir(self, path: str) -> Path:
+        return self.root / "download" / escape_path(path) / "@v"
+
+    def meta_path(self, path: str, version: str, ext: str) -> Path:
+        """``ext`` is ``info``, ``mod`` or ``index.json``."""
+        return self.meta_dir(path) / f"{escape_version(version)}.{ext}"
+
+    def read_meta(self, path: str, version: str, ext: str) -> bytes | None:
+        try:
+            return self.meta_path(path, version, ext).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def write_meta(self, path: str, version: str, ext: str, data: bytes) -> None:
+        """Store verified metadata; the ``.index.json`` also adds the version to ``list``."""
+        p = self.meta_path(path, version, ext)
+        try:
+            p.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(p, data)
+            if ext == "index.json":
+                self._add_to_list(path, version)
+        except OSError as exc:
+            raise _disk_error(exc, p) from exc
+
+    def _add_to_list(self, path: str, version: str) -> None:
+        lst = self.meta_dir(path) / "list"
+        with self.file_lock("list-" + hashlib.sha256(path.encode()).hexdigest()[:16]):
+            have = lst.read_text().split() if lst.exists() else []
+            if version not in have:
+                write_atomic(lst, ("\n".join([*have, version]) + "\n").encode())
+
+    def read_ttl(self, key: str, ttl: float) -> Any | None:
+        """A JSON value stored by :meth:`write_ttl` no more than ``ttl`` seconds ago."""
+        p = self.root / "meta" / f"{key}.json"
+        try:
+            doc = json.loads(p.read_bytes())
+        except (FileNotFoundError, ValueError):
+            return None
+        if not isinstance(doc, dict) or time.time() - float(doc.get("at", 0)) > ttl:
+            return None
+        return doc.get("value")
+
+    def write_ttl(self, key: str, value: Any) -> None:
+        p = self.root / "meta" / f"{key}.json"
+        try:
+            p.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(p, json.dumps({"at": time.time(), "value": value}).encode())
+        except OSError as exc:
+            raise _disk_error(exc, p) from exc
+
+    # ---- maintenance ------------------------------------------------------
+
+    def verify(self) -> list[CacheProblem]:
+        """Re-hash every blob and check every tree file against its index."""
+        problems: list[CacheProblem] = []
+        blobs = self.root / "blobs" / "sha256"
+        if blobs.is_dir():
+            for p in sorted(blobs.glob("*/*")):
+                if sha256_file(p) != p.name:
+                    problems.append(CacheProblem(p, "content does not match its sha256 name"))
+        for idx_path, doc in self._indexes():
+            tree = self._tree_for_index(idx_path)
+            if tree is None or not tree.is_dir():
+                continue
+            for e in doc.get("files", []):
+                f = tree / e["path"]
+                if f.is_file() and sha256_file(f) != e["sha256"]:
+                    problems.append(
+                        CacheProblem(
+                            f, f"content does not match the index (want sha256 {e['sha256']})"
+                        )
+                    )
+        return problems
+
+    def _indexes(self) -> Iterator[tuple[Path, dict[str, Any]]]:
+        dl = self.root / "download"
+        if not dl.is_dir():
+            return
+        for p in dl.rglob("*.index.json"):
+            try:
+                doc = json.loads(p.read_bytes())
+            except ValueError:
+                continue
+            if isinstance(doc, dict):
+                yield p, doc
+
+    def _tree_for_index(self, idx_path: Path) -> Path | None:
+        link = idx_path.with_name(idx_path.name[: -len(".index.json")])
+        return link if link.exists() else None
+
+    def clean(self) -> None:
+        """Remove everything (waits for other wgtpm processes to finish first)."""
+        with self.exclusive():
+            for name in ("blobs", "mod", "download", "meta", "tmp"):
+                _rmtree(self.root / name)
+
+    def gc(self) -> tuple[int, int]:
+        """Remove blobs no module tree uses and stale partial files; returns (files, bytes) freed."""
+        with self.exclusive():
+            used: set[str] = set()
+            for _, doc in self._indexes():
+                used.update(e.get("sha256", "") for e in doc.get("files", []))
+            freed_n = freed_b = 0
+            blobs = self.root / "blobs" / "sha256"
+            for p in list(blobs.glob("*/*")) if blobs.is_dir() else []:
+                if p.name not in used and p.stat().st_nlink <= 1:
+                    freed_b += p.stat().st_size
+                    freed_n += 1
+                    _unlink(p)
+            tmp = self.root / "tmp"
+            for p in list(tmp.iterdir()) if tmp.is_dir() else []:
+                if p.suffix != ".lock":
+                    freed_b += p.stat().st_size
+                    freed_n += 1
+                    _unlink(p)
+            return freed_n, freed_b
+
+
+def _disk_error(exc: OSError, where: Path) -> CacheError:
+    if exc.errno == errno.ENOSPC:
+        return CacheError(
+            f"disk full while writing {where}: free some space (wgtpm cache gc) and run the command again"
+        )
+    if exc.errno in (errno.EACCES, errno.EROFS, errno.EPERM):
+        return CacheError(
+            f"cannot write {where}: {exc.strerror}; set WGTPM_CACHE to a writable directory"
+        )
+    return CacheError(f"cannot write {where}: {exc}")
+
+
+def _unlink(p: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.chmod(p.parent, os.stat(p.parent).st_mode | stat.S_IWUSR)
+        p.unlink()
+
+
+def _rmtree(p: Path) -> None:
+    if not p.exists():
+        return
+
+    def onerror(func: Any, path: str, exc: Any) -> None:
+        os.chmod(os.path.dirname(path), 0o755)
+        if os.path.isdir(path) and not os.path.islink(path):
+            os.chmod(path, 0o755)
+        func(path)
+
+    shutil.rmtree(p, onerror=onerror)

@@ -1,0 +1,414 @@
+"""Module commands: init, get, tidy, verify, list, graph, why, vendor, mod edit."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["register"]
+
+
+def _mod_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "-mod",
+        "--mod",
+        dest="mod",
+        default="",
+        choices=["", "mod", "readonly", "vendor"],
+        help="mod: update wgt.mod/wgt.sum; readonly: refuse to; vendor: use vendor/ (default from WGTFLAGS)",
+    )
+
+
+def _json_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", "-json", action="store_true", help="print JSON for scripts")
+
+
+def _project(args: argparse.Namespace, quiet: bool = False) -> Any:
+    from .._progress import make_progress
+    from ..project import Options, Project
+
+    opts = Options.from_env(args.mod, jobs=getattr(args, "jobs", 8), progress=make_progress(quiet))
+    return Project.load(Path.cwd(), opts)
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("init", help="create wgt.mod for a new module in the current directory")
+    p.add_argument("module", help="the module path, e.g. github.com/acme/xor-base")
+    p.set_defaults(run=_init)
+
+    p = sub.add_parser(
+        "get", help="add, upgrade, downgrade or remove dependencies, and download them"
+    )
+    p.add_argument(
+        "modules",
+        nargs="*",
+        metavar="MODULE[@QUERY]",
+        help="@v1.2.3, @latest, @upgrade, @patch, @none, @v1, a branch or commit",
+    )
+    p.add_argument("-j", "--jobs", type=int, default=8, help="files downloaded at once")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    _mod_flag(p)
+    _json_flag(p)
+    p.set_defaults(run=_get)
+
+    p = sub.add_parser("tidy", help="write minimal requirements and prune wgt.sum")
+    _mod_flag(p)
+    p.set_defaults(run=_tidy)
+
+    p = sub.add_parser(
+        "verify", help="re-hash the cached files of the build list (or verify an artifact)"
+    )
+    p.add_argument(
+        "artifact", nargs="?", help="verify this artifact instead (path or MODULE/ARTIFACT)"
+    )
+    _mod_flag(p)
+    _json_flag(p)
+    p.set_defaults(run=_verify)
+
+    p = sub.add_parser("list", help="list modules of the build list")
+    p.add_argument(
+        "-m", action="store_true", dest="modules_flag", help="list modules (the only mode)"
+    )
+    p.add_argument("patterns", nargs="*", help="'all', or module paths")
+    p.add_argument(
+        "-versions", "--versions", action="store_true", help="list the available versions"
+    )
+    p.add_argument("-u", "--upgrades", action="store_true", help="show available upgrades")
+    _mod_flag(p)
+    _json_flag(p)
+    p.set_defaults(run=_list)
+
+    p = sub.add_parser("graph", help="print the requirement graph, one edge per line")
+    _mod_flag(p)
+    p.set_defaults(run=_graph)
+
+    p = sub.add_parser("why", help="show how the main module comes to need a module")
+    p.add_argument("targets", nargs="+", metavar="MODULE")
+    _mod_flag(p)
+    p.set_defaults(run=_why)
+
+    p = sub.add_parser("vendor", help="copy the build list's files into vendor/ for offline builds")
+    p.set_defaults(run=_vendor, mod="")
+
+    p = sub.add_parser("mod", help="edit wgt.mod from scripts: wgtpm mod edit ...")
+    msub = p.add_subparsers(dest="modcmd", metavar="SUBCOMMAND")
+    e = msub.add_parser("edit", help="edit wgt.mod (flags apply in order)")
+    for flag, meta in (
+        ("module", "PATH"),
+        ("require", "PATH@VERSION"),
+        ("droprequire", "PATH"),
+        ("exclude", "PATH@VERSION"),
+        ("dropexclude", "PATH@VERSION"),
+        ("replace", "OLD[@V]=NEW[@V]"),
+        ("dropreplace", "OLD[@V]"),
+        ("retract", "VERSION|[LO,HI]"),
+        ("select", "PATH=GLOB[,GLOB]"),
+        ("dropselect", "PATH"),
+        ("artifact", "NAME=SOURCE"),
+        ("dropartifact", "NAME"),
+    ):
+        e.add_argument(
+            f"-{flag}",
+            f"--{flag}",
+            dest="edits",
+            action="append",
+            metavar=meta,
+            type=lambda v, f=flag: (f, v),
+        )
+    e.add_argument("-fmt", "--fmt", action="store_true", help="only reformat")
+    e.add_argument(
+        "-print",
+        "--print",
+        dest="print_",
+        action="store_true",
+        help="print the result instead of writing it",
+    )
+    _json_flag(e)
+    e.set_defaults(run=_mod_edit, edits=None)
+
+
+def _init(args: argparse.Namespace) -> int:
+    from .. import modfile
+    from .._errors import UsageError
+    from ..module import normalise
+
+    path = Path.cwd() / "wgt.mod"
+    if path.exists():
+        raise UsageError(f"{path} already exists")
+    mf = modfile.new(normalise(args.module))
+    from .._fs import write_atomic
+
+    write_atomic(path, mf.format())
+    print(f"wgtpm: created {path}", file=sys.stderr)
+    return 0
+
+
+def _get(args: argparse.Namespace) -> int:
+    from ..modget import get
+
+    project = _project(args, quiet=args.quiet or args.json)
+    with project.fetcher.cache.using():
+        build, changes = get(project, args.modules)
+    if args.json:
+        json.dump(
+            {
+                "build": [{"path": m.path, "version": m.version} for m in build[1:]],
+                "changes": [{"path": c.path, "old": c.old, "new": c.new} for c in changes],
+            },
+            sys.stdout,
+            indent=2,
+        )
+        print()
+    else:
+        for c in changes:
+            print(f"wgtpm: {c}", file=sys.stderr)
+    return 0
+
+
+def _tidy(args: argparse.Namespace) -> int:
+    from ..modget import tidy
+
+    project = _project(args)
+    with project.fetcher.cache.using():
+        tidy(project)
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    if args.artifact:
+        from ._weightlang import verify_artifact  # type: ignore[import-not-found, unused-ignore]
+
+        return int(verify_artifact(args.artifact, args.json))
+    from ..verify import verify_build
+
+    project = _project(args, quiet=True)
+    problems = verify_build(project)
+    if args.json:
+        json.dump({"ok": not problems, "problems": problems}, sys.stdout, indent=2)
+        print()
+    elif problems:
+        for p in problems:
+            print(p, file=sys.stderr)
+    else:
+        print("all modules verified")
+    return 1 if problems else 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    from .. import version as v
+    from .._errors import UsageError
+
+    if not args.modules_flag:
+        raise UsageError("wgtpm list works on modules: use 'wgtpm list -m [all]'")
+    project = _project(args, quiet=True)
+    if args.mod == "vendor" or project.opts.mod_mode == "vendor":
+        from ..vendor import read_manifest
+
+        rows = [{"path": project.path, "main": True}] + [
+            {"path": m["path"], "version": m["version"]} for m in read_manifest(project).values()
+        ]
+    else:
+        build = project.build_list()
+        pats = args.patterns or []
+        if not pats:
+            build = build[:1]
+        elif "all" not in pats:
+            build = [m for m in build if m.path in pats]
+            missing = set(pats) - {m.path for m in build}
+            if missing:
+                raise UsageError(f"not in the build list: {', '.join(sorted(missing))}")
+        rows = []
+        for m in build:
+            row: dict[str, Any] = {"path": m.path}
+            if m.version == "":
+                row["main"] = True
+            else:
+                row["version"] = m.version
+                repl = project.modfile.replacement(m.path, m.version)
+                if repl is not None:
+                    row["replace"] = repl.new_path + (
+                        f" {repl.new_version}" if repl.new_version else ""
+                    )
+                if args.versions:
+                    row["versions"] = v.sort_versions(project.versions(m.path))
+                if args.upgrades:
+                    up = project.upgrade(m)
+                    if up.version != m.version:
+                        row["update"] = up.version
+                why = (
+                    project.retraction(m) if args.upgrades and not v.is_pseudo(m.version) else None
+                )
+                if why:
+                    row["retracted"] = why
+            rows.append(row)
+        project.save()
+    if args.json:
+        json.dump(rows, sys.stdout, indent=2)
+        print()
+        return 0
+    for row in rows:
+        line = row["path"]
+        if args.versions and "versions" in row:
+            line += " " + " ".join(row["versions"])
+        elif "version" in row:
+            line += " " + row["version"]
+        if "update" in row:
+            line += f" [{row['update']}]"
+        if "retracted" in row:
+            line += " (retracted)"
+        if "replace" in row:
+            line += " => " + row["replace"]
+        print(line)
+    return 0
+
+
+def _graph(args: argparse.Namespace) -> int:
+    project = _project(args, quiet=True)
+    build = project.build_list()
+    seen = set()
+    queue = [build[0]]
+    for m in queue:
+        for r in project.required(m):
+            print(f"{m} {r}")
+            if r not in seen:
+                seen.add(r)
+                queue.append(r)
+    project.save()
+    return 0
+
+
+def _why(args: argparse.Namespace) -> int:
+    from ..module import normalise
+
+    project = _project(args, quiet=True)
+    build = project.build_list()
+    selected = {m.path: m for m in build}
+    for target in args.targets:
+        target = normalise(target)
+        parent: dict[str, str | None] = {build[0].path: None}
+        queue = [build[0]]
+        for m in queue:
+            if m.path == target:
+                break
+            for r in project.required(m):
+                sel = selected.get(r.path)
+                if sel is not None and r.path not in parent:
+                    parent[r.path] = m.path
+                    queue.append(sel)
+        print(f"# {target}")
+        if target not in parent:
+            print(f"(main module does not need module {target})")
+        else:
+            chain: list[str] = []
+            cur: str | None = target
+            while cur is not None:
+                chain.append(cur)
+                cur = parent[cur]
+            print("\n".join(reversed(chain)))
+        print()
+    project.save()
+    return 0
+
+
+def _vendor(args: argparse.Namespace) -> int:
+    from ..vendor import vendor
+
+    project = _project(args)
+    with project.fetcher.cache.using():
+        n = vendor(project)
+    print(f"wgtpm: vendored {n} modules into {project.root / 'vendor'}", file=sys.stderr)
+    return 0
+
+
+def _mod_edit(args: argparse.Namespace) -> int:
+    from .. import modfile
+    from .._errors import UsageError
+    from .._fs import write_atomic
+    from ..modget import parse_arg
+    from ..project import find_root
+
+    root = find_root(Path.cwd())
+    path = root / "wgt.mod"
+    mf = modfile.parse(path.read_bytes(), str(path))
+    for flag, value in args.edits or []:
+        if flag == "module":
+            mf.set_module(value)
+        elif flag in ("require", "exclude", "dropexclude"):
+            p, ver = parse_arg(value)
+            if not ver:
+                raise UsageError(f"-{flag}={value}: want PATH@VERSION")
+            {"require": mf.add_require, "exclude": mf.add_exclude, "dropexclude": mf.drop_exclude}[
+                flag
+            ](p, ver)
+        elif flag == "droprequire":
+            mf.drop_require(value)
+        elif flag == "replace":
+            old, sep, new = value.partition("=")
+            if not sep:
+                raise UsageError(f"-replace={value}: want OLD[@V]=NEW[@V]")
+            op, _, ov = old.partition("@")
+            if modfile.is_local_path(new):
+                mf.add_replace(op, ov or None, new, None)
+            else:
+                np_, _, nv = new.partition("@")
+                if not nv:
+                    raise UsageError(
+                        f"-replace={value}: a module replacement needs a version (NEW@V)"
+                    )
+                mf.add_replace(op, ov or None, np_, nv)
+        elif flag == "dropreplace":
+            op, _, ov = value.partition("@")
+            mf.drop_replace(op, ov or None)
+        elif flag == "retract":
+            if value.startswith("["):
+                lo, _, hi = value.strip("[]").partition(",")
+                mf.add_retract(lo.strip(), hi.strip())
+            else:
+                mf.add_retract(value)
+        elif flag == "select":
+            p, sep, globs = value.partition("=")
+            if not sep:
+                raise UsageError(f"-select={value}: want PATH=GLOB[,GLOB]")
+            mf.add_select(p, [g for g in globs.split(",") if g])
+        elif flag == "dropselect":
+            mf.drop_select(value)
+        elif flag == "artifact":
+            name, sep, src = value.partition("=")
+            if not sep:
+                raise UsageError(f"-artifact={value}: want NAME=SOURCE")
+            mf.add_artifact(name, src)
+        elif flag == "dropartifact":
+            mf.drop_artifact(value)
+    if args.json:
+        json.dump(_modfile_json(mf), sys.stdout, indent=2)
+        print()
+        return 0
+    if args.print_:
+        sys.stdout.write(mf.format().decode())
+        return 0
+    write_atomic(path, mf.format())
+    return 0
+
+
+def _modfile_json(mf: Any) -> dict[str, Any]:
+    return {
+        "Module": {"Path": mf.module.path} if mf.module else None,
+        "Wgt": mf.wgt.version if mf.wgt else None,
+        "Require": [
+            {"Path": r.path, "Version": r.version, "Indirect": r.indirect} for r in mf.requires
+        ],
+        "Exclude": [{"Path": e.path, "Version": e.version} for e in mf.excludes],
+        "Replace": [
+            {
+                "Old": {"Path": r.old_path, "Version": r.old_version},
+                "New": {"Path": r.new_path, "Version": r.new_version},
+            }
+            for r in mf.replaces
+        ],
+        "Retract": [{"Low": r.low, "High": r.high, "Rationale": r.rationale} for r in mf.retracts],
+        "Select": [{"Path": s.path, "Patterns": s.patterns} for s in mf.selects],
+        "Artifact": [{"Name": a.name, "Source": a.source, "Kind": a.kind} for a in mf.artifacts],
+    }

@@ -1,0 +1,277 @@
+"""HTTP for sources and downloads: retries, safe redirects, credentials by origin.
+
+Every network request of wgtpm goes through :class:`HttpClient`:
+
+- GETs are retried with exponential backoff and full jitter on connection
+  errors, 5xx and 429 (a ``Retry-After`` is honoured up to
+  ``HttpOptions.max_retry_after``; a longer wait is an error that says so).
+- Redirects are followed here, not by httpx, so that the caller's headers
+  (``Authorization``, ``X-API-Key``, cookies, anything not on the safe list)
+  reach the origin they were meant for and never another one: GitHub and
+  Hugging Face redirect downloads to storage hosts.
+- A host without an ``Authorization`` header gets credentials from
+  ``~/.netrc`` (or ``$NETRC``), for private registries.
+
+Errors: :class:`HTTPStatusError` for an unexpected status,
+:class:`TransportError` for a network failure; both are
+:class:`~wgtpm.WgtpmError` and carry the URL. Sources translate them into
+module errors that name module@version.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import email.utils
+import netrc
+import os
+import random
+import time
+from collections.abc import Collection, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urljoin, urlsplit
+
+from ._errors import WgtpmError
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["HTTPStatusError", "HttpClient", "HttpOptions", "TransportError", "origin"]
+
+#: Headers that may follow a redirect to another origin; all others are dropped.
+SAFE_HEADERS = frozenset({"accept", "accept-encoding", "range", "user-agent"})
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
+
+
+class HTTPStatusError(WgtpmError):
+    """A response with a status the caller did not expect."""
+
+    def __init__(
+        self, status: int, url: str, headers: Mapping[str, str], body: bytes = b""
+    ) -> None:
+        self.status = status
+        self.url = url
+        self.headers = dict(headers)
+        self.body = body[:2000]
+        detail = self.body.decode("utf-8", "replace").strip().splitlines()
+        tail = f": {detail[0][:200]}" if detail else ""
+        super().__init__(f"GET {_redact(url)}: HTTP {status}{tail}")
+
+
+class TransportError(WgtpmError):
+    """The request did not complete: refused, reset, timed out, or a broken response."""
+
+    def __init__(self, url: str, message: str) -> None:
+        self.url = url
+        super().__init__(f"GET {_redact(url)}: {message}")
+
+
+def _env_float(name: str, default: float) -> float:
+    try:
+        return float(os.environ.get(name, default))
+    except ValueError:
+        return default
+
+
+@dataclass(frozen=True)
+class HttpOptions:
+    """How patient the client is (``WGTPM_HTTP_RETRIES``, ``WGTPM_HTTP_TIMEOUT`` override)."""
+
+    timeout: float = field(default_factory=lambda: _env_float("WGTPM_HTTP_TIMEOUT", 30.0))
+    retries: int = field(default_factory=lambda: int(_env_float("WGTPM_HTTP_RETRIES", 4)))
+    backoff: float = 0.5
+    max_retry_after: float = 60.0
+    max_redirects: int = 10
+    user_agent: str = "wgtpm/0.1"
+
+
+def origin(url: str) -> tuple[str, str, int | None]:
+    """(scheme, host, port) with default ports filled in."""
+    u = urlsplit(url)
+    port = u.port or {"http": 80, "https": 443}.get(u.scheme)
+    return u.scheme, (u.hostname or "").lower(), port
+
+
+def _redact(url: str) -> str:
+    u = urlsplit(url)
+    if u.password or u.username:
+        return url.replace(f"{u.username or ''}:{u.password or ''}@", "***@")
+    return url
+
+
+def _netrc_auth(url: str) -> str | None:
+    path = os.environ.get("NETRC") or os.path.expanduser("~/.netrc")
+    if not os.path.isfile(path):
+        return None
+    try:
+        found = netrc.netrc(path).authenticators(urlsplit(url).hostname or "")
+    except (netrc.NetrcParseError, OSError):
+        return None
+    if not found:
+        return None
+    import base64
+
+    login, _, password = found
+    return "Basic " + base64.b64encode(f"{login}:{password or ''}".encode()).decode()
+
+
+def retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds to wait from ``Retry-After`` (seconds or an HTTP date), if present."""
+    value = headers.get("retry-after") or headers.get("Retry-After")
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+class HttpClient:
+    """A thread-safe HTTP client; one per command is plenty."""
+
+    def __init__(self, opts: HttpOptions | None = None, transport: Any = None) -> None:
+        import httpx
+
+        self.opts = opts or HttpOptions()
+        self._client = httpx.Client(
+            follow_redirects=False,
+            timeout=httpx.Timeout(self.opts.timeout, connect=min(10.0, self.opts.timeout)),
+            transport=transport,
+            headers={"User-Agent": self.opts.user_agent},
+            limits=httpx.Limits(max_connections=64, max_keepalive_connections=32),
+        )
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> HttpClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _sleep(self, attempt: int, headers: Mapping[str, str] | None, url: str) -> None:
+        wait = retry_after(headers) if headers is not None else None
+        if wait is None:
+            wait = random.uniform(0, self.opts.backoff * (2**attempt))
+        elif wait > self.opts.max_retry_after:
+            raise TransportError(
+                url,
+                f"server asks to retry after {wait:.0f}s, longer than the {self.opts.max_retry_after:.0f}s "
+                "wgtpm waits; try again later",
+            )
+        time.sleep(wait)
+
+    @contextlib.contextmanager
+    def _send(
+        self,
+        method: str,
+        url: str,
+        headers: Mapping[str, str] | None,
+        params: Mapping[str, str] | None,
+    ) -> Iterator[httpx.Response]:
+        """One request with redirects followed safely; the response is streamed."""
+        import httpx
+
+        first = origin(url)
+        hdrs = dict(headers or {})
+        if not any(k.lower() == "authorization" for k in hdrs):
+            auth = _netrc_auth(url)
+            if auth:
+                hdrs["Authorization"] = auth
+        cur, cur_params = url, params
+        for _ in range(self.opts.max_redirects + 1):
+            send = (
+                hdrs
+                if origin(cur) == first
+                else {k: v for k, v in hdrs.items() if k.lower() in SAFE_HEADERS}
+            )
+            try:
+                req = self._client.build_request(method, cur, headers=send, params=cur_params)
+                resp = self._client.send(req, stream=True)
+            except httpx.HTTPError as exc:
+                raise TransportError(cur, f"{type(exc).__name__}: {exc}") from exc
+            if resp.status_code in REDIRECTS and "location" in resp.headers:
+                resp.close()
+                cur, cur_params = urljoin(cur, resp.headers["location"]), None
+                continue
+            try:
+                yield resp
+            finally:
+                resp.close()
+            return
+        raise TransportError(url, f"more than {self.opts.max_redirects} redirects")
+
+    def _retryable(self, status: int) -> bool:
+        return status == 429 or 500 <= status < 600
+
+    def get(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        params: Mapping[str, str] | None = None,
+        ok: Collection[int] = (200,),
+        method: str = "GET",
+    ) -> httpx.Response:
+        """GET ``url`` with retries; the body is read. Raises unless the status is in ``ok``."""
+        import httpx
+
+        attempt = 0
+        while True:
+            try:
+                with self._send(method, url, headers, params) as resp:
+                    if resp.status_code in ok:
+                        resp.read()
+                        return resp
+                    body = resp.read()
+                    if not self._retryable(resp.status_code) or attempt >= self.opts.retries:
+                        raise HTTPStatusError(resp.status_code, str(resp.url), resp.headers, body)
+                    rh: Mapping[str, str] | None = resp.headers
+            except (TransportError, httpx.HTTPError) as exc:
+                if attempt >= self.opts.retries:
+                    if isinstance(exc, TransportError):
+                        raise
+                    raise TransportError(url, f"{type(exc).__name__}: {exc}") from exc
+                rh = None
+            self._sleep(attempt, rh, url)
+            attempt += 1
+
+    @contextlib.contextmanager
+    def stream(
+        self, url: str, *, headers: Mapping[str, str] | None = None, offset: int = 0
+    ) -> Iterator[httpx.Response]:
+        """GET ``url`` for streaming, from byte ``offset``; yields a 200 or 206 response.
+
+        Retries happen only before the body starts; a cut in the middle of
+        the body is the caller's to resume with a new ``offset``.
+        """
+        hdrs = dict(headers or {})
+        if offset:
+            hdrs["Range"] = f"bytes={offset}-"
+        attempt = 0
+        while True:
+            stack = contextlib.ExitStack()
+            try:
+                resp = stack.enter_context(self._send("GET", url, hdrs, None))
+            except TransportError:
+                stack.close()
+                if attempt >= self.opts.retries:
+                    raise
+                self._sleep(attempt, None, url)
+                attempt += 1
+                continue
+            with stack:
+                if resp.status_code in (200, 206):
+                    yield resp
+                    return
+                body = resp.read()
+                if not self._retryable(resp.status_code) or attempt >= self.opts.retries:
+                    raise HTTPStatusError(resp.status_code, str(resp.url), resp.headers, body)
+                rh = resp.headers
+            self._sleep(attempt, rh, url)
+            attempt += 1

@@ -1,0 +1,385 @@
+"""Fetch module versions into the cache, verifying every byte on the way.
+
+:class:`Fetcher` sits between the sources (which say where things are) and
+the cache (which stores them). For each module version it
+
+1. gets the wgt.mod and checks it against the ``/wgt.mod`` line of wgt.sum;
+2. gets the index, parses it (safe paths, no case collisions), checks its h1
+   against the module line of wgt.sum and that its ``wgt.mod`` entry hashes
+   to the wgt.mod from step 1;
+3. downloads each file (all of them, or those matching ``select`` globs) to
+   ``tmp/<sha256>.partial``, hashing while it streams, resuming with HTTP
+   Range after a cut, and renames it into ``blobs/`` only when size and
+   sha256 match the index; then links it into the module tree.
+
+Hashes that wgt.sum does not have yet are handed to a :class:`SumChecker`,
+which records them (``wgtpm get``) or refuses (``-mod=readonly``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO, Protocol
+from urllib.parse import unquote, urlsplit
+
+from . import dirhash
+from . import index as _index
+from ._errors import CacheError, FetchError, NotFoundError, VerifyError, WgtpmError
+from .cache import Cache
+from .sources import RevInfo, Source
+
+if TYPE_CHECKING:
+    from .httpclient import HttpClient
+
+__all__ = ["FetchOptions", "Fetcher", "Progress", "SumChecker", "matches"]
+
+CHUNK = 1 << 20
+MOD_SUFFIX = "/wgt.mod"
+
+
+class SumChecker(Protocol):
+    """What the fetcher asks about hashes (backed by wgt.sum, later also the checksum log)."""
+
+    def check(self, path: str, version: str, h1: str, record: bool = True) -> None:
+        """Accept ``h1`` for ``path version`` (``version`` may end in /wgt.mod) or raise.
+
+        ``record=False`` checks against known lines without adding a new one
+        (for wgt.mod files read only to learn about retractions).
+        """
+        ...
+
+
+class Progress(Protocol):
+    def start(self, label: str, total: int) -> None: ...
+    def advance(self, label: str, n: int) -> None: ...
+    def finish(self, label: str) -> None: ...
+
+
+class _NoProgress:
+    def start(self, label: str, total: int) -> None:
+        pass
+
+    def advance(self, label: str, n: int) -> None:
+        pass
+
+    def finish(self, label: str) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class FetchOptions:
+    jobs: int = 8  # files downloaded at once
+    resume_attempts: int = 5  # reconnects after a cut before giving up
+    list_ttl: float = 60.0  # seconds a version list is trusted
+
+
+def matches(patterns: Iterable[str] | None, name: str) -> bool:
+    """Whether ``name`` is selected: no patterns select everything; a glob may match the
+    whole path or its base name; ``wgt.mod`` is always selected."""
+    if patterns is None or name == "wgt.mod":
+        return True
+    base = name.rsplit("/", 1)[-1]
+    return any(fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(base, p) for p in patterns)
+
+
+class Fetcher:
+    """Verified access to module versions from one source (usually a chain of them)."""
+
+    def __init__(
+        self,
+        cache: Cache,
+        source: Source,
+        sums: SumChecker,
+        *,
+        http: Callable[[], HttpClient] | None = None,
+        opts: FetchOptions | None = None,
+        progress: Progress | None = None,
+    ) -> None:
+        self.cache = cache
+        self.source = source
+        self.sums = sums
+        self.opts = opts or FetchOptions()
+        self.progress: Progress = progress or _NoProgress()
+        self._http_factory = http
+        self._http: HttpClient | None = None
+
+    def http(self) -> HttpClient:
+        if self._http is None:
+            if self._http_factory is not None:
+                self._http = self._http_factory()
+            else:
+                from .httpclient import HttpClient
+
+                self._http = HttpClient()
+        return self._http
+
+    # ---- metadata ---------------------------------------------------------
+
+    def versions(self, path: str) -> list[str]:
+        key = "list/" + hashlib.sha256(path.encode()).hexdigest()
+        cached = self.cache.read_ttl(key, self.opts.list_ttl)
+        if isinstance(cached, list):
+            return [str(v) for v in cached]
+        vs = self.source.versions(path)
+        with contextlib.suppress(CacheError):
+            self.cache.write_ttl(key, vs)
+        return vs
+
+    def info(self, path: str, query: str) -> RevInfo:
+        return self.source.info(path, query)
+
+    def mod(self, path: str, version: str, record: bool = True) -> bytes:
+        """The verified wgt.mod of ``path@version``."""
+        data = self.cache.read_meta(path, version, "mod")
+        fresh = data is None
+        if data is None:
+            data = self.source.mod(path, version)
+        self.sums.check(path, version + MOD_SUFFIX, dirhash.hash1_bytes({"wgt.mod": data}), record)
+        if fresh:
+            self.cache.write_meta(path, version, "mod", data)
+        return data
+
+    def index(self, path: str, version: str) -> _index.ReleaseIndex:
+        """The verified index of ``path@version``."""
+        data = self.cache.read_meta(path, version, "index.json")
+        fresh = data is None
+        if data is None:
+            data = self.source.index(path, version)
+        idx = _index.parse(data, path, version)
+        self.sums.check(path, version, idx.h1())
+        mod_entry = idx.entry("wgt.mod")
+        mod = self.mod(path, version)
+        if mod_entry is not None and hashlib.sha256(mod).hexdigest() != mod_entry.sha256:
+            raise VerifyError(
+                path,
+                version,
+                "the wgt.mod served for this version is not the one its index lists; the source is inconsistent",
+            )
+        if fresh:
+            self.cache.write_meta(path, version, "index.json", data)
+        return idx
+
+    # ---- files ------------------------------------------------------------
+
+    def download(self, path: str, version: str, patterns: list[str] | None = None) -> Path:
+        """Make the module tree of ``path@version`` hold every selected file; returns its dir."""
+        idx = self.index(path, version)
+        tree = self.cache.mod_dir(path, version)
+        want = [e for e in idx.files if matches(patterns, e.path)]
+        missing = [e for e in want if not (tree / e.path).is_file()]
+        if not missing:
+            tree.mkdir(parents=True, exist_ok=True)
+            return tree
+        label = f"{path}@{version}"
+        self.progress.start(label, sum(e.size for e in missing))
+        try:
+            jobs = max(1, min(self.opts.jobs, len(missing)))
+            if jobs == 1:
+                for e in missing:
+                    self._fetch_file(path, version, e, label)
+            else:
+                with ThreadPoolExecutor(jobs) as pool:
+                    for f in [
+                        pool.submit(self._fetch_file, path, version, e, label) for e in missing
+                    ]:
+                        f.result()
+        finally:
+            self.progress.finish(label)
+        tree.mkdir(parents=True, exist_ok=True)
+        return tree
+
+    def _fetch_file(self, path: str, version: str, e: _index.IndexEntry, label: str) -> None:
+        if not self.cache.has_blob(e.sha256):
+            with self.cache.file_lock(e.sha256):
+                if not self.cache.has_blob(e.sha256):
+                    self._download_blob(path, version, e, label)
+                else:
+                    self.progress.advance(label, e.size)
+        else:
+            self.progress.advance(label, e.size)
+        self.cache.link(path, version, e.path, e.sha256)
+
+    def _download_blob(self, path: str, version: str, e: _index.IndexEntry, label: str) -> None:
+        req = self.source.file(path, version, e.path)
+        part = _Partial(self.cache.partial_path(e.sha256), e.size)
+        attempt = 0
+        while True:
+            try:
+                part.open()
+                try:
+                    if req.url.startswith("file:"):
+                        self._copy_local(req.url, part, path, version, e, label)
+                    else:
+                        self._stream_http(req.url, dict(req.headers), part, path, version, e, label)
+                finally:
+                    part.close()
+                break
+            except (FetchError, _Cut) as exc:
+                attempt += 1
+                if attempt > self.opts.resume_attempts:
+                    raise FetchError(
+                        path,
+                        version,
+                        f"downloading {e.path}: {exc} (gave up after {attempt} tries; "
+                        "run the command again to resume)",
+                    ) from None
+                time.sleep(min(2.0, 0.1 * 2**attempt))
+            except OSError as exc:
+                from .cache import _disk_error
+
+                raise _disk_error(exc, part.path) from exc
+        got = part.h.hexdigest()
+        if part.have != e.size or got != e.sha256:
+            part.discard()
+            raise VerifyError(
+                path,
+                version,
+                f"{e.path}: downloaded {part.have} bytes with sha256 {got}, but the index lists "
+                f"{e.size} bytes with sha256 {e.sha256}; the source is serving corrupt or "
+                "tampered bytes (nothing was kept)",
+            )
+        self.cache.commit_blob(part.path, e.sha256)
+
+    def _copy_local(
+        self, url: str, part: _Partial, path: str, version: str, e: _index.IndexEntry, label: str
+    ) -> None:
+        src = Path(unquote(urlsplit(url).path))
+        try:
+            fin = open(src, "rb")
+        except FileNotFoundError:
+            raise NotFoundError(path, version, f"{e.path}: not in the file tree ({src})") from None
+        with fin:
+            fin.seek(part.have)
+            self.progress.advance(label, part.have)
+            while chunk := fin.read(CHUNK):
+                part.write(chunk, path, version, e)
+                self.progress.advance(label, len(chunk))
+
+    def _stream_http(
+        self,
+        url: str,
+        headers: dict[str, str],
+        part: _Partial,
+        path: str,
+        version: str,
+        e: _index.IndexEntry,
+        label: str,
+    ) -> None:
+        import httpx
+
+        from .httpclient import HTTPStatusError, TransportError
+
+        if part.have >= e.size:
+            return
+        try:
+            with self.http().stream(url, headers=headers, offset=part.have) as resp:
+                if part.have and resp.status_code == 200:  # the server ignored Range: start over
+                    part.restart()
+                elif resp.status_code == 206 and not _range_starts_at(
+                    resp.headers.get("content-range", ""), part.have
+                ):
+                    part.restart()
+                    raise _Cut("the server answered a different range; restarting")
+                self.progress.advance(label, part.have)
+                for chunk in resp.iter_bytes(CHUNK):
+                    part.write(chunk, path, version, e)
+                    self.progress.advance(label, len(chunk))
+        except HTTPStatusError as exc:
+            if exc.status in (404, 410):
+                raise NotFoundError(path, version, f"{e.path}: {exc}") from None
+            raise FetchError(path, version, f"{e.path}: {exc}") from None
+        except (TransportError, httpx.HTTPError) as exc:
+            raise _Cut(f"{type(exc).__name__}: {exc}") from None
+        if part.have < e.size:
+            raise _Cut(f"connection closed after {part.have} of {e.size} bytes")
+
+
+class _Partial:
+    """A partial download: the file, how much of it there is, and the hash of that much.
+
+    A previous attempt's bytes (from this process or a killed one) are kept
+    and hashed once, so the download resumes where it stopped.
+    """
+
+    def __init__(self, path: Path, size: int) -> None:
+        self.path = path
+        self.size = size
+        self.h = hashlib.sha256()
+        self.have = 0
+        self._f: BinaryIO | None = None
+        self._hashed = False
+
+    def open(self) -> None:
+        if not self._hashed:
+            self._hashed = True
+            try:
+                if self.path.stat().st_size > self.size:
+                    self.path.unlink()
+            except FileNotFoundError:
+                pass
+            if self.path.exists():
+                with open(self.path, "rb") as f:
+                    while chunk := f.read(CHUNK):
+                        self.h.update(chunk)
+                        self.have += len(chunk)
+        self._f = open(self.path, "ab")
+
+    def write(self, chunk: bytes, path: str, version: str, e: _index.IndexEntry) -> None:
+        if self.have + len(chunk) > self.size:
+            self.close()
+            self.discard()
+            raise VerifyError(
+                path,
+                version,
+                f"{e.path}: the source sends more than the {e.size} bytes the index lists",
+            )
+        assert self._f is not None
+        self._f.write(chunk)
+        self.h.update(chunk)
+        self.have += len(chunk)
+
+    def restart(self) -> None:
+        assert self._f is not None
+        self._f.seek(0)
+        self._f.truncate()
+        self.h = hashlib.sha256()
+        self.have = 0
+
+    def close(self) -> None:
+        if self._f is not None:
+            self._f.flush()
+            os.fsync(self._f.fileno())
+            self._f.close()
+            self._f = None
+
+    def discard(self) -> None:
+        self.close()
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+        self.h = hashlib.sha256()
+        self.have = 0
+
+
+class _Cut(WgtpmError):
+    """A download stopped early; it resumes from what was written."""
+
+
+def _range_starts_at(content_range: str, offset: int) -> bool:
+    # "bytes 100-199/200"
+    try:
+        return int(content_range.split()[1].split("-")[0]) == offset
+    except (IndexError, ValueError):
+        return False
+
+
+def info_json(info: RevInfo) -> bytes:
+    return (json.dumps(info.to_json(), sort_keys=True) + "\n").encode()

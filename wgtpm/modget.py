@@ -1,0 +1,127 @@
+"""``wgtpm get`` and ``wgtpm tidy``: change the requirements, keep the bytes locked.
+
+``get MODULE@QUERY...`` resolves each query (:mod:`wgtpm.query`), lowers
+what must go down with MVS's downgrade (``@none`` removes), raises what must
+go up with MVS's upgrade, writes the minimal requirement list that yields the
+new build list, downloads and verifies every module of it, and records new
+hashes in wgt.sum. With no arguments it downloads and verifies the build list
+as it stands. ``tidy`` rewrites the requirements minimally and prunes wgt.sum
+to exactly the lines the build needs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import module as _module
+from . import mvs
+from . import version as _v
+from ._errors import ResolveError, UsageError
+from .module import ModuleVersion
+from .project import Project
+
+__all__ = ["Change", "get", "parse_arg", "tidy"]
+
+MV = ModuleVersion
+
+
+@dataclass(frozen=True)
+class Change:
+    """One line of what ``get`` did: added, upgraded, downgraded or removed."""
+
+    path: str
+    old: str | None
+    new: str | None
+
+    def __str__(self) -> str:
+        if self.old is None:
+            return f"added {self.path} {self.new}"
+        if self.new is None:
+            return f"removed {self.path} {self.old}"
+        verb = "upgraded" if _v.compare(self.new, self.old) > 0 else "downgraded"
+        return f"{verb} {self.path} {self.old} => {self.new}"
+
+
+def parse_arg(arg: str) -> tuple[str, str]:
+    """``path[@query]`` -> (normalised path, query or "")."""
+    path, _, query = arg.partition("@")
+    path = _module.normalise(path)
+    _module.check_path(path)
+    if "@" in query:
+        raise UsageError(f"{arg}: more than one '@'")
+    return path, query
+
+
+def get(project: Project, args: list[str]) -> tuple[list[MV], list[Change]]:
+    """Run ``wgtpm get ARGS``; returns the new build list and what changed."""
+    before = {m.path: m.version for m in project.build_list()[1:]}
+    if not args:
+        build = project.download_all()
+        project.save()
+        return build, []
+    targets: list[MV] = []
+    for arg in args:
+        path, query = parse_arg(arg)
+        if path == project.path:
+            raise UsageError(f"{arg}: cannot get the main module itself")
+        if query == "none":
+            targets.append(MV(path, "none"))
+            continue
+        v = project.resolve_query(path, query or "upgrade", before.get(path))
+        _module.check_path_major(path, v)
+        targets.append(MV(path, v))
+
+    downs = [
+        t
+        for t in targets
+        if t.version == "none" or (t.path in before and _v.compare(t.version, before[t.path]) < 0)
+    ]
+    ups = [t for t in targets if t not in downs]
+    build = project.build_list()
+    if downs:
+        build = mvs.downgrade(project.main, project, *downs)
+    if ups:
+        build = mvs.upgrade(project.main, mvs.Override(project.main, build[1:], project), *ups)
+    chosen = {m.path: m.version for m in build[1:]}
+    for t in targets:
+        got = chosen.get(t.path)
+        if t.version == "none":
+            if got is not None:
+                raise ResolveError(f"cannot remove {t.path}: it is still required at {got}")
+        elif got != t.version:
+            raise ResolveError(
+                f"{t} was asked for, but other requirements select {t.path}@{got}; "
+                f"see 'wgtpm why {t.path}' and ask for a compatible version"
+            )
+    direct = (project.direct() | {t.path for t in ups}) - {
+        t.path for t in downs if t.version == "none"
+    }
+    project.set_requirements(build, direct)
+    project.download_all(build)
+    project.warn_retracted(build)
+    project.save()
+    return build, _changes(before, chosen)
+
+
+def _changes(before: dict[str, str], after: dict[str, str]) -> list[Change]:
+    out = []
+    for p in sorted(set(before) | set(after)):
+        if before.get(p) != after.get(p):
+            out.append(Change(p, before.get(p), after.get(p)))
+    return out
+
+
+def tidy(project: Project) -> list[MV]:
+    """Minimal requirements, and wgt.sum pruned to exactly what the build needs."""
+    build = project.build_list()
+    project.set_requirements(build, project.direct())
+    project.sums.used.clear()
+    project._mods.clear()
+    build = project.build_list()
+    for m in build[1:]:
+        target = project.fetch_target(m)
+        if target is not None:
+            project.fetcher.index(*target)
+    project.sums.file = project.sums.file.keep(project.sums.used)
+    project.save()
+    return build

@@ -1,0 +1,129 @@
+"""Write releases into a proxy-protocol file tree (a static ``WGTPROXY``).
+
+A directory written here can be served by any static web server or used
+directly as ``WGTPROXY=file:///path``::
+
+    tree = ProxyTree(Path("/srv/wgt"))
+    tree.add("github.com/acme/xor-base", "v0.1.0",
+             {"wgt.mod": b"module github.com/acme/xor-base\\n", "xor/weights.safetensors": ...})
+
+Releases are immutable: adding a version that exists with other bytes is an
+error; the same bytes again are accepted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from . import version as _v
+from ._errors import ModuleError
+from ._fs import write_atomic
+from .index import IndexEntry, ReleaseIndex, build_index, synthetic_mod
+from .module import check_path, check_path_major, escape_path, escape_version
+
+__all__ = ["ProxyTree"]
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class ProxyTree:
+    """A proxy-protocol tree rooted at ``root``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    @property
+    def url(self) -> str:
+        return self.root.absolute().as_uri()
+
+    def _vdir(self, module: str) -> Path:
+        return self.root / escape_path(module) / "@v"
+
+    def add(
+        self,
+        module: str,
+        version: str,
+        files: Mapping[str, bytes],
+        *,
+        time: str | None = None,
+        commit: str | None = None,
+        artifacts: Mapping[str, tuple[str, str]] | None = None,
+        build: dict[str, Any] | None = None,
+        latest: bool = True,
+    ) -> ReleaseIndex:
+        """Publish ``module@version`` with ``files`` (logical path -> bytes).
+
+        ``artifacts`` maps a file path to its (artifact, kind). A missing
+        ``wgt.mod`` is synthesised as ``module PATH``.
+        """
+        check_path(module)
+        check_path_major(module, version)
+        files = dict(files)
+        files.setdefault("wgt.mod", synthetic_mod(module))
+        arts = artifacts or {}
+        entries = [
+            IndexEntry(p, len(b), hashlib.sha256(b).hexdigest(), *arts.get(p, (None, None)))
+            for p, b in sorted(files.items())
+        ]
+        t = time or _now()
+        idx = build_index(module, version, entries, time=t, commit=commit, build=build)
+        vdir = self._vdir(module)
+        ev = escape_version(version)
+        old = vdir / f"{ev}.index.json"
+        if old.exists():
+            if old.read_bytes() != idx.to_json():
+                raise ModuleError(
+                    module, version, "already published with other content; versions are immutable"
+                )
+            return idx
+        for p, b in files.items():
+            dst = vdir / ev / p
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(dst, b)
+        write_atomic(vdir / f"{ev}.mod", files["wgt.mod"])
+        info: dict[str, str] = {"Version": version, "Time": t}
+        if commit:
+            info["Commit"] = commit
+        write_atomic(vdir / f"{ev}.info", (json.dumps(info) + "\n").encode())
+        write_atomic(old, idx.to_json())  # last: the version exists once its index does
+        self._relist(module)
+        if latest and not _v.is_pseudo(version):
+            self._update_latest(module)
+        return idx
+
+    def _relist(self, module: str) -> None:
+        vdir = self._vdir(module)
+        vs = [p.name[: -len(".index.json")] for p in vdir.glob("*.index.json")]
+        vs = [v for v in _v.sort_versions(vs) if not _v.is_pseudo(v)]
+        write_atomic(vdir / "list", "".join(v + "\n" for v in vs).encode())
+
+    def _update_latest(self, module: str) -> None:
+        vdir = self._vdir(module)
+        vs = (vdir / "list").read_text().split()
+        rel = [v for v in vs if not _v.is_prerelease(v)] or vs
+        if rel:
+            best = _v.sort_versions(rel)[-1]
+            os.makedirs(vdir.parent, exist_ok=True)
+            write_atomic(
+                vdir.parent / "@latest", (vdir / f"{escape_version(best)}.info").read_bytes()
+            )
+
+    def set_latest(self, module: str, version: str) -> None:
+        """Point ``@latest`` at ``version`` (e.g. a pseudo-version when there are no releases)."""
+        vdir = self._vdir(module)
+        write_atomic(
+            vdir.parent / "@latest", (vdir / f"{escape_version(version)}.info").read_bytes()
+        )
+
+    def alias(self, module: str, rev: str, version: str) -> None:
+        """Let ``$module/@v/$rev.info`` resolve a branch or commit name to ``version``."""
+        vdir = self._vdir(module)
+        write_atomic(vdir / f"{rev}.info", (vdir / f"{escape_version(version)}.info").read_bytes())

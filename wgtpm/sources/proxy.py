@@ -1,0 +1,119 @@
+"""The proxy protocol over http(s) and ``file://`` (DESIGN.md section 7).
+
+A registry, a static web server, a directory and wgtpm's own download cache
+all answer the same plain GETs, ``$module`` escaped (capitals as ``!`` +
+lower case) and ``$version`` a full version::
+
+    $base/$module/@v/list                 versions, one per line
+    $base/$module/@v/$version.info        {"Version", "Time", "Commit"}
+    $base/$module/@v/$version.mod         wgt.mod
+    $base/$module/@v/$version.index.json  the index (section 5)
+    $base/$module/@v/$version/$path       a file of the release (Range requests allowed)
+    $base/$module/@latest                 the .info of the latest version
+
+A query that is not a version (a branch, a commit) may be asked for as
+``$base/$module/@v/$query.info``; a proxy that can resolve it answers with
+the canonical version.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import quote, unquote, urlsplit
+
+from .._errors import FetchError, NotFoundError, WgtpmError
+from ..module import escape_path, escape_version
+from ._base import FileRequest, RevInfo
+
+if TYPE_CHECKING:
+    from ..httpclient import HttpClient
+
+__all__ = ["ProxySource", "parse_info"]
+
+# Characters left as they are in URLs: escaped module paths use "!" and the protocol "@v".
+_SAFE = "/!@~+"
+
+
+def parse_info(data: bytes, path: str, query: str) -> RevInfo:
+    """Parse a ``.info`` document; raises :class:`FetchError` when it is malformed."""
+    try:
+        doc = json.loads(data)
+        v = doc["Version"]
+        if not isinstance(v, str):
+            raise TypeError("Version is not a string")
+    except (ValueError, KeyError, TypeError) as exc:
+        raise FetchError(path, query, f"malformed .info from the proxy: {exc}") from None
+    t, c = doc.get("Time"), doc.get("Commit")
+    return RevInfo(v, t if isinstance(t, str) else None, c if isinstance(c, str) else None)
+
+
+class ProxySource:
+    """A proxy-protocol server at ``base`` (``https://...`` or ``file:///dir``)."""
+
+    def __init__(self, base: str, http: HttpClient | None = None) -> None:
+        self.base = base.rstrip("/")
+        self.name = self.base
+        self._http = http
+        self._local = (
+            Path(unquote(urlsplit(self.base).path)) if self.base.startswith("file:") else None
+        )
+
+    def _client(self) -> HttpClient:
+        if self._http is None:
+            from ..httpclient import HttpClient
+
+            self._http = HttpClient()
+        return self._http
+
+    def _url(self, path: str, rest: str) -> str:
+        return f"{self.base}/{quote(escape_path(path), safe=_SAFE)}/{rest}"
+
+    def _get(self, path: str, version: str | None, rest: str) -> bytes:
+        if self._local is not None:
+            f = self._local / escape_path(path) / rest
+            try:
+                return f.read_bytes()
+            except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+                raise NotFoundError(path, version, f"not found in {self.name}") from None
+            except OSError as exc:
+                raise FetchError(path, version, f"reading {f}: {exc}") from None
+        from ..httpclient import HTTPStatusError
+
+        url = self._url(path, rest)
+        try:
+            return self._client().get(url).content
+        except HTTPStatusError as exc:
+            if exc.status in (404, 410):
+                raise NotFoundError(
+                    path, version, f"not found at {self.name} (HTTP {exc.status})"
+                ) from None
+            raise FetchError(path, version, f"{exc}") from None
+        except WgtpmError as exc:
+            raise FetchError(path, version, f"{exc}") from None
+
+    def versions(self, path: str) -> list[str]:
+        data = self._get(path, None, "@v/list")
+        return [v for v in data.decode("utf-8", "replace").split() if v]
+
+    def info(self, path: str, query: str) -> RevInfo:
+        if query == "latest":
+            return parse_info(self._get(path, None, "@latest"), path, query)
+        return parse_info(
+            self._get(path, query, f"@v/{quote(escape_version(query), safe=_SAFE)}.info"),
+            path,
+            query,
+        )
+
+    def mod(self, path: str, version: str) -> bytes:
+        return self._get(path, version, f"@v/{escape_version(version)}.mod")
+
+    def index(self, path: str, version: str) -> bytes:
+        return self._get(path, version, f"@v/{escape_version(version)}.index.json")
+
+    def file(self, path: str, version: str, name: str) -> FileRequest:
+        rest = f"@v/{escape_version(version)}/{name}"
+        if self._local is not None:
+            return FileRequest((self._local / escape_path(path) / rest).as_uri())
+        return FileRequest(self._url(path, quote(rest, safe=_SAFE)))
