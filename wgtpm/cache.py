@@ -345,7 +345,7 @@ class Cache:
 
 
 def _disk_error(exc: OSError, where: Path) -> CacheError:
-    if exc.errno == errno.ENOSPC:
+    if exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
         return CacheError(
             f"disk full while writing {where}: free some space (wgtpm cache gc) and run the command again"
         )

@@ -25,7 +25,6 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Protocol
@@ -170,6 +169,22 @@ class Fetcher:
 
     # ---- files ------------------------------------------------------------
 
+    def missing(self, path: str, version: str, patterns: list[str] | None = None) -> bool:
+        """Whether ``download`` has anything to do (cheap: reads the cached index only)."""
+        raw = self.cache.read_meta(path, version, "index.json")
+        if raw is None:
+            return True
+        tree = self.cache.mod_dir(path, version)
+        try:
+            files = json.loads(raw).get("files", [])
+        except ValueError:
+            return True
+        return any(
+            not (tree / f.get("path", "")).is_file()
+            for f in files
+            if matches(patterns, f.get("path", ""))
+        )
+
     def download(self, path: str, version: str, patterns: list[str] | None = None) -> Path:
         """Make the module tree of ``path@version`` hold every selected file; returns its dir."""
         idx = self.index(path, version)
@@ -187,6 +202,8 @@ class Fetcher:
                 for e in missing:
                     self._fetch_file(path, version, e, label)
             else:
+                from concurrent.futures import ThreadPoolExecutor
+
                 with ThreadPoolExecutor(jobs) as pool:
                     for f in [
                         pool.submit(self._fetch_file, path, version, e, label) for e in missing
@@ -281,7 +298,9 @@ class Fetcher:
         if part.have >= e.size:
             return
         try:
-            with self.http().stream(url, headers=headers, offset=part.have) as resp:
+            # identity encoding: Range offsets and the sha256 are about the stored bytes
+            hdrs = {"Accept-Encoding": "identity", **headers}
+            with self.http().stream(url, headers=hdrs, offset=part.have) as resp:
                 if part.have and resp.status_code == 200:  # the server ignored Range: start over
                     part.restart()
                 elif resp.status_code == 206 and not _range_starts_at(
@@ -290,7 +309,7 @@ class Fetcher:
                     part.restart()
                     raise _Cut("the server answered a different range; restarting")
                 self.progress.advance(label, part.have)
-                for chunk in resp.iter_bytes(CHUNK):
+                for chunk in resp.iter_bytes():
                     part.write(chunk, path, version, e)
                     self.progress.advance(label, len(chunk))
         except HTTPStatusError as exc:

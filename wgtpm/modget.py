@@ -54,11 +54,12 @@ def parse_arg(arg: str) -> tuple[str, str]:
 
 def get(project: Project, args: list[str]) -> tuple[list[MV], list[Change]]:
     """Run ``wgtpm get ARGS``; returns the new build list and what changed."""
-    before = {m.path: m.version for m in project.build_list()[1:]}
+    current = project.build_list()
     if not args:
-        build = project.download_all()
+        project.download_all(current)
         project.save()
-        return build, []
+        return current, []
+    before = {m.path: m.version for m in current[1:]}
     targets: list[MV] = []
     for arg in args:
         path, query = parse_arg(arg)
@@ -77,7 +78,7 @@ def get(project: Project, args: list[str]) -> tuple[list[MV], list[Change]]:
         if t.version == "none" or (t.path in before and _v.compare(t.version, before[t.path]) < 0)
     ]
     ups = [t for t in targets if t not in downs]
-    build = project.build_list()
+    build = current
     if downs:
         build = mvs.downgrade(project.main, project, *downs)
     if ups:

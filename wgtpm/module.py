@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from dataclasses import dataclass
+from functools import lru_cache
+from typing import NamedTuple
 
 from . import version as _version
 from ._errors import InvalidPathError, InvalidVersionError
@@ -41,9 +42,11 @@ _ELEM = re.compile(r"^[A-Za-z0-9\-._~]+$")
 _MAJOR = re.compile(r"^v([2-9]|[1-9]\d+)$")
 
 
-@dataclass(frozen=True, order=True)
-class ModuleVersion:
-    """A module path and a version (``""`` for the main module, ``"none"`` for absent)."""
+class ModuleVersion(NamedTuple):
+    """A module path and a version (``""`` for the main module, ``"none"`` for absent).
+
+    A named tuple: MVS hashes and compares millions of these.
+    """
 
     path: str
     version: str
@@ -133,6 +136,7 @@ def _escape(s: str) -> str:
     return "".join(out)
 
 
+@lru_cache(maxsize=4096)
 def escape_path(path: str) -> str:
     """The path with each capital letter written ``!`` + lower-case, safe for URLs and disks."""
     check_path(path)

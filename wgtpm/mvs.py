@@ -13,7 +13,6 @@ Versions are strings; ``""`` is the main module (newer than any version) and
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
 from ._errors import ResolveError, WgtpmError
@@ -121,22 +120,20 @@ def _build(
 
     seen: set[MV] = set(targets)
     frontier = list(targets)
-    pool = ThreadPoolExecutor(workers) if workers > 1 else None
-    try:
-        while frontier:
-            results = list(pool.map(visit, frontier)) if pool else [visit(m) for m in frontier]
-            frontier = []
-            for m, required, err in results:
-                if err is not None:
-                    errs[m] = err
-                g.add(m, required)
-                for r in required:
-                    if r not in seen:
-                        seen.add(r)
-                        frontier.append(r)
-    finally:
-        if pool:
-            pool.shutdown()
+    prefetch = getattr(reqs, "prefetch", None)
+    while frontier:
+        if prefetch is not None and workers > 1:
+            prefetch(frontier, workers)  # e.g. fetch uncached wgt.mod files in parallel
+        results = [visit(m) for m in frontier]
+        frontier = []
+        for m, required, err in results:
+            if err is not None:
+                errs[m] = err
+            g.add(m, required)
+            for r in required:
+                if r not in seen:
+                    seen.add(r)
+                    frontier.append(r)
     if errs:
         chain = g.find_path(lambda m: m in errs)
         bad = chain[-1] if chain else next(iter(errs))
@@ -157,7 +154,12 @@ def _build(
 
 
 def build_list(targets: Sequence[MV], reqs: Reqs, workers: int = 1) -> list[MV]:
-    """The targets, then the selected version of every other reachable module, sorted by path."""
+    """The targets, then the selected version of every other reachable module, sorted by path.
+
+    When ``reqs`` has a ``prefetch(modules, workers)`` method and ``workers > 1``,
+    it is called with each breadth-first level before that level is read, so a
+    source on the network can load many wgt.mod files at once.
+    """
     return _build(targets, reqs, None, workers)
 
 

@@ -20,6 +20,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import modfile as _modfile
 from . import mvs
@@ -37,11 +38,13 @@ from ._errors import (
 )
 from ._fs import write_atomic
 from .cache import Cache
-from .deps import ModuleResolver, ResolvedModule
 from .modfetch import Fetcher, FetchOptions, Progress
 from .module import ModuleVersion
 from .query import is_revision, pick
-from .sources import Source
+from .sources import FileRequest, RevInfo, Source
+
+if TYPE_CHECKING:
+    from .deps import ModuleResolver
 
 __all__ = ["Options", "Project", "find_root", "open_resolver"]
 
@@ -153,11 +156,9 @@ class Project:
                 raise UsageError(
                     "-mod=vendor: the network and the module cache are not used; run without it"
                 )
-            from .sources.chain import from_env
-
             self._fetcher = Fetcher(
                 self.opts.cache or Cache(),
-                self.opts.source or from_env(),
+                self.opts.source or _LazySource(),
                 self.sums,
                 opts=FetchOptions(jobs=self.opts.jobs),
                 progress=self.opts.progress,
@@ -200,6 +201,28 @@ class Project:
             )
         self._mods[m] = mf
         return mf
+
+    def prefetch(self, ms: list[MV], workers: int) -> None:
+        """Fetch the wgt.mod files of ``ms`` that are not cached, in parallel (for MVS)."""
+        todo = []
+        for m in ms:
+            if m.version in ("", "none") or m in self._mods:
+                continue
+            target = self.fetch_target(m)
+            if target is not None and self.fetcher.cache.read_meta(*target, "mod") is None:
+                todo.append(m)
+        if len(todo) < 2:
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        def load(m: MV) -> None:
+            try:
+                self.mod_of(m)
+            except WgtpmError:
+                pass  # reported with its requirement path when MVS asks for it
+
+        with ThreadPoolExecutor(min(workers, len(todo))) as pool:
+            list(pool.map(load, todo))
 
     def required(self, m: MV) -> list[MV]:
         reqs = [MV(r.path, r.version) for r in self.mod_of(m).requires]
@@ -317,15 +340,21 @@ class Project:
     def download_all(self, build: list[MV] | None = None) -> list[MV]:
         """Download and verify every module of the build list; returns the build list."""
         build = build if build is not None else self.build_list()
-        mods = build[1:]
-        if not mods:
-            return build
-        from concurrent.futures import ThreadPoolExecutor
+        todo = []
+        for m in build[1:]:
+            target = self.fetch_target(m)
+            if target is not None and self.fetcher.missing(
+                *target, self.modfile.select_patterns(m.path)
+            ):
+                todo.append(m)
+        if len(todo) == 1:
+            self.module_dir(todo[0])
+        elif todo:
+            from concurrent.futures import ThreadPoolExecutor
 
-        jobs = max(1, min(4, len(mods)))
-        with ThreadPoolExecutor(jobs) as pool:
-            for f in [pool.submit(self.module_dir, m) for m in mods]:
-                f.result()
+            with ThreadPoolExecutor(min(4, len(todo))) as pool:
+                for f in [pool.submit(self.module_dir, m) for m in todo]:
+                    f.result()
         return build
 
     def warn_retracted(self, build: list[MV]) -> None:
@@ -390,6 +419,39 @@ class Project:
         return ProjectResolver(self)
 
 
+class _LazySource:
+    """The WGTPROXY chain, built on first use (a no-op ``get`` never needs it)."""
+
+    def __init__(self) -> None:
+        self._src: Source | None = None
+
+    def _get(self) -> Source:
+        if self._src is None:
+            from .sources.chain import from_env
+
+            self._src = from_env()
+        return self._src
+
+    @property
+    def name(self) -> str:
+        return self._get().name
+
+    def versions(self, path: str) -> list[str]:
+        return self._get().versions(path)
+
+    def info(self, path: str, query: str) -> RevInfo:
+        return self._get().info(path, query)
+
+    def mod(self, path: str, version: str) -> bytes:
+        return self._get().mod(path, version)
+
+    def index(self, path: str, version: str) -> bytes:
+        return self._get().index(path, version)
+
+    def file(self, path: str, version: str, name: str) -> FileRequest:
+        return self._get().file(path, version, name)
+
+
 class ProjectResolver:
     """A :class:`~wgtpm.deps.ModuleResolver` over a project's build list."""
 
@@ -418,6 +480,8 @@ class ProjectResolver:
         if target is not None:
             commit = self.project.fetcher.index(*target).commit
         self.project.save()
+        from .deps import ResolvedModule
+
         return ResolvedModule(m.path, m.version, d, commit)
 
 

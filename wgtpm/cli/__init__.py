@@ -13,6 +13,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from .._errors import WgtpmError
 
@@ -23,23 +24,59 @@ COMMANDS: tuple[str, ...] = (
     "wgtpm.cli._modcmds",
     "wgtpm.cli._cache",
     "wgtpm.cli._weightlang",
+    "wgtpm.cli._paw",
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _Ignored:
+    """Stands in for the parsers of commands other than the one being run."""
+
+    def __getattr__(self, name: str) -> Any:
+        return lambda *a, **kw: self
+
+
+class _Only:
+    """A subparsers object that builds only the parser of command ``name``.
+
+    Building all two dozen parsers costs more than a no-op ``wgtpm get``
+    itself; ``--help`` and unknown commands still build them all.
+    """
+
+    def __init__(self, sub: Any, name: str) -> None:
+        self._sub, self._name = sub, name
+
+    def add_parser(self, name: str, **kw: Any) -> Any:
+        return self._sub.add_parser(name, **kw) if name == self._name else _Ignored()
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="wgtpm",
         description="wgtpm resolves, locks, downloads and builds neural-network artifacts.",
     )
     parser.add_argument("-C", dest="chdir", metavar="DIR", help="run as if started in DIR")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    target = _Only(sub, only) if only else sub
     for name in COMMANDS:
-        importlib.import_module(name).register(sub)
+        importlib.import_module(name).register(target)
+    if only and only not in sub.choices:
+        return build_parser()
     return parser
 
 
+def _command_name(argv: Sequence[str]) -> str | None:
+    """The command word of ``argv`` when it is easy to see (else ``None``: build everything)."""
+    rest = list(argv)
+    if rest[:1] == ["-C"] and len(rest) >= 2:
+        rest = rest[2:]
+    if rest and not rest[0].startswith("-"):
+        return rest[0]
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_command_name(argv))
     args = parser.parse_args(argv)
     if args.chdir:
         os.chdir(args.chdir)

@@ -313,13 +313,17 @@ class ModFile:
         if not doomed:
             return
         stmts: list[Stmt] = []
+        carry = False  # a removed statement's blank line passes to the next one
         for st in self.syntax.stmts:
-            if isinstance(st, Line) and id(st) in doomed:
-                continue
+            gone = isinstance(st, Line) and id(st) in doomed
             if isinstance(st, Block):
                 st.lines = [ln for ln in st.lines if id(ln) not in doomed]
-                if not st.lines and not st.after:
-                    continue
+                gone = not st.lines and not st.after
+            if gone:
+                carry = carry or st.blank_before
+                continue
+            st.blank_before = st.blank_before or (carry and bool(stmts))
+            carry = False
             stmts.append(st)
         self.syntax.stmts = stmts
         self._resync()

@@ -302,7 +302,9 @@ def _join(tokens: list[str], verbatim: set[int]) -> str:
         s = t if i in verbatim else quote(t)
         if i == 0:
             out = s
-        elif (t in ("]", ",") and i in verbatim) or (i > 0 and tokens[i - 1] == "[" and (i - 1) in verbatim):
+        elif (t in ("]", ",") and i in verbatim) or (
+            i > 0 and tokens[i - 1] == "[" and (i - 1) in verbatim
+        ):
             out += s
         else:
             out += " " + s

@@ -1,0 +1,110 @@
+"""Two measurements of ``wgtpm get`` (printed as ratios against peers in the same run):
+
+1. a no-op ``wgtpm get`` on a project of 50 dependencies, all cached, against
+   a bare ``python -c pass`` (target: under 3x);
+2. download-and-verify throughput of one 1 GiB file from a loopback HTTP
+   server into the cache, against ``sha256sum`` of the same bytes on disk
+   (target: at least 0.8x the hashing limit).
+
+Run: ``.venv/bin/python benchmarks/bench_get.py [--size-mib 1024]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks._common import best_of, report, static_server  # noqa: E402
+from wgtpm.proxytree import ProxyTree  # noqa: E402
+
+
+def run(cmd: list[str], cwd: Path, env: dict[str, str]) -> None:
+    subprocess.run(cmd, cwd=cwd, env=env, check=True, stdout=subprocess.DEVNULL)
+
+
+def noop_get(tmp: Path) -> None:
+    tree = ProxyTree(tmp / "tree")
+    reqs = []
+    for i in range(50):
+        path = f"example.com/dep{i:02d}"
+        deps = f"require example.com/dep{i + 1:02d} v0.1.0\n" if i < 49 else ""
+        tree.add(path, "v0.1.0", {"wgt.mod": f"module {path}\n{deps}".encode(), "w.bin": os.urandom(1024)})
+        reqs.append(f"\t{path} v0.1.0\n")
+    proj = tmp / "app"
+    proj.mkdir()
+    (proj / "wgt.mod").write_text("module example.com/app\n\nrequire (\n" + "".join(reqs) + ")\n")
+    env = {**os.environ, "WGTPM_CACHE": str(tmp / "cache"), "WGTPROXY": tree.url}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed wgtpm has its bytecode compiled
+    wgtpm = [sys.executable, "-m", "wgtpm", "get", "-q"]
+    run(wgtpm, proj, env)  # fill the cache and wgt.sum
+    env["WGTPROXY"] = "off"
+    ours = best_of(7, lambda: run(wgtpm, proj, env))
+    peer = best_of(7, lambda: run([sys.executable, "-c", "pass"], proj, env))
+    report("no-op get, 50 deps", ours, "python -c pass", peer, "target: under 3x")
+
+
+def throughput(tmp: Path, size_mib: int) -> None:
+    tree = ProxyTree(tmp / "tree2")
+    data_path = tmp / "big.bin"
+    with open(data_path, "wb") as f:
+        chunk = os.urandom(1 << 20)
+        for _ in range(size_mib):
+            f.write(chunk)
+    # Publish without holding the file in memory twice: write the tree by hand via add() on a small
+    # stand-in, then swap in the big file and its real hash.
+    import hashlib
+    import json
+
+    h = hashlib.sha256()
+    with open(data_path, "rb") as f:
+        while b := f.read(1 << 24):
+            h.update(b)
+    tree.add("example.com/big", "v0.1.0", {"wgt.mod": b"module example.com/big\n", "big.bin": b"x"})
+    vdir = tree.root / "example.com/big/@v"
+    shutil.move(str(data_path), vdir / "v0.1.0" / "big.bin")
+    idx = json.loads((vdir / "v0.1.0.index.json").read_text())
+    for e in idx["files"]:
+        if e["path"] == "big.bin":
+            e["size"], e["sha256"] = size_mib << 20, h.hexdigest()
+    (vdir / "v0.1.0.index.json").write_text(json.dumps(idx))
+    big = vdir / "v0.1.0" / "big.bin"
+    with static_server(tree.root) as url:
+        proj = tmp / "app2"
+        proj.mkdir()
+        (proj / "wgt.mod").write_text("module example.com/app2\n")
+        env = {**os.environ, "WGTPM_CACHE": str(tmp / "cache2"), "WGTPROXY": url}
+
+        def ours_once() -> None:
+            shutil.rmtree(tmp / "cache2", ignore_errors=True)
+            (proj / "wgt.sum").unlink(missing_ok=True)
+            (proj / "wgt.mod").write_text("module example.com/app2\n")
+            run([sys.executable, "-m", "wgtpm", "get", "-q", "example.com/big@v0.1.0"], proj, env)
+
+        ours = best_of(2, ours_once)
+        peer = best_of(2, lambda: run(["sha256sum", str(big)], proj, env))
+    mib_s = size_mib / ours
+    print(f"download+verify {size_mib} MiB: {mib_s:.0f} MiB/s; sha256sum {size_mib / peer:.0f} MiB/s")
+    print(f"throughput ratio vs sha256sum: {peer / ours:.2f}x (target: at least 0.8x)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--size-mib", type=int, default=1024)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as d:
+        noop_get(Path(d))
+        t0 = time.perf_counter()
+        throughput(Path(d), args.size_mib)
+        print(f"(throughput benchmark took {time.perf_counter() - t0:.0f}s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Set up .venv from scratch (or reuse it) and run the whole test suite.
+# This is the README's test command, and what .ci/run runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+# The CPU build of torch first: a plain 'torch' would pull a CUDA build of several GB.
+.venv/bin/python -m pip install -q torch==2.13.0
+.venv/bin/python -m pip install -q -e '.[all,dev]'
+# The PAW SDK, for its cache and validation code only: its llama-cpp-python
+# dependency compiles for minutes and is not needed for those.
+.venv/bin/python -m pip install -q --no-deps programasweights
+.venv/bin/python -m pip list 2>/dev/null | grep -iE '^(torch|transformers|peft|gguf|huggingface.hub|httpx|semver|programasweights) ' || true
+exec .venv/bin/python -m pytest -q "$@"
