@@ -23,6 +23,8 @@ import fnmatch
 import hashlib
 import json
 import os
+import queue
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -170,20 +172,18 @@ class Fetcher:
     # ---- files ------------------------------------------------------------
 
     def missing(self, path: str, version: str, patterns: list[str] | None = None) -> bool:
-        """Whether ``download`` has anything to do (cheap: reads the cached index only)."""
+        """Whether ``download`` has anything to do.
+
+        Cheap for a cached version: the cached index is checked against wgt.sum
+        (a changed or missing wgt.sum line is caught here too) and the tree is stat'ed.
+        """
         raw = self.cache.read_meta(path, version, "index.json")
         if raw is None:
             return True
+        idx = _index.parse(raw, path, version)
+        self.sums.check(path, version, idx.h1())
         tree = self.cache.mod_dir(path, version)
-        try:
-            files = json.loads(raw).get("files", [])
-        except ValueError:
-            return True
-        return any(
-            not (tree / f.get("path", "")).is_file()
-            for f in files
-            if matches(patterns, f.get("path", ""))
-        )
+        return any(not (tree / e.path).is_file() for e in idx.files if matches(patterns, e.path))
 
     def download(self, path: str, version: str, patterns: list[str] | None = None) -> Path:
         """Make the module tree of ``path@version`` hold every selected file; returns its dir."""
@@ -326,16 +326,21 @@ class _Partial:
     """A partial download: the file, how much of it there is, and the hash of that much.
 
     A previous attempt's bytes (from this process or a killed one) are kept
-    and hashed once, so the download resumes where it stopped.
+    and hashed once, so the download resumes where it stopped. Writing and
+    hashing run on a second thread (hashlib and file writes release the GIL),
+    so receiving the next bytes overlaps with hashing the last ones.
     """
 
     def __init__(self, path: Path, size: int) -> None:
         self.path = path
         self.size = size
         self.h = hashlib.sha256()
-        self.have = 0
+        self.have = 0  # bytes accepted (written or queued)
         self._f: BinaryIO | None = None
         self._hashed = False
+        self._q: queue.Queue[bytes | None] | None = None
+        self._worker: threading.Thread | None = None
+        self._error: BaseException | None = None
 
     def open(self) -> None:
         if not self._hashed:
@@ -351,37 +356,74 @@ class _Partial:
                         self.h.update(chunk)
                         self.have += len(chunk)
         self._f = open(self.path, "ab")
+        self._q = queue.Queue(maxsize=32)
+        self._worker = threading.Thread(target=self._drain, daemon=True)
+        self._worker.start()
+
+    def _drain(self) -> None:
+        assert self._q is not None and self._f is not None
+        while (chunk := self._q.get()) is not None:
+            if self._error is None:
+                try:
+                    self._f.write(chunk)
+                    self.h.update(chunk)
+                except BaseException as exc:  # reported by write() or close()
+                    self._error = exc
+
+    def _raise(self) -> None:
+        if self._error is not None:
+            err, self._error = self._error, None
+            raise err
 
     def write(self, chunk: bytes, path: str, version: str, e: _index.IndexEntry) -> None:
+        self._raise()
         if self.have + len(chunk) > self.size:
-            self.close()
             self.discard()
             raise VerifyError(
                 path,
                 version,
                 f"{e.path}: the source sends more than the {e.size} bytes the index lists",
             )
-        assert self._f is not None
-        self._f.write(chunk)
-        self.h.update(chunk)
+        assert self._q is not None
+        self._q.put(chunk)
         self.have += len(chunk)
 
     def restart(self) -> None:
+        self._stop()
         assert self._f is not None
         self._f.seek(0)
         self._f.truncate()
         self.h = hashlib.sha256()
         self.have = 0
+        self._q = queue.Queue(maxsize=32)
+        self._worker = threading.Thread(target=self._drain, daemon=True)
+        self._worker.start()
+
+    def _stop(self) -> None:
+        if self._worker is not None and self._q is not None:
+            self._q.put(None)
+            self._worker.join()
+            self._worker = None
 
     def close(self) -> None:
+        self._stop()
         if self._f is not None:
-            self._f.flush()
-            os.fsync(self._f.fileno())
-            self._f.close()
-            self._f = None
+            try:
+                self._f.flush()
+                os.fsync(self._f.fileno())
+            finally:
+                self._f.close()
+                self._f = None
+        if self._error is not None:
+            # what was queued but not written must not count as downloaded
+            self.have = self.path.stat().st_size if self.path.exists() else 0
+        self._raise()
 
     def discard(self) -> None:
-        self.close()
+        try:
+            self.close()
+        except OSError:
+            pass
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
         self.h = hashlib.sha256()
