@@ -316,3 +316,28 @@ def test_select_fetches_part_but_locks_all(wgtpm, tree, project, http_tree, monk
     assert got == {"a.gguf", "wgt.mod"}
     full = {"wgt.mod": modtext("hf.co/acme/big"), **files}
     assert f"hf.co/acme/big v1.0.0 {h1(full)}" in sum_lines(project)
+
+
+def test_error_shows_requirement_path(wgtpm, tree, project, monkeypatch) -> None:
+    monkeypatch.setenv("WGTPROXY", tree.url)
+    pub(tree, "github.com/acme/a", "v0.1.0", ["github.com/acme/b v0.9.9"])
+    pub(tree, "github.com/acme/b", "v0.1.0")
+    before = (project / "wgt.mod").read_bytes()
+    r = wgtpm("get", "github.com/acme/a@v0.1.0", cwd=project)
+    assert r.code == 1
+    assert (
+        "example.com/app\n\trequires github.com/acme/a@v0.1.0\n\t\trequires github.com/acme/b@v0.9.9: "
+        in r.err
+    )
+    assert "not found" in r.err
+    assert (project / "wgt.mod").read_bytes() == before and not (project / "wgt.sum").exists()
+
+
+def test_malformed_project_files_name_their_position(wgtpm, project) -> None:
+    (project / "wgt.mod").write_text("module example.com/app\nrequire github.com/acme/a v1\n")
+    r = wgtpm("get", cwd=project)
+    assert r.code == 1 and "wgt.mod:2:27: invalid version 'v1'" in r.err
+    (project / "wgt.mod").write_text("module example.com/app\n")
+    (project / "wgt.sum").write_text("github.com/acme/a v0.1.0 h1:short\n")
+    r = wgtpm("get", cwd=project)
+    assert r.code == 1 and "wgt.sum:1: unsupported hash" in r.err

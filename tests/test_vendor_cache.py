@@ -82,6 +82,7 @@ def test_cache_commands(wgtpm, tree, project, monkeypatch) -> None:
     orphan = cache.put_bytes(b"nobody uses me")
     (cache.root / "tmp" / "dead.partial").write_bytes(b"x")
     n, size = cache.gc()
+    assert size == len(b"nobody uses me") + 1
     assert n == 2 and not cache.has_blob(orphan)
     assert (cache.mod_dir("github.com/acme/cls", "v0.2.0") / "cls/weights.bin").exists()
     assert wgtpm("cache", "clean").code == 0

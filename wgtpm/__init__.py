@@ -53,8 +53,9 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    # Lazy, so that "import wgtpm" stays light; torch loads when a model does.
     if name in ("load", "load_layer"):
-        from .weightlang import api
+        from . import weightlang
 
-        return getattr(api, name)
+        return getattr(weightlang, name)
     raise AttributeError(f"module 'wgtpm' has no attribute {name!r}")

@@ -17,7 +17,10 @@ exc``) and never leak. The tree::
     ├── ResolveError               version selection failed; carries the requirement path
     ├── ReadonlyError              -mod=readonly forbids a change to wgt.mod or wgt.sum
     ├── CacheError                 the module cache is unusable (permissions, disk full)
-    └── BuildError                 a build step (WeightLang, PAW) failed
+    ├── BuildError                 a build step (WeightLang, PAW) failed
+    │   └── weightlang.LayerImportError   an import statement that cannot be satisfied
+    ├── weightlang.ArtifactError   an artifact that fails verification (TamperedArtifactError)
+    └── paw.BundleError            a .paw bundle that breaks a rule of the format
 
 Messages name the file, line, module or version and say what to do next.
 """

@@ -137,18 +137,19 @@ def _build(
     if errs:
         chain = g.find_path(lambda m: m in errs)
         bad = chain[-1] if chain else next(iter(errs))
-        raise ResolveError(str(errs[bad]), [str(m) for m in chain[:-1]] + [str(bad)]) from errs[bad]
+        # "none" nodes are upgrade placeholders (upgrade() adds them), not requirements
+        shown = [str(m) for m in chain[:-1] if m.version != "none"] + [str(bad)]
+        raise ResolveError(str(errs[bad]), shown) from errs[bad]
     out = g.build_list()
     for t, got in zip(targets, out):
         if t != got:
+
+            def raised(m: MV, p: str = t.path, v: str = got.version) -> bool:
+                return m.path == p and m.version == v
+
             raise ResolveError(
                 f"{t.path} is required at {got.version}, above the version being built ({t.version})",
-                [
-                    str(m)
-                    for m in g.find_path(
-                        lambda m, p=t.path, v=got.version: m.path == p and m.version == v
-                    )
-                ],
+                [str(m) for m in g.find_path(raised)],
             )
     return out
 

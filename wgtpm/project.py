@@ -44,7 +44,7 @@ from .query import is_revision, pick
 from .sources import FileRequest, RevInfo, Source
 
 if TYPE_CHECKING:
-    from .deps import ModuleResolver
+    from .deps import ModuleResolver, ResolvedModule
 
 __all__ = ["Options", "Project", "find_root", "open_resolver"]
 
@@ -475,10 +475,12 @@ class ProjectResolver:
                 f"add it with 'wgtpm get {path}'"
             )
         d = self.project.module_dir(m)
-        commit = None
         target = self.project.fetch_target(m)
-        if target is not None:
-            commit = self.project.fetcher.index(*target).commit
+        if target is None:  # a local directory replacement: no version, no commit
+            from .deps import ResolvedModule
+
+            return ResolvedModule(m.path, "", d, None)
+        commit = self.project.fetcher.index(*target).commit
         self.project.save()
         from .deps import ResolvedModule
 

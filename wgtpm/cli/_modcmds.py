@@ -179,7 +179,7 @@ def _tidy(args: argparse.Namespace) -> int:
 
 def _verify(args: argparse.Namespace) -> int:
     if args.artifact:
-        from ._weightlang import verify_artifact  # type: ignore[import-not-found, unused-ignore]
+        from ._weightlang import verify_artifact
 
         return int(verify_artifact(args.artifact, args.json))
     from ..verify import verify_build

@@ -59,8 +59,10 @@ class Source(Protocol):
     :class:`~wgtpm.FetchError` for anything else that went wrong.
     """
 
-    #: Shown in messages: a URL, or "direct".
-    name: str
+    @property
+    def name(self) -> str:
+        """Shown in messages: a URL, or "direct"."""
+        ...
 
     def versions(self, path: str) -> list[str]:
         """The release and pre-release versions of ``path`` (``@v/list``), in any order."""

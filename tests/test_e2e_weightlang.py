@@ -1,0 +1,65 @@
+"""End to end: a package imports a frozen layer from another through a loopback proxy.
+
+xor-base is built and published into a proxy tree served over HTTP; the
+classifier package resolves it by MVS, downloads and verifies it, imports its
+hidden layer (bit-identical, frozen) and trains its own head; a third
+project loads the classifier with ``wgtpm.load`` through its own wgt.mod.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+pytestmark = pytest.mark.slow
+
+
+def test_import_layer_through_proxy(wgtpm, tree, http_tree, tmp_path, monkeypatch) -> None:
+    torch = pytest.importorskip("torch")
+    from safetensors.torch import load_file
+
+    import wgtpm as api
+
+    monkeypatch.setenv("WGTPROXY", http_tree.url)
+    base = tmp_path / "xor-base"
+    shutil.copytree(EXAMPLES / "xor-base", base)
+    assert wgtpm("build", cwd=base).code == 0
+    tree.add_package(base, "v0.1.0")
+
+    cls = tmp_path / "xor-classifier"
+    shutil.copytree(EXAMPLES / "xor-classifier", cls)
+    r = wgtpm("build", cwd=cls)
+    assert r.code == 0, r.err
+    assert http_tree.log.where(path="/github.com/acme/xor-base/@v/v0.1.0/xor/weights.safetensors")
+    sums = (cls / "wgt.sum").read_text()
+    assert "github.com/acme/xor-base v0.1.0 h1:" in sums  # building locked what it imported
+
+    base_w = load_file(str(base / "build/xor/weights.safetensors"))
+    cls_w = load_file(str(cls / "build/classifier/weights.safetensors"))
+    assert torch.equal(base_w["h1.weight"], cls_w["h1.weight"])
+    assert torch.equal(base_w["h1.bias"], cls_w["h1.bias"])
+    manifest = json.loads((cls / "build/classifier/manifest.json").read_text())
+    imports = json.dumps(manifest)
+    assert "github.com/acme/xor-base" in imports and "v0.1.0" in imports
+    tree.add_package(cls, "v0.1.0")
+
+    app = tmp_path / "app"
+    app.mkdir()
+    assert wgtpm("init", "example.com/app", cwd=app).code == 0
+    assert wgtpm("get", "github.com/acme/xor-classifier@v0.1.0", cwd=app).code == 0
+    art = api.load("github.com/acme/xor-classifier/classifier", project_dir=app)
+    preds = art.predict([[0, 0], [0, 1], [1, 0], [1, 1]]).argmax(dim=1).tolist()
+    assert preds == [0, 1, 1, 0]
+    layer = api.load_layer("github.com/acme/xor-base/xor.h1", project_dir=app)
+    assert torch.equal(
+        layer["weight"] if "weight" in layer else layer["h1.weight"], base_w["h1.weight"]
+    )
+    r = wgtpm("inspect", "github.com/acme/xor-classifier/classifier", cwd=app)
+    assert "imported" in r.out and "github.com/acme/xor-base@v0.1.0" in r.out
+    r = wgtpm("verify", "github.com/acme/xor-classifier/classifier", cwd=app)
+    assert r.code == 0, r.err

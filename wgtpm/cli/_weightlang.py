@@ -1,0 +1,301 @@
+"""``wgtpm build``, ``check``, ``run`` and ``inspect``: the artifact commands.
+
+``wgtpm verify ARTIFACT`` is the lead's command; it calls :func:`verify_artifact`.
+torch is imported only inside the commands that load or train a model
+(``check`` never needs it).
+
+An ARTIFACT on the command line is a path to an artifact directory (or a
+``.paw`` file), the NAME of an artifact of the package in the current
+directory (``build/NAME``), or ``MODULE/ARTIFACT`` of its build list.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .._errors import BuildError, UsageError, WgtpmError
+from ..deps import ModuleResolver, ResolvedModule
+
+if TYPE_CHECKING:
+    from ..modfile import Artifact as ModArtifact
+    from ..weightlang.api import Artifact
+
+__all__ = ["register", "verify_artifact"]
+
+BUILD_DIR = "build"
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("build", help="build the package's artifacts into build/")
+    p.add_argument(
+        "artifacts", nargs="*", metavar="ARTIFACT", help="names from wgt.mod (default: all)"
+    )
+    p.set_defaults(run=_run_build)
+
+    p = sub.add_parser(
+        "check", help="parse and type-check a .wgt file and read its data (build resolves imports)"
+    )
+    p.add_argument("file", metavar="FILE.wgt")
+    p.set_defaults(run=_run_check)
+
+    p = sub.add_parser("run", help="run an artifact on one input")
+    p.add_argument("artifact", metavar="ARTIFACT")
+    p.add_argument(
+        "--input",
+        required=True,
+        metavar="JSON",
+        help='a vector or a batch, e.g. "[[0, 1], [1, 1]]"',
+    )
+    p.set_defaults(run=_run_run)
+
+    p = sub.add_parser("inspect", help="show an artifact's interface, training and provenance")
+    p.add_argument("artifact", metavar="ARTIFACT")
+    p.add_argument("--json", action="store_true", help="print the manifest as JSON")
+    p.set_defaults(run=_run_inspect)
+
+
+# --- build -------------------------------------------------------------------
+
+
+class _LazyResolver:
+    """The package's build list, opened only when a build step asks for a module.
+
+    Building a model without module imports then needs no wgt.sum, no cache and
+    no network.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._resolver: ModuleResolver | None = None
+
+    def _open(self) -> ModuleResolver:
+        if self._resolver is None:
+            from ..project import open_resolver
+
+            self._resolver = open_resolver(self.root)
+        return self._resolver
+
+    def modules(self) -> Sequence[str]:
+        return self._open().modules()
+
+    def module(self, path: str) -> ResolvedModule:
+        return self._open().module(path)
+
+
+def _run_build(args: argparse.Namespace) -> int:
+    from .. import modfile
+
+    root = Path.cwd()
+    try:
+        data = (root / "wgt.mod").read_bytes()
+    except FileNotFoundError:
+        raise UsageError(
+            f"no wgt.mod in {root}: run 'wgtpm build' in a package directory "
+            "(or 'wgtpm check FILE.wgt' for a single file)"
+        ) from None
+    mf = modfile.parse(data, "wgt.mod")
+    selected = _select(mf.artifacts, args.artifacts)
+    resolver = _LazyResolver(root)
+    for artifact in selected:
+        print(_build_one(root, artifact, resolver))
+    if not selected:
+        print("wgt.mod declares no artifacts; nothing to build", file=sys.stderr)
+    return 0
+
+
+def _select(declared: Sequence[ModArtifact], names: Sequence[str]) -> list[ModArtifact]:
+    by_name = {a.name: a for a in declared}
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        known = ", ".join(by_name) or "none"
+        raise UsageError(f"wgt.mod declares no artifact {', '.join(unknown)}; it declares: {known}")
+    return [by_name[n] for n in names] if names else list(declared)
+
+
+def _build_one(root: Path, artifact: ModArtifact, resolver: ModuleResolver) -> str:
+    """Build one ``artifact`` line by its kind; returns the line to print."""
+    if artifact.kind == "wgt":
+        return _build_model(root, artifact, resolver)
+    if artifact.kind == "paw":
+        out = _build_paw(root, artifact, resolver)
+        return f"built {out.relative_to(root)} from {artifact.source}"
+    return _copy_file(root, artifact)
+
+
+def _build_model(root: Path, artifact: ModArtifact, resolver: ModuleResolver) -> str:
+    from ..weightlang.build import build_wgt
+    from ..weightlang.report import training_line
+
+    dest = root / BUILD_DIR / artifact.name
+    result = build_wgt(root / artifact.source, dest, resolver=resolver, name=artifact.source)
+    weights = result.manifest["weights"]
+    origins: dict[str, int] = {}
+    for entry in weights["tensors"].values():
+        origins[entry["origin"]] = origins.get(entry["origin"], 0) + 1
+    counts = ", ".join(f"{n} {o}" for o, n in sorted(origins.items())) or "no tensors"
+    return (
+        f"built {BUILD_DIR}/{artifact.name} from {artifact.source}: weights sha256 "
+        f"{weights['sha256']} ({counts}); training: {training_line(result.manifest['training'])}"
+    )
+
+
+def _build_paw(root: Path, artifact: ModArtifact, resolver: ModuleResolver) -> Path:
+    try:
+        from ..paw.build import build_program
+    except ImportError as exc:
+        raise BuildError(
+            f"artifact {artifact.name}: building PAW programs needs the paw extra: "
+            f"pip install 'wgtpm[paw]' ({exc})"
+        ) from exc
+    out = root / BUILD_DIR / f"{artifact.name}.paw"
+    return Path(build_program(root / artifact.source, out, resolver, name=artifact.name))
+
+
+def _copy_file(root: Path, artifact: ModArtifact) -> str:
+    """Ship a file as it is: ``build/<its path>``, written atomically."""
+    from .._fs import write_atomic
+
+    try:
+        data = (root / artifact.source).read_bytes()
+    except OSError as exc:
+        raise BuildError(
+            f"artifact {artifact.name}: cannot read {artifact.source} ({exc.strerror})"
+        ) from exc
+    dest = root / BUILD_DIR / artifact.source
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(dest, data)
+    return f"copied {artifact.source} to {BUILD_DIR}/{artifact.source}"
+
+
+# --- check -------------------------------------------------------------------
+
+
+def _run_check(args: argparse.Namespace) -> int:
+    from ..weightlang.build import load_program
+    from ..weightlang.report import describe_program
+
+    program, datasets = load_program(Path(args.file), name=args.file)
+    print(f"{args.file}: ok: {describe_program(program, datasets)}")
+    return 0
+
+
+# --- run, inspect, verify ---------------------------------------------------------
+
+
+@contextmanager
+def _warnings_to_stderr() -> Iterator[None]:
+    """Show the loader's warnings (untrained tensors) as ``wgtpm: warning:`` lines."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for w in caught:
+        print(f"wgtpm: warning: {w.message}", file=sys.stderr)
+
+
+def _locate(ref: str) -> Path:
+    from ..weightlang.api import locate
+
+    return locate(ref, project_dir=Path.cwd())
+
+
+def _open(ref: str, *, warn: bool) -> Artifact:
+    from ..weightlang.api import open_artifact
+
+    path = _locate(ref)
+    if path.suffix == ".paw":
+        raise UsageError(f"{ref} is a PAW program, not a WeightLang artifact")
+    return open_artifact(path, warn_untrained=warn)
+
+
+def _run_run(args: argparse.Namespace) -> int:
+    from ..weightlang.api import open_artifact
+
+    path = _locate(args.artifact)
+    if path.suffix == ".paw":
+        print(_run_paw(path, args.input))
+        return 0
+    with _warnings_to_stderr():
+        artifact = open_artifact(path, warn_untrained=True)
+    try:
+        inputs = json.loads(args.input)
+    except ValueError as exc:
+        raise UsageError(f"--input is not valid JSON ({exc}); expected e.g. '[0, 1]'") from exc
+    out = artifact.predict(inputs)
+    print(json.dumps({artifact.manifest.output.name: out.tolist()}))
+    return 0
+
+
+def _run_paw(path: Path, text: str) -> str:
+    try:
+        from ..paw.run import run_program
+    except ImportError as exc:
+        raise BuildError(
+            f"running PAW programs needs the paw extra: pip install 'wgtpm[paw]' ({exc})"
+        ) from exc
+    # A JSON string literal ('"some text"') is decoded; anything else is the text itself.
+    if text.startswith('"'):
+        try:
+            text = str(json.loads(text))
+        except ValueError:
+            pass
+    # The program's interpreter model may be a module of this package's build list.
+    root = Path.cwd()
+    resolver = _LazyResolver(root) if (root / "wgt.mod").is_file() else None
+    return str(run_program(path, text, resolver=resolver))
+
+
+def _run_inspect(args: argparse.Namespace) -> int:
+    from ..weightlang.manifest import canonical_json
+    from ..weightlang.report import describe_manifest
+
+    artifact = _open(args.artifact, warn=False)
+    if args.json:
+        sys.stdout.write(canonical_json(dict(artifact.manifest.raw)).decode("utf-8"))
+    else:
+        print(describe_manifest(str(artifact.path), artifact.manifest))
+    return 0
+
+
+def verify_artifact(ref: str, as_json: bool) -> int:
+    """Verify the artifact ``ref`` names; print the result. For ``wgtpm verify ARTIFACT``.
+
+    Text mode raises the error (the CLI prints it and exits 1); JSON mode prints
+    ``{"artifact", "ok", "error"}`` or ``{"artifact", "ok", "model", "weights_sha256",
+    "tensors", "untrained"}`` and returns 1 or 0.
+    """
+    try:
+        artifact = _open(ref, warn=False)
+    except WgtpmError as exc:
+        if not as_json:
+            raise
+        _print_json({"artifact": ref, "ok": False, "error": str(exc)})
+        return 1
+    report: dict[str, Any] = {
+        "artifact": str(artifact.path),
+        "ok": True,
+        "model": artifact.name,
+        "weights_sha256": artifact.weights_sha256,
+        "tensors": len(artifact.manifest.tensors),
+        "untrained": artifact.untrained_tensors,
+    }
+    if as_json:
+        _print_json(report)
+        return 0
+    print(
+        f"{artifact.path}: ok: model {artifact.name}, weights sha256 {artifact.weights_sha256}, "
+        f"{report['tensors']} tensors verified"
+    )
+    if artifact.untrained_tensors:
+        print(f"{artifact.path}: note: untrained tensors: {', '.join(artifact.untrained_tensors)}")
+    return 0
+
+
+def _print_json(obj: object) -> None:
+    print(json.dumps(obj, sort_keys=True))

@@ -1,0 +1,205 @@
+"""Building a .wgt file into an artifact directory.
+
+The steps, each of which reports every problem it finds before stopping:
+
+1. parse and type-check the source (:mod:`~wgtpm.weightlang.syntax`,
+   :mod:`~wgtpm.weightlang.check`) and read its data sets (:mod:`~wgtpm.weightlang.data`);
+2. resolve and verify its imports (:mod:`~wgtpm.weightlang.imports`);
+3. build the module, initialise it from the seed, copy the imported tensors
+   in (freezing those marked ``freeze``) and train (:mod:`~wgtpm.weightlang.train`),
+   all on one CPU thread so that float sums happen in the same order on every machine;
+4. write manifest, weights and source into a hidden directory, verify it as a
+   loader would, and rename it into place (:mod:`~wgtpm.weightlang.artifact`).
+
+Building the same source with the same data, imports and torch version
+gives the same bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from .._errors import BuildError, ParseError, Position, PositionedError
+from ..deps import ModuleResolver
+from .artifact import read_artifact, safetensors_bytes, sha256_hex, tensor_bytes, write_artifact
+from .check import check, layer_specs
+from .data import Dataset, load_data
+from .imports import ImportedLayer, resolve_imports
+from .manifest import (
+    FORMAT,
+    FORMAT_VERSION,
+    IMPORTED,
+    IMPORTED_TRAINED,
+    MANIFEST_FILE,
+    RANDOM,
+    SOURCE_FILE,
+    TRAINED,
+    WEIGHTS_FILE,
+    Interface,
+    TensorEntry,
+    canonical_json,
+)
+from .model import INIT_METHOD, build_module, init_parameters, set_generator
+from .syntax import Program, parse_bytes
+from .train import train, training_tensors
+
+__all__ = ["BuildResult", "build_wgt", "load_program"]
+
+BUILDER = "wgtpm-weightlang"
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """Where the artifact was written and its manifest (as JSON)."""
+
+    path: Path
+    manifest: Mapping[str, Any]
+
+
+def load_program(source: Path, *, name: str | None = None) -> tuple[Program, dict[str, Dataset]]:
+    """Parse, check and read the data of ``source``: everything ``wgtpm check`` does.
+
+    ``name`` names the file in messages (default: ``source`` as given).
+    """
+    program, _ = _read_program(source, name or str(source))
+    return program, load_data(program, source.parent)
+
+
+def _read_program(source: Path, name: str) -> tuple[Program, bytes]:
+    try:
+        data = source.read_bytes()
+    except OSError as exc:
+        raise ParseError(
+            [PositionedError(Position(name, 1, 0), f"cannot read: {exc.strerror}")]
+        ) from exc
+    program = parse_bytes(data, name)
+    check(program)
+    return program, data
+
+
+def build_wgt(
+    source: Path,
+    dest: Path,
+    *,
+    resolver: ModuleResolver | None = None,
+    name: str | None = None,
+) -> BuildResult:
+    """Build ``source`` into the artifact directory ``dest`` (replacing an older build).
+
+    ``resolver`` answers module imports from the package's build list; it is
+    needed only when the source has any. Raises ParseError, LayerImportError
+    or BuildError; on any error ``dest`` is left as it was.
+    """
+    program, source_bytes = _read_program(source, name or str(source))
+    datasets = load_data(program, source.parent)
+    imported = resolve_imports(program, source.parent, resolver)
+    with _one_thread():
+        module, training = _compile(program, datasets, imported)
+    tensors = {k: v.detach().clone() for k, v in module.state_dict().items()}
+    weights = safetensors_bytes(tensors)
+    manifest = _manifest(program, datasets, imported, training, tensors)
+    manifest["source"] = {"file": SOURCE_FILE, "sha256": sha256_hex(source_bytes)}
+    manifest["weights"]["sha256"] = sha256_hex(weights)
+    files = {
+        MANIFEST_FILE: canonical_json(manifest),
+        WEIGHTS_FILE: weights,
+        SOURCE_FILE: source_bytes,
+    }
+    write_artifact(dest, files, verify=read_artifact)
+    return BuildResult(dest, manifest)
+
+
+@contextmanager
+def _one_thread() -> Iterator[None]:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _compile(
+    program: Program, datasets: Mapping[str, Dataset], imported: Sequence[ImportedLayer]
+) -> tuple[nn.Sequential, dict[str, Any] | None]:
+    generator = torch.Generator().manual_seed(program.seed)
+    module = build_module(layer_specs(program))
+    # Every layer draws its initial values, imported or not, so that adding an
+    # import does not change the initial values of the other layers.
+    init_parameters(module, generator)
+    with torch.no_grad():
+        for layer in imported:
+            for name, value in layer.tensors.items():
+                module.get_parameter(name).copy_(value)
+            if layer.freeze:
+                module.get_submodule(layer.layer).requires_grad_(False)
+    training = None
+    if program.train is not None:
+        rows = datasets[program.train.data].rows
+        x, y = training_tensors(rows, program.train.loss)
+        set_generator(module, generator)
+        try:
+            training = train(module, program.train, x, y, generator)
+        finally:
+            set_generator(module, None)
+    module.eval()
+    return module, training
+
+
+def _manifest(
+    program: Program,
+    datasets: Mapping[str, Dataset],
+    imported: Sequence[ImportedLayer],
+    training: dict[str, Any] | None,
+    tensors: Mapping[str, torch.Tensor],
+) -> dict[str, Any]:
+    """Everything of the manifest but the two file hashes (the caller adds them)."""
+    return {
+        "builder": {"name": BUILDER, "torch": torch.__version__},
+        "data": {name: ds.record for name, ds in sorted(datasets.items())},
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "imports": [layer.record for layer in imported],
+        "init": {"method": INIT_METHOD, "seed": program.seed},
+        "interface": {
+            "input": Interface(program.input.name, program.input.width).to_json(),
+            "output": Interface(program.output.name, program.output.width).to_json(),
+        },
+        "language_version": program.version,
+        "layers": [spec.to_json() for spec in layer_specs(program)],
+        "model": program.model,
+        "training": training,
+        "weights": {
+            "file": WEIGHTS_FILE,
+            "tensors": _tensor_table(imported, training is not None, tensors),
+        },
+    }
+
+
+def _tensor_table(
+    imported: Sequence[ImportedLayer], trained: bool, tensors: Mapping[str, torch.Tensor]
+) -> dict[str, Any]:
+    sources = {name: layer for layer in imported for name in layer.tensors}
+    table: dict[str, Any] = {}
+    for name, value in sorted(tensors.items()):
+        sha = sha256_hex(tensor_bytes(value))
+        layer = sources.get(name)
+        if layer is None:
+            entry = TensorEntry("F32", tuple(value.shape), TRAINED if trained else RANDOM, sha)
+        else:
+            changed = trained and not layer.freeze
+            origin = IMPORTED_TRAINED if changed else IMPORTED
+            if not changed and sha != layer.record["tensors"][name]:
+                raise BuildError(f"internal error: the frozen imported tensor {name} changed")
+            entry = TensorEntry("F32", tuple(value.shape), origin, sha, layer.upstream[name])
+        if not bool(torch.isfinite(value).all()):
+            raise BuildError(f"tensor {name} holds NaN or infinite values; the build is not usable")
+        table[name] = entry.to_json()
+    return table

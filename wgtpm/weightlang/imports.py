@@ -1,0 +1,194 @@
+"""Resolving ``import`` statements: finding, verifying and matching imported layers.
+
+``import h1 from github.com/acme/xor-base/xor.h1`` names an artifact of a
+module in the build list: the module comes from the :class:`ModuleResolver`
+(already verified against wgt.sum) and the artifact is the directory
+``<module dir>/xor``; for a module replaced by a local package directory
+the built ``<dir>/build/xor`` is used when ``<dir>/xor`` is absent.
+``import h2 from "../enc/build/enc".h2`` names an artifact directory relative
+to the .wgt file. Either way the artifact is fully verified
+(:func:`wgtpm.weightlang.artifact.read_artifact`), its weights' sha256 must
+equal the ``sha256=`` pin if there is one, and the source layer must have the
+target layer's operation and arguments.
+
+Every import is resolved; all problems are raised together as one
+:class:`LayerImportError`. Each resolved import yields the manifest's import
+record (see :mod:`wgtpm.weightlang.manifest`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .._errors import PositionedError, WgtpmError
+from ..deps import ModuleResolver, ResolvedModule, split_ref
+from .artifact import read_artifact
+from .errors import LayerImportError
+from .manifest import IMPORTED, MANIFEST_FILE, TensorEntry
+from .ops import LayerSpec
+from .syntax import Import, ModuleSource, Program
+
+__all__ = ["ImportedLayer", "artifact_in_module", "resolve_imports"]
+
+
+@dataclass(frozen=True)
+class ImportedLayer:
+    """The tensors one import copies, by full target name (``h1.weight``), and its record.
+
+    ``upstream`` gives each tensor's origin where it came from, following
+    imports back (``trained``, ``random-init`` or ``imported+trained``).
+    """
+
+    layer: str
+    freeze: bool
+    tensors: Mapping[str, torch.Tensor]
+    upstream: Mapping[str, str]
+    record: dict[str, Any]
+
+
+class _Fail(Exception):
+    pass
+
+
+def resolve_imports(
+    program: Program, base_dir: Path, resolver: ModuleResolver | None
+) -> list[ImportedLayer]:
+    """Resolve every import of ``program``; raises LayerImportError listing all failures."""
+    done: list[ImportedLayer] = []
+    errors: list[PositionedError] = []
+    for imp in program.imports:
+        try:
+            done.append(_resolve(program, imp, base_dir, resolver))
+        except _Fail as fail:
+            errors.append(PositionedError(imp.source_pos, f"import {imp.layer}: {fail}"))
+    if errors:
+        raise LayerImportError(errors)
+    return done
+
+
+def _resolve(
+    program: Program, imp: Import, base_dir: Path, resolver: ModuleResolver | None
+) -> ImportedLayer:
+    directory, record = _locate(imp, base_dir, resolver)
+    try:
+        stored = read_artifact(directory)
+    except WgtpmError as exc:
+        raise _Fail(f"cannot use {imp.source}: {exc}") from exc
+    manifest = stored.manifest
+    if imp.sha256 is not None and imp.sha256 != manifest.weights_sha256:
+        raise _Fail(
+            f"sha256 pin mismatch: the import pins sha256={imp.sha256} but {imp.source}"
+            f"{_at(record)} has weights sha256={manifest.weights_sha256}; "
+            "if the new weights are intended, update the pin"
+        )
+    source = next((s for s in manifest.layers if s.name == imp.source_layer), None)
+    target = program.layer(imp.layer)
+    assert target is not None, "check() makes sure the target layer exists"
+    wanted = LayerSpec(imp.layer, target.op, dict(target.args))
+    if source is None:
+        known = ", ".join(s.name for s in manifest.layers if s.tensor_shapes()) or "none"
+        raise _Fail(
+            f"{imp.source} has no layer {imp.source_layer}, expected one of its layers with "
+            f"weights: {known}"
+        )
+    if (source.op, dict(source.args)) != (wanted.op, dict(wanted.args)):
+        raise _Fail(
+            f"shape mismatch: {imp.source}.{imp.source_layer} is {_show(source)} but layer "
+            f"{imp.layer} here is {_show(wanted)}; they must agree"
+        )
+    tensors, upstream, hashes = {}, {}, {}
+    for name in wanted.tensor_shapes():
+        from_name = f"{imp.source_layer}{name[len(imp.layer) :]}"
+        tensors[name] = stored.tensors[from_name]
+        upstream[name] = _upstream(manifest.tensors[from_name])
+        hashes[name] = manifest.tensors[from_name].sha256
+    record.update(
+        layer=imp.layer,
+        source_layer=imp.source_layer,
+        source_model=manifest.model,
+        source_weights_sha256=manifest.weights_sha256,
+        pinned=imp.sha256 is not None,
+        frozen=imp.freeze,
+        tensors=hashes,
+    )
+    return ImportedLayer(imp.layer, imp.freeze, tensors, upstream, record)
+
+
+def _locate(
+    imp: Import, base_dir: Path, resolver: ModuleResolver | None
+) -> tuple[Path, dict[str, Any]]:
+    """The artifact directory of ``imp`` and the provenance part of its record."""
+    record: dict[str, Any] = {
+        "from": str(imp.source),
+        "module": None,
+        "version": None,
+        "commit": None,
+    }
+    if not isinstance(imp.source, ModuleSource):
+        record.update(path=imp.source.path, artifact=Path(imp.source.path).name)
+        directory = base_dir / imp.source.path
+        if not (directory / MANIFEST_FILE).is_file():
+            raise _Fail(
+                f'no artifact at "{imp.source.path}" (no {MANIFEST_FILE} there), expected a built artifact directory'
+            )
+        return directory, record
+    if resolver is None:
+        raise _Fail(
+            f"{imp.source} is a module import, but there is no build list here; "
+            "build from a package directory with a wgt.mod that requires the module"
+        )
+    try:
+        module, artifact = split_ref(imp.source.ref, resolver)
+    except WgtpmError as exc:
+        raise _Fail(str(exc)) from exc
+    record.update(
+        module=module.path,
+        version=module.version,
+        commit=module.commit,
+        path=None,
+        artifact=artifact,
+    )
+    found = artifact_in_module(module, artifact)
+    if found is None or not (found / MANIFEST_FILE).is_file():
+        raise _Fail(
+            f"module {module.path}@{module.version} has no artifact {artifact}, expected one of: "
+            f"{', '.join(_artifacts(module.dir)) or 'none'}"
+        )
+    return found, record
+
+
+def artifact_in_module(module: ResolvedModule, name: str) -> Path | None:
+    """Where artifact ``name`` (a directory, or a file like ``triage.paw``) of ``module`` is.
+
+    A release holds ``NAME/`` at its top; a module replaced by a local package
+    directory holds what ``wgtpm build`` wrote, ``build/NAME``.
+    """
+    for candidate in (module.dir / name, module.dir / "build" / name):
+        if candidate.exists():
+            return candidate
+    return None
+
+
+def _artifacts(directory: Path) -> list[str]:
+    found = [*directory.glob(f"*/{MANIFEST_FILE}"), *directory.glob(f"build/*/{MANIFEST_FILE}")]
+    return sorted({p.parent.name for p in found})
+
+
+def _at(record: Mapping[str, Any]) -> str:
+    """`` (MODULE@VERSION)`` for a module import, else nothing."""
+    return f" ({record['module']}@{record['version']})" if record.get("module") else ""
+
+
+def _show(spec: LayerSpec) -> str:
+    return f"{spec.op}({', '.join(f'{k}={v}' for k, v in spec.args.items())})"
+
+
+def _upstream(entry: TensorEntry) -> str:
+    if entry.origin == IMPORTED and entry.upstream_origin is not None:
+        return entry.upstream_origin
+    return entry.origin

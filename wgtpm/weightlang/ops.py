@@ -1,0 +1,130 @@
+"""The layer operations of WeightLang and what each one needs and produces.
+
+This table is the single description of an operation: the parser reads the
+parameter names (and their order, for positional arguments), the checker the
+width rules, the artifact verifier the tensor shapes, and the torch builder
+(:mod:`wgtpm.weightlang.model`) the op name. Nothing here imports torch.
+
+=========  ==============  ======================  ============================
+op         parameters      width in -> out         tensors
+=========  ==============  ======================  ============================
+linear     in, out (int)   in -> out               weight [out, in], bias [out]
+layernorm  n (int)         n -> n                  weight [n], bias [n]
+dropout    p (float)       w -> w (0 <= p < 1)     none
+relu, tanh, sigmoid, gelu, softmax                 w -> w, no tensors
+=========  ==============  ======================  ============================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "OPS",
+    "LayerSpec",
+    "Op",
+    "Param",
+    "tensor_shapes",
+]
+
+Number = int | float
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of an operation: ``linear(in=2, out=8)`` has ``in`` and ``out``.
+
+    ``integer`` parameters take whole numbers >= ``minimum``; float parameters
+    take ``minimum <= value < below`` (``below`` is None for no upper bound).
+    """
+
+    name: str
+    integer: bool
+    minimum: float
+    below: float | None = None
+
+    def describe(self) -> str:
+        """The accepted values in words, for error messages."""
+        if self.integer:
+            return f"an integer >= {int(self.minimum)}"
+        upper = f" and < {self.below:g}" if self.below is not None else ""
+        return f"a number >= {self.minimum:g}{upper}"
+
+    def accepts(self, value: Number) -> bool:
+        if self.integer and not isinstance(value, int):
+            return False
+        if value < self.minimum:
+            return False
+        return self.below is None or value < self.below
+
+
+Shapes = dict[str, tuple[int, ...]]
+
+
+@dataclass(frozen=True)
+class Op:
+    """An operation: its parameters, its width rule and its tensors.
+
+    ``width_in`` names the parameter that must equal the incoming width
+    (None: any width); ``width_out`` the parameter that gives the outgoing
+    width (None: unchanged). ``tensors`` maps arguments to the trainable
+    tensors' shapes, by tensor name (``weight``, ``bias``).
+    """
+
+    name: str
+    params: tuple[Param, ...] = ()
+    width_in: str | None = None
+    width_out: str | None = None
+    tensors: Callable[[Mapping[str, Number]], Shapes] = lambda args: {}
+
+
+def _linear_tensors(args: Mapping[str, Number]) -> Shapes:
+    return {"weight": (int(args["out"]), int(args["in"])), "bias": (int(args["out"]),)}
+
+
+def _norm_tensors(args: Mapping[str, Number]) -> Shapes:
+    return {"weight": (int(args["n"]),), "bias": (int(args["n"]),)}
+
+
+OPS: Mapping[str, Op] = {
+    op.name: op
+    for op in (
+        Op(
+            "linear",
+            (Param("in", True, 1), Param("out", True, 1)),
+            width_in="in",
+            width_out="out",
+            tensors=_linear_tensors,
+        ),
+        Op("layernorm", (Param("n", True, 1),), width_in="n", tensors=_norm_tensors),
+        Op("dropout", (Param("p", False, 0.0, 1.0),)),
+        Op("relu"),
+        Op("tanh"),
+        Op("sigmoid"),
+        Op("gelu"),
+        Op("softmax"),
+    )
+}
+
+
+@dataclass(frozen=True)
+class LayerSpec:
+    """One layer as the manifest lists it: ``{"name": "h1", "op": "linear", "args": {...}}``."""
+
+    name: str
+    op: str
+    args: Mapping[str, Number]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "op": self.op, "args": dict(sorted(self.args.items()))}
+
+    def tensor_shapes(self) -> Shapes:
+        """The layer's tensors by full name (``h1.weight``), e.g. ``{"h1.weight": (8, 2)}``."""
+        return {f"{self.name}.{t}": s for t, s in tensor_shapes(self.op, self.args).items()}
+
+
+def tensor_shapes(op: str, args: Mapping[str, Number]) -> Shapes:
+    """The trainable tensors of ``op`` with ``args``: ``linear(2, 8)`` -> weight [8, 2], bias [8]."""
+    return OPS[op].tensors(args)

@@ -1,0 +1,134 @@
+"""Deterministic training of a WeightLang model.
+
+Full-batch gradient descent by default; with ``batch=N`` every epoch visits
+the rows in a fresh order drawn from the build's private generator, in
+chunks of N (the last may be smaller). Frozen tensors are kept out of the
+optimiser and are bit-identical afterwards. The loss is checked after every
+step: a NaN or infinity stops the build with a :class:`BuildError` instead of
+writing garbage weights.
+
+The training record (manifest ``training``) holds the settings and the loss
+on the whole training set before and after training, measured in eval mode
+(no dropout), and ``train_accuracy`` where it applies: ``bce`` counts each
+output thresholded at 0.5, ``ce`` each row's arg-max class. Both are
+measured on the training data and say nothing about generalisation.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import torch
+from torch import nn
+
+from .._errors import BuildError
+from .syntax import Row, Train
+
+__all__ = ["train", "training_tensors"]
+
+
+def training_tensors(rows: Sequence[Row], loss: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """Inputs ``[N, in]`` and targets: ``[N, out]`` float, or ``[N]`` class indices for ``ce``."""
+    x = torch.tensor([list(r.inputs) for r in rows], dtype=torch.float32)
+    if loss == "ce":
+        return x, torch.tensor([int(r.targets[0]) for r in rows], dtype=torch.long)
+    return x, torch.tensor([list(r.targets) for r in rows], dtype=torch.float32)
+
+
+def _loss_fn(loss: str) -> nn.Module:
+    losses: dict[str, type[nn.Module]] = {
+        "mse": nn.MSELoss,
+        "bce": nn.BCELoss,
+        "ce": nn.CrossEntropyLoss,
+    }
+    return losses[loss]()
+
+
+def _optimizer(spec: Train, params: list[nn.Parameter]) -> torch.optim.Optimizer:
+    if spec.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=spec.lr)
+    return torch.optim.Adam(params, lr=spec.lr)
+
+
+def _batches(n: int, batch: int | None, generator: torch.Generator) -> Iterator[torch.Tensor]:
+    if batch is None or batch >= n:
+        yield torch.arange(n)
+        return
+    order = torch.randperm(n, generator=generator)
+    for start in range(0, n, batch):
+        yield order[start : start + batch]
+
+
+def train(
+    module: nn.Module, spec: Train, x: torch.Tensor, y: torch.Tensor, generator: torch.Generator
+) -> dict[str, Any]:
+    """Train ``module`` in place on ``x``, ``y`` as ``spec`` says; returns the training record."""
+    loss_fn = _loss_fn(spec.loss)
+    params = [p for p in module.parameters() if p.requires_grad]
+    initial = _evaluate(module, loss_fn, x, y)
+    _check_finite(spec, initial, "before training (the model's outputs are not finite)")
+    steps = 0
+    if params:
+        opt = _optimizer(spec, params)
+        module.train()
+        for epoch in range(1, spec.epochs + 1):
+            for index in _batches(len(x), spec.batch, generator):
+                opt.zero_grad()
+                steps += 1
+                out = module(x[index])
+                # BCELoss refuses NaN inputs with its own error: check the outputs first.
+                if not bool(torch.isfinite(out.detach()).all()):
+                    _check_finite(spec, math.nan, f"at epoch {epoch} (step {steps})")
+                loss = loss_fn(out, y[index])
+                _check_finite(spec, float(loss.detach()), f"at epoch {epoch} (step {steps})")
+                loss.backward()
+                opt.step()
+    module.eval()
+    final = _evaluate(module, loss_fn, x, y)
+    _check_finite(spec, final, "after the last step")
+    record: dict[str, Any] = {
+        "data": spec.data,
+        "rows": len(x),
+        "loss": spec.loss,
+        "optimizer": spec.optimizer,
+        "lr": spec.lr,
+        "epochs": spec.epochs,
+        "batch": spec.batch,
+        "steps": steps,
+        "initial_loss": initial,
+        "final_loss": final,
+    }
+    accuracy = _accuracy(module, spec.loss, x, y)
+    if accuracy is not None:
+        record["train_accuracy"] = accuracy
+    return record
+
+
+def _check_finite(spec: Train, value: float, when: str) -> None:
+    if not math.isfinite(value):
+        raise BuildError(
+            f"{spec.pos}: training diverged: the loss became {value} {when}; "
+            f"lower lr={spec.lr:g}, or look for extreme values in data {spec.data}"
+        )
+
+
+@torch.no_grad()
+def _evaluate(module: nn.Module, loss_fn: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
+    module.eval()
+    out = module(x)
+    if not bool(torch.isfinite(out).all()):
+        return math.nan
+    return float(loss_fn(out, y))
+
+
+@torch.no_grad()
+def _accuracy(module: nn.Module, loss: str, x: torch.Tensor, y: torch.Tensor) -> float | None:
+    module.eval()
+    out = module(x)
+    if loss == "bce":
+        return float(((out >= 0.5).float() == y).float().mean())
+    if loss == "ce":
+        return float((out.argmax(dim=-1) == y).float().mean())
+    return None
