@@ -11,6 +11,6 @@ PY=${PYTHON:-python3}
 .venv/bin/python -m pip install -q -e '.[all,dev]'
 # The PAW SDK, for its cache and validation code only: its llama-cpp-python
 # dependency compiles for minutes and is not needed for those.
-.venv/bin/python -m pip install -q --no-deps programasweights
+.venv/bin/python -m pip install -q --no-deps programasweights==0.4.14
 .venv/bin/python -m pip list 2>/dev/null | grep -iE '^(torch|transformers|peft|gguf|huggingface.hub|httpx|semver|programasweights) ' || true
 exec .venv/bin/python -m pytest -q "$@"

@@ -117,9 +117,9 @@ def test_changed_release_is_a_security_error(wgtpm, tree, project, monkeypatch) 
     r = wgtpm("get", cwd=project)
     assert r.code == 1
     assert "SECURITY ERROR" in r.err and f"{MOD}@v0.1.0" in r.err
-    want = [
+    want = next(
         ln.split()[2] for ln in before["wgt.sum"].decode().splitlines() if ln.split()[1] == "v0.1.0"
-    ][0]
+    )
     assert want in r.err  # names both hashes
     assert snapshot(project) == before
     assert not Cache().mod_dir(MOD, "v0.1.0").exists()

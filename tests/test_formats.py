@@ -98,7 +98,7 @@ def test_major_suffix() -> None:
     module.check_path_major("example.com/m/v2", "v2.0.0")
     with pytest.raises(InvalidVersionError, match="/v2"):
         module.check_path_major("example.com/m", "v2.0.0")
-    with pytest.raises(InvalidVersionError, match="v3.x.y"):
+    with pytest.raises(InvalidVersionError, match=r"v3\.x\.y"):
         module.check_path_major("example.com/m/v3", "v2.0.0")
 
 

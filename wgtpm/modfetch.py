@@ -146,7 +146,8 @@ class Fetcher:
             data = self.source.mod(path, version)
         self.sums.check(path, version + MOD_SUFFIX, dirhash.hash1_bytes({"wgt.mod": data}), record)
         if fresh:
-            self.cache.write_meta(path, version, "mod", data)
+            with self.cache.using():
+                self.cache.write_meta(path, version, "mod", data)
         return data
 
     def index(self, path: str, version: str) -> _index.ReleaseIndex:
@@ -166,7 +167,8 @@ class Fetcher:
                 "the wgt.mod served for this version is not the one its index lists; the source is inconsistent",
             )
         if fresh:
-            self.cache.write_meta(path, version, "index.json", data)
+            with self.cache.using():
+                self.cache.write_meta(path, version, "index.json", data)
         return idx
 
     # ---- files ------------------------------------------------------------
@@ -186,7 +188,14 @@ class Fetcher:
         return any(not (tree / e.path).is_file() for e in idx.files if matches(patterns, e.path))
 
     def download(self, path: str, version: str, patterns: list[str] | None = None) -> Path:
-        """Make the module tree of ``path@version`` hold every selected file; returns its dir."""
+        """Make the module tree of ``path@version`` hold every selected file; returns its dir.
+
+        Holds the cache lock shared meanwhile, so ``cache clean``/``gc`` wait.
+        """
+        with self.cache.using():
+            return self._download(path, version, patterns)
+
+    def _download(self, path: str, version: str, patterns: list[str] | None) -> Path:
         idx = self.index(path, version)
         tree = self.cache.mod_dir(path, version)
         want = [e for e in idx.files if matches(patterns, e.path)]

@@ -50,6 +50,11 @@ def register(sub: Any) -> None:
     )
     p.add_argument("-j", "--jobs", type=int, default=8, help="files downloaded at once")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    p.add_argument(
+        "--paw-install",
+        action="store_true",
+        help="also install the build list's PAW programs into the PAW SDK's cache (for offline use)",
+    )
     _mod_flag(p)
     _json_flag(p)
     p.set_defaults(run=_get)
@@ -152,11 +157,13 @@ def _get(args: argparse.Namespace) -> int:
     project = _project(args, quiet=args.quiet or args.json)
     with project.fetcher.cache.using():
         build, changes = get(project, args.modules)
+    installed = _paw_install(project, build) if args.paw_install else []
     if args.json:
         json.dump(
             {
                 "build": [{"path": m.path, "version": m.version} for m in build[1:]],
                 "changes": [{"path": c.path, "old": c.old, "new": c.new} for c in changes],
+                "paw_installed": installed,
             },
             sys.stdout,
             indent=2,
@@ -166,6 +173,26 @@ def _get(args: argparse.Namespace) -> int:
         for c in changes:
             print(f"wgtpm: {c}", file=sys.stderr)
     return 0
+
+
+def _paw_install(project: Any, build: list[Any]) -> list[str]:
+    """Install every ``paw`` artifact of the build list into the PAW SDK's cache."""
+    from ..paw.sdk import install_artifact
+
+    resolver = project.resolver()
+    done = []
+    for m in build[1:]:
+        target = project.fetch_target(m)
+        if target is None:
+            continue
+        idx = project.fetcher.index(*target)
+        for art in sorted({e.artifact for e in idx.files if e.kind == "paw" and e.artifact}):
+            inst = install_artifact(f"{m.path}/{art}", resolver)
+            print(
+                f"wgtpm: installed {m.path}/{art} as PAW program {inst.program_id}", file=sys.stderr
+            )
+            done.append(f"{m.path}/{art}")
+    return done
 
 
 def _tidy(args: argparse.Namespace) -> int:

@@ -51,7 +51,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--input",
         required=True,
         metavar="JSON",
-        help='a vector or a batch, e.g. "[[0, 1], [1, 1]]"',
+        help='a vector or a batch, e.g. "[[0, 1], [1, 1]]" (for a .paw: the input text)',
+    )
+    p.add_argument(
+        "--interpreter",
+        metavar="DIR",
+        help="for a .paw: the interpreter model in Hugging Face format (default: from the build list)",
     )
     p.set_defaults(run=_run_run)
 
@@ -219,7 +224,7 @@ def _run_run(args: argparse.Namespace) -> int:
 
     path = _locate(args.artifact)
     if path.suffix == ".paw":
-        print(_run_paw(path, args.input))
+        print(_run_paw(path, args.input, args.interpreter))
         return 0
     with _warnings_to_stderr():
         artifact = open_artifact(path, warn_untrained=True)
@@ -232,7 +237,7 @@ def _run_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_paw(path: Path, text: str) -> str:
+def _run_paw(path: Path, text: str, interpreter: str | None = None) -> str:
     try:
         from ..paw.run import run_program
     except ImportError as exc:
@@ -248,7 +253,8 @@ def _run_paw(path: Path, text: str) -> str:
     # The program's interpreter model may be a module of this package's build list.
     root = Path.cwd()
     resolver = _LazyResolver(root) if (root / "wgt.mod").is_file() else None
-    return str(run_program(path, text, resolver=resolver))
+    interp = Path(interpreter) if interpreter else None
+    return str(run_program(path, text, interpreter=interp, resolver=resolver))
 
 
 def _run_inspect(args: argparse.Namespace) -> int:

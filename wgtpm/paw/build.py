@@ -1,0 +1,312 @@
+"""Compile a ``.pawspec`` into a ``.paw`` program: examples, LoRA training, GGUF, bundle.
+
+The steps, each reported on the log:
+
+1. parse the spec and find the interpreter: a local directory, or a module of
+   the build list (``resolver.module(path).dir``, verified against wgt.sum);
+2. settle the SDK runtime: the SDK's ``qwen3-0.6b-q6_k`` for Qwen3-0.6B, or the
+   ``[runtime]`` table, whose base-model GGUF is hashed for the manifest;
+3. gather the examples: the JSONL file, then each teacher model's, in order;
+4. render the prompt template with the interpreter's chat template;
+5. train the LoRA (:mod:`wgtpm.paw.train`), one log line per step with its loss;
+6. write the adapter as GGUF (:mod:`wgtpm.paw.gguf_adapter`), derive the program
+   ID (:mod:`wgtpm.paw.identity`) and write the bundle byte-stably, stamped with
+   ``$SOURCE_DATE_EPOCH`` (the commit's time) or 1980-01-01, never the clock;
+7. check the written bundle with the validator, as a consumer will.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .._errors import BuildError, ResolveError
+from ..deps import ModuleResolver, split_ref
+from .bundle import BundleError, read_bundle, source_date_epoch, write_bundle
+from .examples import Example, examples_sha256, read_jsonl
+from .identity import ID_SCHEME, program_id
+from .prompt import raw_prompt, render_chat
+from .runtime import INPUT_PLACEHOLDER, BaseModelFile, custom_runtime, qwen3_runtime
+from .shape import QWEN3_0_6B, InterpreterShape
+from .spec import PawSpec, load_spec
+from .validate import check_bundle
+
+__all__ = ["build_program"]
+
+Log = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class _Interpreter:
+    dir: Path
+    record: dict[str, str]
+    shape: InterpreterShape
+
+
+def build_program(
+    spec_path: Path,
+    out_path: Path,
+    resolver: ModuleResolver,
+    *,
+    name: str,
+    log: Log | None = None,
+    teacher_cache: Path | None = None,
+) -> Path:
+    """Build the program ``spec_path`` describes into ``out_path``; returns ``out_path``.
+
+    ``name`` is the artifact's name in wgt.mod (for messages only: the program
+    ID does not depend on it). Raises :class:`~wgtpm.ParseError` for a bad
+    spec or examples file and :class:`~wgtpm.BuildError` for anything else.
+    """
+    say = log or _stderr
+    spec = load_spec(spec_path)
+    interpreter = _find_interpreter(spec, resolver)
+    tokenizer = _tokenizer(interpreter.dir)
+    runtime, base_record = _runtime(spec, interpreter, resolver, tokenizer)
+    examples = _examples(spec, say, name, teacher_cache)
+    template = render_chat(tokenizer, raw_prompt(spec.pseudo_program))
+    say(f"paw {name}: training a rank-{spec.recipe.lora_rank} LoRA on {len(examples)} examples")
+
+    from .gguf_adapter import adapter_bytes
+    from .train import StepReport, train_lora
+
+    def report(s: StepReport) -> None:
+        say(f"paw {name}: step {s.step}/{s.steps} loss {s.loss:.4f} lr {s.learning_rate:.2e}")
+
+    started = time.monotonic()
+    result = train_lora(interpreter.dir, examples, template, spec.recipe, on_step=report)
+    try:
+        adapter = adapter_bytes(
+            result.pairs, alpha=spec.recipe.lora_alpha, quantization=spec.recipe.quantization
+        )
+    except ValueError as exc:
+        raise BuildError(f"paw {name}: cannot write the GGUF adapter: {exc}") from exc
+    provenance = {
+        "interpreter": interpreter.record,
+        "interpreter_shape": interpreter.shape.to_json(),
+    }
+    if base_record is not None:
+        provenance["base_model"] = base_record
+    members = _members(spec, provenance, runtime, template, adapter, examples, result.losses)
+    write_bundle(out_path, members, epoch=source_date_epoch())
+    try:
+        checked = check_bundle(read_bundle(out_path), source=str(out_path))
+    except BundleError as exc:
+        raise BuildError(
+            f"paw {name}: the built bundle does not validate (a wgtpm bug): {exc}"
+        ) from exc
+    say(
+        f"paw {name}: wrote {out_path} (program {checked.program_id}, loss "
+        f"{result.losses[0]:.4f} -> {result.losses[-1]:.4f}, {time.monotonic() - started:.1f}s on {result.device})"
+    )
+    return out_path
+
+
+def _find_interpreter(spec: PawSpec, resolver: ModuleResolver) -> _Interpreter:
+    local = spec.local_path(spec.interpreter)
+    if local is not None:
+        directory, record = local, {"dir": spec.interpreter}
+    else:
+        try:
+            module = resolver.module(spec.interpreter)
+        except ResolveError as exc:
+            raise BuildError(f"{spec.path}: interpreter {spec.interpreter}: {exc}") from exc
+        directory, record = module.dir, {"module": module.path, "version": module.version}
+    try:
+        config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+        if config.get("model_type") != "qwen3":
+            raise BuildError(
+                f"{spec.path}: interpreter {spec.interpreter} is a {config.get('model_type')!r} model; "
+                "PAW programs are LoRA adapters for Qwen3 (model_type 'qwen3')"
+            )
+        shape = InterpreterShape.from_hf_config(config)
+    except (OSError, ValueError) as exc:
+        raise BuildError(
+            f"{spec.path}: interpreter {spec.interpreter} at {directory} is not a Hugging Face model "
+            f"directory with a usable config.json: {exc}"
+        ) from exc
+    return _Interpreter(directory, record, shape)
+
+
+def _tokenizer(directory: Path) -> Any:
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(str(directory))
+    except (OSError, ValueError) as exc:
+        raise BuildError(
+            f"cannot load the interpreter's tokenizer from {directory}: {exc}"
+        ) from exc
+
+
+def _runtime(
+    spec: PawSpec, interpreter: _Interpreter, resolver: ModuleResolver, tokenizer: Any
+) -> tuple[dict[str, Any], dict[str, str] | None]:
+    """The runtime manifest, and where its base model came from (``None`` for the SDK's own)."""
+    rt = spec.runtime
+    if rt.is_builtin:
+        if interpreter.shape != QWEN3_0_6B:
+            raise BuildError(
+                f"{spec.path}: the interpreter ({interpreter.shape.describe()}) is not Qwen3-0.6B, the "
+                "base model of the SDK's qwen3-0.6b-q6_k runtime; add a [runtime] table naming the "
+                "base-model GGUF the SDK should run this program on"
+            )
+        return qwen3_runtime(), None
+    assert rt.base_model is not None
+    path, provider, repo, url, record = _base_model_source(spec, rt.base_model, resolver)
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+    base = BaseModelFile(
+        file=path.name,
+        size_bytes=path.stat().st_size,
+        sha256=digest.hexdigest(),
+        provider="huggingface" if (rt.repo or repo) and not rt.url else provider,
+        repo=rt.repo or repo,
+        url=rt.url or url,
+    )
+    if not base.url and not base.repo:
+        raise BuildError(
+            f'{spec.path}: [runtime] base_model {rt.base_model} is a local file; add repo = "OWNER/REPO" '
+            '(Hugging Face) or url = "https://..." so the SDK knows where the base model comes from'
+        )
+    name = (
+        rt.interpreter
+        or interpreter.record.get("module", "").removeprefix("hf.co/")
+        or interpreter.dir.name
+    )
+    manifest = custom_runtime(
+        rt.id,
+        interpreter=name,
+        base_model=base,
+        base_template=render_chat(tokenizer, INPUT_PLACEHOLDER),
+        n_ctx=rt.n_ctx,
+        display_name=rt.display_name,
+    )
+    return manifest, record
+
+
+def _base_model_source(
+    spec: PawSpec, ref: str, resolver: ModuleResolver
+) -> tuple[Path, str | None, str | None, str | None, dict[str, str]]:
+    """(file, provider, repo, url, provenance record) of the base-model GGUF ``ref``."""
+    local = spec.local_path(ref)
+    if local is not None:
+        path, provider, repo, url = local, None, None, None
+        record = {"file": ref}
+    else:
+        try:
+            module, rest = split_ref(ref, resolver)
+        except ResolveError as exc:
+            raise BuildError(f"{spec.path}: [runtime] base_model {ref}: {exc}") from exc
+        path = module.dir / rest
+        record = {"module": module.path, "version": module.version, "file": rest}
+        if module.path.startswith("hf.co/"):
+            provider, repo, url = "huggingface", module.path.removeprefix("hf.co/"), None
+        else:
+            provider, repo, url = None, None, None
+    if not path.is_file():
+        raise BuildError(f"{spec.path}: [runtime] base_model {ref}: no such file {path}")
+    with path.open("rb") as f:
+        if f.read(4) != b"GGUF":
+            raise BuildError(f"{spec.path}: [runtime] base_model {ref} is not a GGUF file")
+    return path, provider, repo, url, record
+
+
+def _examples(spec: PawSpec, say: Log, name: str, teacher_cache: Path | None) -> list[Example]:
+    examples: list[Example] = []
+    if spec.examples is not None:
+        examples += read_jsonl(spec.examples)
+    if spec.teacher is not None:
+        from .teacher import default_cache_dir, synthesize
+
+        examples += synthesize(
+            spec.spec,
+            spec.teacher,
+            seed=spec.recipe.seed,
+            cache_dir=teacher_cache or default_cache_dir(),
+            log=lambda m: say(f"paw {name}: {m}"),
+        )
+    return examples
+
+
+def _members(
+    spec: PawSpec,
+    provenance: dict[str, Any],
+    runtime: dict[str, Any],
+    template: str,
+    adapter: bytes,
+    examples: list[Example],
+    losses: list[float],
+) -> dict[str, bytes]:
+    recipe = spec.recipe.identity()
+    adapter_sha = hashlib.sha256(adapter).hexdigest()
+    pid = program_id(
+        spec=spec.spec,
+        pseudo_program=spec.pseudo_program,
+        recipe=recipe,
+        interpreter=runtime["interpreter"],
+        runtime=runtime,
+        adapter_sha256=adapter_sha,
+    )
+    sources: dict[str, Any] = {}
+    if spec.examples is not None:
+        sources["file"] = spec.examples.name
+    if spec.teacher is not None:
+        sources["teacher"] = [
+            {"model": m.name, "examples": m.examples} for m in spec.teacher.models
+        ]
+    meta = {
+        "version": 4,
+        "runtime_manifest_version": runtime["manifest_version"],
+        "program_id": pid,
+        "spec": spec.spec,
+        "compiler_snapshot": "wgtpm-compile-by-training",
+        "compiler_kind": "finetune_lora",
+        "interpreter": runtime["interpreter"],
+        "runtime_id": runtime["runtime_id"],
+        "lora_rank": spec.recipe.lora_rank,
+        "lora_alpha": spec.recipe.lora_alpha,
+        "prefix_steps": 0,
+        "runtime": runtime,
+        "adapter": {
+            "format": "gguf_lora",
+            "lora_rank": spec.recipe.lora_rank,
+            "lora_alpha": spec.recipe.lora_alpha,
+            "target_modules": list(spec.recipe.target_modules),
+            "quantization": spec.recipe.quantization,
+        },
+        "program_assets": runtime["program_assets"],
+        "prompt_template": runtime["prompt_template"],
+        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(source_date_epoch())),
+        "compile_by_training": {
+            "builder": "wgtpm",
+            "program_id_scheme": ID_SCHEME,
+            "recipe": recipe,
+            "adapter_sha256": adapter_sha,
+            **provenance,
+            "examples": {"count": len(examples), "sha256": examples_sha256(examples), **sources},
+            "first_loss": losses[0],
+            "final_loss": losses[-1],
+        },
+        "examples": [],
+    }
+    members = {
+        "meta.json": (json.dumps(meta, indent=2, ensure_ascii=False) + "\n").encode(),
+        "adapter.gguf": adapter,
+        "prompt_template.txt": template.encode(),
+    }
+    if spec.pseudo_program.strip():
+        members["pseudo_program.txt"] = spec.pseudo_program.encode()
+    return members
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)

@@ -1,0 +1,294 @@
+"""Install verified programs where the PAW SDK finds them offline.
+
+The SDK's cache (``programasweights.cache``; ``$PAW_CACHE_DIR``, default
+``~/.cache/programasweights``)::
+
+    programs/<program_id>/meta.json             one directory of regular files per program
+    programs/<program_id>/adapter.gguf
+    programs/<program_id>/prompt_template.txt
+    programs/<program_id>/pseudo_program.txt    (when the bundle has one)
+    programs/.staging/                          where complete copies are prepared
+    base_models/<file>.gguf                     the runtime's base model (size and sha256 checked)
+    .locks/programs/<program_id>.lock           flock'd by whoever writes programs/<program_id>
+    .locks/base_models/<file>.lock
+
+A program is validated in full, copied into a fresh staging directory,
+flushed, and renamed into place while holding the SDK's own lock file, so the
+SDK (or another wgtpm) never sees half a program. An identical copy already
+in place is left alone; anything else under that ID is replaced, as the SDK
+replaces what fails its checks. The base model is copied in only when given
+(a file, or found in the build list) and only after its size and sha256
+match the runtime manifest. ``programasweights.function(program_id,
+offline=True)`` then needs no network.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .._errors import UsageError
+from ..deps import ModuleResolver, split_ref
+from .gguf_adapter import read_gguf_info
+from .runtime import BaseModelFile, base_model_file
+from .shape import InterpreterShape
+from .validate import ValidProgram, validate_file
+
+__all__ = [
+    "InstalledProgram",
+    "artifact_file",
+    "find_base_model",
+    "install_artifact",
+    "install_base_model",
+    "install_program",
+    "sdk_cache_dir",
+]
+
+
+def sdk_cache_dir() -> Path:
+    """``$PAW_CACHE_DIR``, else ``~/.cache/programasweights`` (the SDK's own rule)."""
+    return Path(os.environ.get("PAW_CACHE_DIR") or Path.home() / ".cache" / "programasweights")
+
+
+@dataclass(frozen=True)
+class InstalledProgram:
+    """Where a program now is; ``base_model`` is the runtime's base model when it is in place."""
+
+    program_id: str
+    program_dir: Path
+    base_model: Path | None
+    base_model_file: str | None
+    changed: bool
+
+
+def install_program(
+    bundle_path: Path,
+    *,
+    cache_dir: Path | None = None,
+    base_model: Path | None = None,
+    shape: InterpreterShape | None = None,
+) -> InstalledProgram:
+    """Validate the bundle at ``bundle_path`` and install it (and ``base_model``) into the SDK cache."""
+    root = cache_dir or sdk_cache_dir()
+    if shape is None and base_model is not None:
+        shape = _gguf_shape(base_model)
+    program = validate_file(bundle_path, shape=shape)
+    base = base_model_file(program.runtime)
+    assert base is not None  # the validator requires one
+    installed_base = install_base_model(base_model, base, root) if base_model is not None else None
+    changed = _install_program_dir(program, root)
+    if installed_base is None:
+        present = root / "base_models" / base.file
+        if present.is_file() and present.stat().st_size == base.size_bytes:
+            installed_base = present
+    return InstalledProgram(
+        program_id=program.program_id,
+        program_dir=root / "programs" / program.program_id,
+        base_model=installed_base,
+        base_model_file=base.file,
+        changed=changed,
+    )
+
+
+def _install_program_dir(program: ValidProgram, root: Path) -> bool:
+    pid = program.program_id
+    programs = root / "programs"
+    destination = programs / pid
+    members = program.bundle.members
+    with _locked(root / ".locks" / "programs" / f"{pid}.lock"):
+        if _same_files(destination, members):
+            return False
+        staging = programs / ".staging"
+        staging.mkdir(parents=True, exist_ok=True)
+        stage = Path(tempfile.mkdtemp(prefix=f"{pid}.", dir=staging))
+        try:
+            for name, data in members.items():
+                with (stage / name).open("xb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+            _replace_dir(stage, destination)
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
+    return True
+
+
+def _same_files(directory: Path, members: Mapping[str, bytes]) -> bool:
+    try:
+        if directory.is_symlink() or not directory.is_dir():
+            return False
+        names = {p.name for p in directory.iterdir()}
+        return names == set(members) and all(
+            not (directory / n).is_symlink() and (directory / n).read_bytes() == data
+            for n, data in members.items()
+        )
+    except OSError:
+        return False
+
+
+def _replace_dir(stage: Path, destination: Path) -> None:
+    backup = destination.parent / f".{destination.name}.replaced.{os.getpid()}.{time.time_ns()}"
+    if destination.exists() or destination.is_symlink():
+        os.replace(destination, backup)
+    try:
+        os.replace(stage, destination)
+    except BaseException:
+        if backup.exists() and not destination.exists():
+            os.replace(backup, destination)
+        raise
+    if backup.is_dir() and not backup.is_symlink():
+        shutil.rmtree(backup, ignore_errors=True)
+    else:
+        backup.unlink(missing_ok=True)
+
+
+def install_base_model(source: Path, base: BaseModelFile, cache_dir: Path | None = None) -> Path:
+    """Copy ``source`` to ``base_models/<file>`` if it is the base model ``base`` names (size, sha256)."""
+    root = cache_dir or sdk_cache_dir()
+    models = root / "base_models"
+    destination = models / base.file
+    size = source.stat().st_size
+    if size != base.size_bytes:
+        raise UsageError(
+            f"{source} is {size} bytes, not the base model {base.file} of the program's runtime "
+            f"({base.size_bytes} bytes); pass the right file"
+        )
+    with _locked(root / ".locks" / "base_models" / f"{base.file}.lock"):
+        if (
+            destination.is_file()
+            and not destination.is_symlink()
+            and _sha256(destination) == base.sha256
+        ):
+            return destination
+        models.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{base.file}.", suffix=".tmp", dir=models)
+        try:
+            digest = hashlib.sha256()
+            with os.fdopen(fd, "wb") as out, source.open("rb") as src:
+                while block := src.read(1 << 20):
+                    digest.update(block)
+                    out.write(block)
+                out.flush()
+                os.fsync(out.fileno())
+            if digest.hexdigest() != base.sha256:
+                raise UsageError(
+                    f"{source} has sha256 {digest.hexdigest()}, not {base.sha256} as the runtime's "
+                    f"base model {base.file} must; it is another file"
+                )
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, destination)
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+    return destination
+
+
+def find_base_model(meta: Mapping[str, Any], resolver: ModuleResolver) -> Path | None:
+    """The runtime's base model among the build list's modules, or ``None``.
+
+    Looked for where the bundle says it came from (a wgtpm-built bundle
+    records the base model's module) and in ``hf.co/<repo>`` of the manifest;
+    only modules already in the build list are opened.
+    """
+    runtime = meta.get("runtime")
+    base = base_model_file(runtime) if isinstance(runtime, Mapping) else None
+    if base is None:
+        return None
+    candidates: list[tuple[str, str]] = []
+    build = meta.get("compile_by_training")
+    recorded = build.get("base_model") if isinstance(build, Mapping) else None
+    if isinstance(recorded, Mapping) and isinstance(recorded.get("module"), str):
+        candidates.append((recorded["module"], str(recorded.get("file", base.file))))
+    if base.repo:
+        candidates.append((f"hf.co/{base.repo}", base.file))
+    available = set(resolver.modules())
+    for module, file in candidates:
+        if module in available:
+            path = resolver.module(module).dir / file
+            if path.is_file() and path.stat().st_size == base.size_bytes:
+                return path
+    return None
+
+
+def artifact_file(ref: str, resolver: ModuleResolver) -> Path:
+    """The ``.paw`` file of ``MODULE/ARTIFACT``, by the release index or as ``ARTIFACT.paw``."""
+    module, artifact = split_ref(ref, resolver)
+    index = module.dir / "wgt.index.json"
+    if index.is_file():
+        entries = json.loads(index.read_text(encoding="utf-8")).get("files", [])
+        for entry in entries:
+            if entry.get("artifact") == artifact and entry.get("kind") == "paw":
+                return module.dir / str(entry["path"])
+    candidate = module.dir / f"{artifact}.paw"
+    if candidate.is_file():
+        return candidate
+    found = sorted(p.name for p in module.dir.glob("*.paw"))
+    raise UsageError(
+        f"{module.path}@{module.version} has no PAW program artifact {artifact!r}"
+        + (f"; it has {', '.join(found)}" if found else "")
+    )
+
+
+def install_artifact(
+    ref: str, resolver: ModuleResolver, *, cache_dir: Path | None = None
+) -> InstalledProgram:
+    """Install the program ``MODULE/ARTIFACT`` of the build list, with its base model when that is there too."""
+    from .bundle import read_bundle
+
+    path = artifact_file(ref, resolver)
+    base = find_base_model(read_bundle(path).meta, resolver)
+    return install_program(path, cache_dir=cache_dir, base_model=base)
+
+
+def _gguf_shape(path: Path) -> InterpreterShape | None:
+    """The qwen3 hyperparameters of a base-model GGUF, when it has them."""
+    try:
+        return InterpreterShape.from_gguf_fields(read_gguf_info(path).fields)
+    except (OSError, ValueError):
+        return None
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Hold the SDK's lock file: ``flock`` on POSIX, a one-byte ``msvcrt`` lock on Windows."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a+b") as handle:
+        if sys.platform == "win32":
+            import msvcrt
+
+            handle.seek(0, os.SEEK_END)
+            if handle.tell() == 0:
+                handle.write(b"\0")
+                handle.flush()
+            handle.seek(0)
+            msvcrt.locking(handle.fileno(), msvcrt.LK_LOCK, 1)
+            try:
+                yield
+            finally:
+                handle.seek(0)
+                msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)
+        else:
+            import fcntl
+
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
