@@ -24,7 +24,6 @@ import io
 import json
 import os
 import stat
-import tempfile
 import time
 import zipfile
 from collections.abc import Mapping, Sequence
@@ -33,6 +32,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from .._errors import WgtpmError
+from .._fs import write_atomic
 
 __all__ = [
     "DEFAULT_EPOCH",
@@ -239,14 +239,4 @@ def write_bundle(path: Path, members: Mapping[str, bytes], *, epoch: int = DEFAU
     """Write the bundle to ``path`` atomically (a temporary file renamed into place)."""
     data = bundle_bytes(members, epoch=epoch)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, data)
