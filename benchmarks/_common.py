@@ -77,4 +77,6 @@ def best_of(n: int, fn: Callable[[], object]) -> float:
 
 
 def report(name: str, ours: float, peer_name: str, peer: float, target: str) -> None:
-    print(f"{name}: wgtpm {ours:.3f}s, {peer_name} {peer:.3f}s, ratio {ours / peer:.2f}x ({target})")
+    print(
+        f"{name}: wgtpm {ours:.3f}s, {peer_name} {peer:.3f}s, ratio {ours / peer:.2f}x ({target})"
+    )

@@ -36,7 +36,11 @@ def noop_get(tmp: Path) -> None:
     for i in range(50):
         path = f"example.com/dep{i:02d}"
         deps = f"require example.com/dep{i + 1:02d} v0.1.0\n" if i < 49 else ""
-        tree.add(path, "v0.1.0", {"wgt.mod": f"module {path}\n{deps}".encode(), "w.bin": os.urandom(1024)})
+        tree.add(
+            path,
+            "v0.1.0",
+            {"wgt.mod": f"module {path}\n{deps}".encode(), "w.bin": os.urandom(1024)},
+        )
         reqs.append(f"\t{path} v0.1.0\n")
     proj = tmp / "app"
     proj.mkdir()
@@ -91,7 +95,9 @@ def throughput(tmp: Path, size_mib: int) -> None:
         ours = best_of(2, ours_once)
         peer = best_of(2, lambda: run(["sha256sum", str(big)], proj, env))
     mib_s = size_mib / ours
-    print(f"download+verify {size_mib} MiB: {mib_s:.0f} MiB/s; sha256sum {size_mib / peer:.0f} MiB/s")
+    print(
+        f"download+verify {size_mib} MiB: {mib_s:.0f} MiB/s; sha256sum {size_mib / peer:.0f} MiB/s"
+    )
     print(f"throughput ratio vs sha256sum: {peer / ours:.2f}x (target: at least 0.8x)")
 
 

@@ -65,7 +65,9 @@ def main() -> None:
     reached = bfs(g, main_mv)
     ours = best_of(3, lambda: mvs.build_list([main_mv], reqs))
     peer = best_of(3, lambda: bfs(g, main_mv))
-    print(f"graph: {len(g)} module versions, {reached} reachable, build list of {len(build)} modules")
+    print(
+        f"graph: {len(g)} module versions, {reached} reachable, build list of {len(build)} modules"
+    )
     report("mvs build list", ours, "bare BFS", peer, "target: well under 1 s")
 
 

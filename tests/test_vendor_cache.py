@@ -118,3 +118,10 @@ def test_get_json_and_mod_edit_json(wgtpm, tree, project, monkeypatch) -> None:
     r = wgtpm("mod", "edit", "-require", "github.com/acme/x@1.0", cwd=project)
     assert r.code == 1 and "canonical" in r.err
     assert Path(project / "wgt.mod").read_text().count("require") == 1
+
+
+def test_etag_store_round_trips() -> None:
+    cache = Cache()
+    assert cache.get_etag("github:https://api.example/releases") is None
+    cache.put_etag("github:https://api.example/releases", '"abc"', b'[{"tag_name": "v1.0.0"}]')
+    assert cache.get_etag("github:https://api.example/releases") == ('"abc"', b'[{"tag_name": "v1.0.0"}]')

@@ -276,6 +276,21 @@ class Cache:
         except OSError as exc:
             raise _disk_error(exc, p) from exc
 
+    def get_etag(self, key: str) -> tuple[str, bytes] | None:
+        """The (etag, body) that :meth:`put_etag` stored under ``key`` (a source's listing)."""
+        p = self.root / "meta" / "etag" / (hashlib.sha256(key.encode()).hexdigest() + ".json")
+        try:
+            doc = json.loads(p.read_bytes())
+            return str(doc["etag"]), bytes.fromhex(doc["body"])
+        except (FileNotFoundError, ValueError, KeyError, TypeError):
+            return None
+
+    def put_etag(self, key: str, etag: str, body: bytes) -> None:
+        p = self.root / "meta" / "etag" / (hashlib.sha256(key.encode()).hexdigest() + ".json")
+        with contextlib.suppress(OSError):  # losing an entry costs one full listing, no more
+            p.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(p, json.dumps({"key": key, "etag": etag, "body": body.hex()}).encode())
+
     # ---- maintenance ------------------------------------------------------
 
     def verify(self) -> list[CacheProblem]:

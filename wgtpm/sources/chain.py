@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._errors import FetchError, NotFoundError, UsageError, WgtpmError
 from ..module import match_patterns
@@ -89,6 +89,20 @@ class _Off:
         raise self._refuse(path)
 
 
+class _EtagStore:
+    """The sources' ETag store (``MetaCache``) kept in the module cache across runs."""
+
+    def __init__(self, cache: Any) -> None:
+        self.cache = cache
+
+    def get(self, key: str) -> tuple[str, bytes] | None:
+        found: tuple[str, bytes] | None = self.cache.get_etag(key)
+        return found
+
+    def put(self, key: str, etag: str, body: bytes) -> None:
+        self.cache.put_etag(key, etag, body)
+
+
 class ChainSource:
     """Tries the entries of a WGTPROXY list in order (see the module docstring)."""
 
@@ -117,9 +131,10 @@ class ChainSource:
                 if self._make_direct is not None:
                     src = self._make_direct()
                 else:
+                    from ..cache import Cache
                     from .direct import DirectSource  # heavy clients load only when used
 
-                    src = DirectSource(http=self._http)
+                    src = DirectSource(http=self._http, meta_cache=_EtagStore(Cache()))
             else:
                 from .proxy import ProxySource
 
