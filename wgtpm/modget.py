@@ -116,8 +116,7 @@ def tidy(project: Project) -> list[MV]:
     """Minimal requirements, and wgt.sum pruned to exactly what the build needs."""
     build = project.build_list()
     project.set_requirements(build, project.direct())
-    project.sums.used.clear()
-    project._mods.clear()
+    project.forget_graph()
     build = project.build_list()
     for m in build[1:]:
         target = project.fetch_target(m)

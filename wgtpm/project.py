@@ -202,6 +202,11 @@ class Project:
         self._mods[m] = mf
         return mf
 
+    def forget_graph(self) -> None:
+        """Drop what was learnt about the graph, and which wgt.sum lines it used."""
+        self._mods.clear()
+        self.sums.used.clear()
+
     def prefetch(self, ms: list[MV], workers: int) -> None:
         """Fetch the wgt.mod files of ``ms`` that are not cached, in parallel (for MVS)."""
         todo = []
