@@ -22,8 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import best_of, report, static_server  # noqa: E402
-from wgtpm.proxytree import ProxyTree  # noqa: E402
+from benchmarks._common import best_of, report, static_server
+from wgtpm.proxytree import ProxyTree
 
 
 def run(cmd: list[str], cwd: Path, env: dict[str, str]) -> None:

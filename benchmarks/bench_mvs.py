@@ -12,10 +12,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import best_of, report  # noqa: E402
-from wgtpm import mvs  # noqa: E402
-from wgtpm import version as v  # noqa: E402
-from wgtpm.module import ModuleVersion as MV  # noqa: E402
+from benchmarks._common import best_of, report
+from wgtpm import mvs
+from wgtpm import version as v
+from wgtpm.module import ModuleVersion as MV
 
 N, VERSIONS, FANOUT = 10_000, 10, 4
 

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ import pytest
 from tests.servers import Fault
 from tests.servers.proxytree import ProxyTreeServer
 from wgtpm.cache import Cache
+from wgtpm.modfetch import Fetcher
 from wgtpm.proxytree import ProxyTree
 
 MOD = "github.com/acme/big"
@@ -180,6 +182,20 @@ def test_two_processes_share_one_download(big, tmp_path) -> None:
     for d in projects:
         assert (d / "wgt.sum").read_text() == (projects[0] / "wgt.sum").read_text()
     assert_blob_ok()
+
+
+def test_download_threads_share_one_http_client(tmp_path) -> None:
+    made = []
+
+    def slow_client():
+        time.sleep(0.05)  # the other download threads ask meanwhile
+        made.append(object())
+        return made[-1]
+
+    fetcher = Fetcher(Cache(tmp_path / "c"), None, None, http=slow_client)
+    with ThreadPoolExecutor(8) as pool:
+        clients = list(pool.map(lambda _: fetcher.http(), range(8)))
+    assert len(made) == 1 and all(c is made[0] for c in clients)
 
 
 def test_killed_process_resumes(wgtpm, big, project, monkeypatch) -> None:

@@ -341,3 +341,24 @@ def test_malformed_project_files_name_their_position(wgtpm, project) -> None:
     (project / "wgt.sum").write_text("github.com/acme/a v0.1.0 h1:short\n")
     r = wgtpm("get", cwd=project)
     assert r.code == 1 and "wgt.sum:1: unsupported hash" in r.err
+
+
+def test_noop_get_stamp_notices_missing_files(wgtpm, tree, project, graph, monkeypatch) -> None:
+    monkeypatch.setenv("WGTPROXY", tree.url)
+    assert wgtpm("get", "github.com/acme/a@v0.1.0", cwd=project).code == 0
+    stamps = list((Path(os.environ["WGTPM_CACHE"]) / "meta" / "done").iterdir())
+    assert len(stamps) == 1
+    listed = stamps[0].read_text().split()
+    f = Path(os.environ["WGTPM_CACHE"]) / "mod" / "github.com/acme/c@v0.1.0" / "c/weights.bin"
+    assert str(f) in listed
+    monkeypatch.setenv("WGTPROXY", "off")
+    assert wgtpm("get", cwd=project).code == 0  # answered by the stamp
+    os.chmod(f.parent, 0o755)
+    f.unlink()
+    r = wgtpm("get", cwd=project)  # the stamp no longer holds: the full check runs
+    assert r.code == 0, r.err
+    assert f.read_bytes() == graph["c1"]["c/weights.bin"]  # relinked from its verified blob
+    with open(project / "wgt.sum", "a") as out:  # another wgt.sum: another stamp, a full check
+        out.write("github.com/acme/zzz v1.0.0 h1:" + "A" * 43 + "=\n")
+    assert wgtpm("get", cwd=project).code == 0
+    assert len(list(stamps[0].parent.iterdir())) == 2

@@ -124,4 +124,7 @@ def test_etag_store_round_trips() -> None:
     cache = Cache()
     assert cache.get_etag("github:https://api.example/releases") is None
     cache.put_etag("github:https://api.example/releases", '"abc"', b'[{"tag_name": "v1.0.0"}]')
-    assert cache.get_etag("github:https://api.example/releases") == ('"abc"', b'[{"tag_name": "v1.0.0"}]')
+    assert cache.get_etag("github:https://api.example/releases") == (
+        '"abc"',
+        b'[{"tag_name": "v1.0.0"}]',
+    )

@@ -28,7 +28,7 @@ Messages name the file, line, module or version and say what to do next.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = [
     "BuildError",
@@ -58,8 +58,7 @@ class UsageError(WgtpmError):
     """A command line or API argument that makes no sense."""
 
 
-@dataclass(frozen=True)
-class Position:
+class Position(NamedTuple):
     """A place in a text file: 1-based line and column (column 0 means 'the whole line')."""
 
     file: str
@@ -72,8 +71,7 @@ class Position:
         return f"{self.file}:{self.line}"
 
 
-@dataclass(frozen=True)
-class PositionedError:
+class PositionedError(NamedTuple):
     """One problem found at one position of a parsed file."""
 
     pos: Position

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 __all__ = ["write_atomic"]
@@ -15,6 +14,8 @@ def write_atomic(path: Path, data: bytes) -> None:
     A reader sees the old content or the new, never a half-written file,
     also if this process is killed part way.
     """
+    import tempfile
+
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

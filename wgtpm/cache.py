@@ -36,13 +36,11 @@ import errno
 import hashlib
 import json
 import os
-import shutil
 import stat
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ._errors import CacheError
 from ._fs import write_atomic
@@ -72,8 +70,7 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-@dataclass(frozen=True)
-class CacheProblem:
+class CacheProblem(NamedTuple):
     """One thing ``cache verify`` found wrong."""
 
     path: Path
@@ -204,6 +201,8 @@ class Cache:
             except OSError as exc:
                 if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
                     raise
+                import shutil
+
                 shutil.copyfile(src, tmp)
                 os.chmod(tmp, BLOB_MODE)
             os.replace(tmp, dst)
@@ -380,6 +379,7 @@ def _unlink(p: Path) -> None:
 def _rmtree(p: Path) -> None:
     if not p.exists():
         return
+    import shutil
 
     def onerror(func: Any, path: str, exc: Any) -> None:
         os.chmod(os.path.dirname(path), 0o755)

@@ -11,17 +11,15 @@ a path inside it; :func:`split_ref` finds the longest module prefix.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from ._errors import ResolveError
 
 __all__ = ["MapResolver", "ModuleResolver", "ResolvedModule", "split_ref"]
 
 
-@dataclass(frozen=True)
-class ResolvedModule:
+class ResolvedModule(NamedTuple):
     """One module of the build list, with its verified files on disk.
 
     ``version`` is the selected version, or ``""`` for a local directory

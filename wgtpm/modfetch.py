@@ -112,16 +112,20 @@ class Fetcher:
         self.progress: Progress = progress or _NoProgress()
         self._http_factory = http
         self._http: HttpClient | None = None
+        self._http_lock = threading.Lock()
 
     def http(self) -> HttpClient:
-        if self._http is None:
-            if self._http_factory is not None:
-                self._http = self._http_factory()
-            else:
-                from .httpclient import HttpClient
+        """The one HTTP client of this fetcher, made on first use by whichever download
+        thread comes first (the others wait for it rather than each making their own)."""
+        with self._http_lock:
+            if self._http is None:
+                if self._http_factory is not None:
+                    self._http = self._http_factory()
+                else:
+                    from .httpclient import HttpClient
 
-                self._http = HttpClient()
-        return self._http
+                    self._http = HttpClient()
+            return self._http
 
     # ---- metadata ---------------------------------------------------------
 
@@ -242,7 +246,9 @@ class Fetcher:
             try:
                 part.open()
                 try:
-                    if req.url.startswith("file:"):
+                    if req.body is not None:
+                        self._copy_body(req.body, part, path, version, e, label)
+                    elif req.url.startswith("file:"):
                         self._copy_local(req.url, part, path, version, e, label)
                     else:
                         self._stream_http(req.url, dict(req.headers), part, path, version, e, label)
@@ -274,6 +280,15 @@ class Fetcher:
                 "tampered bytes (nothing was kept)",
             )
         self.cache.commit_blob(part.path, e.sha256)
+
+    def _copy_body(
+        self, body: bytes, part: _Partial, path: str, version: str, e: _index.IndexEntry, label: str
+    ) -> None:
+        # bytes the source already holds; like a resumed download, they are hashed from the start
+        rest = body[part.have :]
+        self.progress.advance(label, part.have)
+        part.write(rest, path, version, e)
+        self.progress.advance(label, len(rest))
 
     def _copy_local(
         self, url: str, part: _Partial, path: str, version: str, e: _index.IndexEntry, label: str

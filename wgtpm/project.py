@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,13 +39,14 @@ from ._errors import (
 )
 from ._fs import write_atomic
 from .cache import Cache
-from .modfetch import Fetcher, FetchOptions, Progress
+from .modfetch import Fetcher, FetchOptions, Progress, matches
 from .module import ModuleVersion
 from .query import is_revision, pick
 from .sources import FileRequest, RevInfo, Source
 
 if TYPE_CHECKING:
     from .deps import ModuleResolver, ResolvedModule
+    from .httpclient import HttpClient
 
 __all__ = ["Options", "Project", "find_root", "open_resolver"]
 
@@ -58,7 +60,7 @@ class Options:
     """How a command treats the project files and the network."""
 
     mod_mode: str = ""  # "", "mod", "readonly" or "vendor"
-    jobs: int = 8
+    jobs: int = 16
     progress: Progress | None = None
     source: Source | None = None  # default: WGTPROXY from the environment
     cache: Cache | None = None
@@ -127,6 +129,8 @@ class Project:
         self._orig_mod = mf.format()
         self._orig_sum = sums.format()
         self._fetcher: Fetcher | None = None
+        self._http: HttpClient | None = None
+        self._http_lock = threading.Lock()
         self._mods: dict[MV, _modfile.ModFile] = {}
 
     @classmethod
@@ -158,12 +162,22 @@ class Project:
                 )
             self._fetcher = Fetcher(
                 self.opts.cache or Cache(),
-                self.opts.source or _LazySource(),
+                self.opts.source or _LazySource(self._shared_http),
                 self.sums,
+                http=self._shared_http,
                 opts=FetchOptions(jobs=self.opts.jobs),
                 progress=self.opts.progress,
             )
         return self._fetcher
+
+    def _shared_http(self) -> HttpClient:
+        """One HTTP client for the sources and the downloads (connections are reused)."""
+        with self._http_lock:
+            if self._http is None:
+                from .httpclient import HttpClient
+
+                self._http = HttpClient()
+            return self._http
 
     # ---- the requirement graph (mvs.Reqs) -------------------------------
 
@@ -362,6 +376,22 @@ class Project:
                     f.result()
         return build
 
+    def files(self, build: list[MV]) -> list[Path]:
+        """Every selected file of the build list's modules, as they lie in the cache."""
+        out = []
+        for m in build[1:]:
+            target = self.fetch_target(m)
+            if target is None:
+                continue
+            tree = self.fetcher.cache.mod_dir(*target)
+            patterns = self.modfile.select_patterns(m.path)
+            out += [
+                tree / e.path
+                for e in self.fetcher.index(*target).files
+                if matches(patterns, e.path)
+            ]
+        return out
+
     def warn_retracted(self, build: list[MV]) -> None:
         for m in build[1:]:
             if _v.is_valid(m.version) and not _v.is_pseudo(m.version):
@@ -427,15 +457,18 @@ class Project:
 class _LazySource:
     """The WGTPROXY chain, built on first use (a no-op ``get`` never needs it)."""
 
-    def __init__(self) -> None:
+    def __init__(self, http: Callable[[], HttpClient]) -> None:
+        self._http = http
         self._src: Source | None = None
+        self._lock = threading.Lock()
 
     def _get(self) -> Source:
-        if self._src is None:
-            from .sources.chain import from_env
+        with self._lock:
+            if self._src is None:
+                from .sources.chain import from_env
 
-            self._src = from_env()
-        return self._src
+                self._src = from_env(self._http())
+            return self._src
 
     @property
     def name(self) -> str:

@@ -20,11 +20,12 @@ ID). Pseudo-versions order below the release they precede, so MVS and
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
 from functools import lru_cache
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     import semver
 
 __all__ = [
@@ -141,6 +142,8 @@ def is_pseudo(v: str) -> bool:
 
 def pseudo_time(v: str) -> datetime:
     """The commit time recorded in a pseudo-version."""
+    from datetime import datetime, timezone
+
     m = _PSEUDO.match(v)
     if not m:
         raise ValueError(f"not a pseudo-version: {v}")
@@ -179,6 +182,8 @@ def pseudo_version(base: str | None, t: datetime, rev: str, major_version: str =
     >>> pseudo_version("v0.1.0", t, "3f9a2b7c1d0e99")
     'v0.1.1-0.20261101120000-3f9a2b7c1d0e'
     """
+    from datetime import timezone
+
     rev = rev.lower()[:REV_LEN]
     if not re.fullmatch(r"[0-9a-f]{12}", rev):
         raise ValueError(f"revision must be at least 12 hex digits: {rev!r}")

@@ -349,12 +349,20 @@ class _Handler(BaseHTTPRequestHandler):
     def do_DELETE(self) -> None:
         self._dispatch()
 
+    def setup(self) -> None:
+        super().setup()
+        # Headers and body leave in separate writes: without TCP_NODELAY, Nagle's algorithm
+        # holds the body back until the client's delayed ACK (40 ms on Linux), per response.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     def finish(self) -> None:
         with contextlib.suppress(OSError, ValueError):
             super().finish()
 
     def _dispatch(self) -> None:
         owner = self.server.owner
+        if owner.latency:
+            time.sleep(owner.latency)
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         split = urlsplit(self.path)
@@ -438,9 +446,12 @@ class LoopbackServer:
 
     ``url`` is ``http://127.0.0.1:PORT`` (no trailing slash). ``log`` records
     every request; ``faults`` misbehave on purpose (see :class:`Fault`).
+    ``latency`` is slept before answering each request (a far-away server),
+    by the request's own thread, so that requests in parallel wait in parallel.
     """
 
     name = "server"
+    latency: float = 0.0
 
     def __init__(self, *, log: RequestLog | None = None) -> None:
         self.log = log if log is not None else RequestLog()
@@ -522,8 +533,9 @@ class CdnServer(LoopbackServer):
     def _sig(self, digest: str) -> str:
         return hmac.new(self._key, digest.encode(), "sha256").hexdigest()[:32]
 
-    def put(self, data: bytes, name: str = "blob") -> str:
-        digest = hashlib.sha256(data).hexdigest()
+    def put(self, data: bytes, name: str = "blob", *, digest: str | None = None) -> str:
+        """Store ``data``; ``digest`` is its sha256 when the caller knows it (saves hashing again)."""
+        digest = digest or hashlib.sha256(data).hexdigest()
         with self._lock:
             self._blobs[digest] = data
         return f"{self.url}/blobs/{digest}/{name.replace('/', '_')}?sig={self._sig(digest)}"

@@ -35,6 +35,7 @@ import fnmatch
 import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from functools import cached_property
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
@@ -65,20 +66,25 @@ def _iso(t: datetime) -> str:
 
 @dataclass(frozen=True)
 class HfBlob:
-    """A file's bytes and whether the repo stores it with LFS."""
+    """A file's bytes and whether the repo stores it with LFS.
+
+    The hashes are computed once per blob (the bytes never change), so that
+    listing or serving a repository of a few hundred MB does not hash it all
+    again on every request.
+    """
 
     data: bytes
     lfs: bool
 
-    @property
+    @cached_property
     def sha256(self) -> str:
         return hashlib.sha256(self.data).hexdigest()
 
-    @property
+    @cached_property
     def pointer(self) -> bytes:
         return f"version https://git-lfs.github.com/spec/v1\noid sha256:{self.sha256}\nsize {len(self.data)}\n".encode()
 
-    @property
+    @cached_property
     def oid(self) -> str:
         """The git blob id (of the LFS pointer for LFS files), as git computes it."""
         body = self.pointer if self.lfs else self.data
@@ -374,7 +380,7 @@ class HuggingFaceServer(LoopbackServer):
                 404, "EntryNotFound", f"{path} does not exist on {sha}", {"X-Repo-Commit": sha}
             )
         if blob.lfs:
-            location = self.cdn.put(blob.data, path.rsplit("/", 1)[-1])
+            location = self.cdn.put(blob.data, path.rsplit("/", 1)[-1], digest=blob.sha256)
             return Response(
                 302,
                 {

@@ -15,8 +15,9 @@ from tests.servers.huggingface import HfRepo, HuggingFaceServer
 from tests.sources.conftest import fetch
 from wgtpm import index as _index
 from wgtpm import version as _version
-from wgtpm._errors import FetchError, NotFoundError
+from wgtpm._errors import FetchError, NotFoundError, VerifyError
 from wgtpm.httpclient import HttpClient
+from wgtpm.sources import FileRequest, huggingface
 from wgtpm.sources.huggingface import HuggingFaceSource
 
 MOD = "hf.co/acme/tiny"
@@ -217,6 +218,54 @@ def test_selective_download_fetches_only_selected_files(
     assert (tree / "config.json").read_bytes() == b'{"hidden": 8}'
     assert not (tree / "model.safetensors").exists()
     assert not cdn.log.where(server="cdn")  # the only LFS file was never downloaded
+
+
+def test_small_files_cross_the_network_once(
+    tiny: HfRepo, hf: HuggingFaceServer, http: HttpClient, tmp_path: Path
+) -> None:
+    """Indexing downloads the small files to hash them; the fetcher takes those bytes."""
+    tree = fetch(source(hf, http), tmp_path / "c", MOD, "v0.1.0", http=http)
+    assert (tree / "config.json").read_bytes() == b'{"hidden": 8}'
+    assert (tree / "tokenizer" / "vocab.txt").read_bytes() == b"a\nb\n"
+    for name in ("config.json", "tokenizer/vocab.txt"):
+        assert len(hf.log.where(server="hf", method="GET", path=f"*/resolve/*/{name}")) == 1
+
+
+class _Tampering:
+    """A source that hands the fetcher other bytes than the ones it indexed."""
+
+    def __init__(self, src: HuggingFaceSource) -> None:
+        self.src = src
+        self.name = src.name
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.src, name)
+
+    def file(self, path: str, version: str, name: str) -> FileRequest:
+        req = self.src.file(path, version, name)
+        return req if req.body is None else FileRequest(req.url, req.headers, b"tampered")
+
+
+def test_bytes_kept_from_indexing_are_verified(
+    tiny: HfRepo, hf: HuggingFaceServer, http: HttpClient, tmp_path: Path
+) -> None:
+    src = _Tampering(source(hf, http))
+    with pytest.raises(VerifyError, match="nothing was kept"):
+        fetch(src, tmp_path / "c", MOD, "v0.1.0", ["config.json"], http=http)  # type: ignore[arg-type]
+    assert not list((tmp_path / "c").rglob(sha(b'{"hidden": 8}')))
+
+
+def test_refs_are_listed_once_per_command(
+    tiny: HfRepo, hf: HuggingFaceServer, http: HttpClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src = source(hf, http)
+    src.versions(MOD)
+    src.info(MOD, "v0.1.0")
+    src.mod(MOD, "v0.2.0-rc.1")
+    assert len(hf.log.where(server="hf", path="/api/models/acme/tiny/refs*")) == 1
+    monkeypatch.setattr(huggingface, "REFS_TTL", 0.0)  # a long-lived process sees new tags
+    tiny.tag("v0.3.0")
+    assert "v0.3.0" in src.versions(MOD)
 
 
 def test_token_reaches_the_hub_and_never_the_cdn(

@@ -10,14 +10,13 @@ write to the cache: :mod:`wgtpm.modfetch` does both, for every source alike.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Protocol
+from types import MappingProxyType
+from typing import NamedTuple, Protocol
 
 __all__ = ["FileRequest", "RevInfo", "Source"]
 
 
-@dataclass(frozen=True)
-class RevInfo:
+class RevInfo(NamedTuple):
     """What a query resolved to: the ``$version.info`` of the proxy protocol.
 
     ``version`` is canonical (a release tag or a pseudo-version); ``time`` is
@@ -38,17 +37,25 @@ class RevInfo:
         return out
 
 
-@dataclass(frozen=True)
-class FileRequest:
+class FileRequest(NamedTuple):
     """Where to GET one file of a release.
 
     ``url`` is ``http(s)://`` or ``file://``. ``headers`` are sent to the
     origin of ``url`` only: the downloader drops them (``Authorization``,
-    ``X-API-Key``, cookies) on a redirect to any other origin.
+    ``X-API-Key``, cookies) on a redirect to any other origin. ``body``, when
+    set, is the file's bytes, which the source already downloaded (Hugging Face
+    downloads a repository's small files to hash them for the index it
+    synthesises): the downloader verifies them against the index like any
+    download instead of fetching ``url``.
     """
 
     url: str
-    headers: Mapping[str, str] = field(default_factory=dict)
+    headers: Mapping[str, str] = MappingProxyType({})
+    body: bytes | None = None
+
+    def __repr__(self) -> str:
+        body = "None" if self.body is None else f"<{len(self.body)} bytes>"
+        return f"FileRequest(url={self.url!r}, headers={dict(self.headers)!r}, body={body})"
 
 
 class Source(Protocol):

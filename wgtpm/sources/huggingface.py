@@ -23,6 +23,9 @@ them. Otherwise wgt.mod is ``module PATH\\n`` and the index is synthesised
 from the tree at the pinned commit: every file, with the sha256 and size the
 API states for LFS files and, for the other (small) files, the sha256 of their
 bytes, downloaded once and checked against the git blob id the API states.
+Those bytes are handed to the fetcher with the file's download request
+(:attr:`FileRequest.body`), so a small file crosses the network once; the
+fetcher verifies them against the index like any download.
 Files whose path a module may not hold (dot files such as ``.gitattributes``)
 are left out and named under ``build.skipped``. Every file downloads from
 ``ENDPOINT/OWNER/REPO/resolve/COMMIT/PATH``, which answers with the bytes or a
@@ -67,6 +70,12 @@ DEFAULT_ENDPOINT = "https://huggingface.co"
 #: Tries of one Hub API call that meets a 429, a 5xx or a network error.
 CALL_ATTEMPTS = 3
 CALL_BACKOFF = 0.25
+#: Seconds the refs of a repository are trusted: a command lists them once (to
+#: learn the versions, then to resolve one), a long-lived process sees new tags.
+REFS_TTL = 60.0
+#: Bytes of small files kept from indexing for the fetcher, per source (beyond
+#: this they are downloaded again).
+KEEP_BODIES = 64 << 20
 T = TypeVar("T")
 
 
@@ -92,7 +101,7 @@ class HuggingFaceSource:
         *,
         endpoint: str | None = None,
         token: str | None = None,
-        jobs: int = 8,
+        jobs: int = 16,
     ) -> None:
         self.http = http
         self.endpoint = (endpoint or os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
@@ -103,6 +112,10 @@ class HuggingFaceSource:
         self._api_obj: HfApi | None = None
         self._revs: dict[tuple[str, str], _Rev] = {}
         self._trees: dict[tuple[str, str], dict[str, RepoFile]] = {}
+        self._refs: dict[str, tuple[float, dict[str, str]]] = {}
+        # (repo id, commit, file) -> the verified bytes indexing downloaded, until file() takes them
+        self._bodies: dict[tuple[str, str, str], bytes] = {}
+        self._kept = 0
 
     # ---- the Source protocol ---------------------------------------------
 
@@ -143,7 +156,14 @@ class HuggingFaceSource:
 
     def file(self, path: str, version: str, name: str) -> FileRequest:
         rev = self._resolve(path, version)
-        url = f"{self.endpoint}/{_repo_id(path)}/resolve/{rev.commit}/{quote(name)}"
+        req = self._request(path, rev.commit, name)
+        with self._lock:
+            body = self._bodies.pop((_repo_id(path), rev.commit, name), None)
+            self._kept -= len(body or b"")
+        return req if body is None else FileRequest(req.url, req.headers, body)
+
+    def _request(self, path: str, commit: str, name: str) -> FileRequest:
+        url = f"{self.endpoint}/{_repo_id(path)}/resolve/{commit}/{quote(name)}"
         token = self.token()
         return FileRequest(url, {"Authorization": f"Bearer {token}"} if token else {})
 
@@ -218,6 +238,11 @@ class HuggingFaceSource:
 
     def _version_tags(self, path: str) -> dict[str, str]:
         """version -> commit, for the tags of the repository that are versions of this module."""
+        now = time.monotonic()
+        with self._lock:
+            cached = self._refs.get(path)
+        if cached is not None and now - cached[0] < REFS_TTL:
+            return dict(cached[1])
         rid = _repo_id(path)
         refs = self._call(path, None, "listing refs", lambda: self._api().list_repo_refs(rid))
         out = {}
@@ -225,7 +250,9 @@ class HuggingFaceSource:
             v = _tag_version(path, tag.name)
             if v is not None:
                 out[v] = tag.target_commit
-        return out
+        with self._lock:
+            self._refs[path] = (now, out)
+        return dict(out)
 
     def _model_rev(self, path: str, rid: str, rev: str | None, query: str) -> _Rev:
         """The commit and commit time ``rev`` (``None``: the default branch) names."""
@@ -338,7 +365,7 @@ class HuggingFaceSource:
 
     def _download(self, path: str, version: str, commit: str, entry: RepoFile) -> bytes:
         """The bytes of a file, checked against the LFS sha256 or the git blob id the API gave."""
-        req = self.file(path, version, entry.path)
+        req = self._request(path, commit, entry.path)
         if entry.lfs is not None:
             check = sha256_check(entry.lfs.size, entry.lfs.sha256)
         else:
@@ -367,6 +394,11 @@ class HuggingFaceSource:
 
         def digest(f: RepoFile) -> _index.IndexEntry:
             data = self._download(path, version, rev.commit, f)
+            key = (_repo_id(path), rev.commit, f.path)
+            with self._lock:
+                if key not in self._bodies and self._kept + len(data) <= KEEP_BODIES:
+                    self._bodies[key] = data
+                    self._kept += len(data)
             return _index.IndexEntry(f.path, len(data), hashlib.sha256(data).hexdigest())
 
         if small:
