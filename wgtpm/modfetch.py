@@ -44,6 +44,8 @@ if TYPE_CHECKING:
 __all__ = ["FetchOptions", "Fetcher", "Progress", "SumChecker", "matches"]
 
 CHUNK = 1 << 20
+SYNC_EVERY = 64 << 20  # bytes written between fsyncs of a download
+QUEUE_CHUNKS = 512  # received chunks that may wait for the writer (about 32 MiB)
 MOD_SUFFIX = "/wgt.mod"
 
 
@@ -364,6 +366,8 @@ class _Partial:
         self._hashed = False
         self._q: queue.Queue[bytes | None] | None = None
         self._worker: threading.Thread | None = None
+        self._sync_q: queue.Queue[int | None] | None = None
+        self._syncer: threading.Thread | None = None
         self._error: BaseException | None = None
 
     def open(self) -> None:
@@ -380,19 +384,41 @@ class _Partial:
                         self.h.update(chunk)
                         self.have += len(chunk)
         self._f = open(self.path, "ab")
-        self._q = queue.Queue(maxsize=32)
-        self._worker = threading.Thread(target=self._drain, daemon=True)
-        self._worker.start()
+        self._start()
 
     def _drain(self) -> None:
         assert self._q is not None and self._f is not None
+        unsynced = 0
         while (chunk := self._q.get()) is not None:
             if self._error is None:
                 try:
                     self._f.write(chunk)
                     self.h.update(chunk)
+                    unsynced += len(chunk)
+                    if unsynced >= SYNC_EVERY and self._sync_q is not None:
+                        # Let the syncer push these bytes to disk while we go on, so the
+                        # final fsync (before the rename) has little left to wait for.
+                        self._f.flush()
+                        with contextlib.suppress(queue.Full):
+                            self._sync_q.put_nowait(self._f.fileno())
+                        unsynced = 0
                 except BaseException as exc:  # reported by write() or close()
                     self._error = exc
+
+    def _sync(self) -> None:
+        assert self._sync_q is not None
+        while (fd := self._sync_q.get()) is not None:
+            with contextlib.suppress(OSError):  # the final fsync in close() reports errors
+                os.fdatasync(fd)
+
+    def _start(self) -> None:
+        self._q = queue.Queue(maxsize=QUEUE_CHUNKS)
+        self._worker = threading.Thread(target=self._drain, daemon=True)
+        self._worker.start()
+        if hasattr(os, "fdatasync"):
+            self._sync_q = queue.Queue(maxsize=1)
+            self._syncer = threading.Thread(target=self._sync, daemon=True)
+            self._syncer.start()
 
     def _raise(self) -> None:
         if self._error is not None:
@@ -419,15 +445,17 @@ class _Partial:
         self._f.truncate()
         self.h = hashlib.sha256()
         self.have = 0
-        self._q = queue.Queue(maxsize=32)
-        self._worker = threading.Thread(target=self._drain, daemon=True)
-        self._worker.start()
+        self._start()
 
     def _stop(self) -> None:
         if self._worker is not None and self._q is not None:
             self._q.put(None)
             self._worker.join()
             self._worker = None
+        if self._syncer is not None and self._sync_q is not None:
+            self._sync_q.put(None)
+            self._syncer.join()
+            self._syncer = None
 
     def close(self) -> None:
         self._stop()

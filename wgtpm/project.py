@@ -322,6 +322,8 @@ class Project:
 
     def resolve_query(self, path: str, query: str, current: str | None) -> str:
         """The version ``path@query`` means; raises NotFoundError when nothing fits."""
+        if _v.is_valid(query):
+            return query  # pinned: also when retracted or excluded, and without a version list
         if is_revision(query):
             info = self.fetcher.info(path, query)
             return info.version
