@@ -3,12 +3,8 @@
 # This is the README's test command, and what .ci/run runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY=${PYTHON:-python3}
-[ -x .venv/bin/python ] || "$PY" -m venv .venv
-.venv/bin/python -m pip install -q --upgrade pip
-# The CPU build of torch first: a plain 'torch' would pull a CUDA build of several GB.
-.venv/bin/python -m pip install -q torch==2.13.0
-.venv/bin/python -m pip install -q -e '.[all,dev]'
+. scripts/_venv.sh
+setup_venv all,dev
 # The PAW SDK, for its cache and validation code only: its llama-cpp-python
 # dependency compiles for minutes and is not needed for those.
 .venv/bin/python -m pip install -q --no-deps programasweights==0.4.14

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.servers import CdnServer, RequestLog
 from wgtpm.cli import main
 from wgtpm.proxytree import ProxyTree
 
@@ -58,6 +59,19 @@ def wgtpm(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch): 
         return Result(code, cap.out, cap.err)
 
     return run
+
+
+@pytest.fixture
+def log() -> RequestLog:
+    """One request log that several loopback servers of a test can share."""
+    return RequestLog()
+
+
+@pytest.fixture
+def cdn(log: RequestLog) -> Iterator[CdnServer]:
+    """The storage host that GitHub, Hugging Face and the PAW hub redirect downloads to."""
+    with CdnServer(log=log) as server:
+        yield server
 
 
 @pytest.fixture

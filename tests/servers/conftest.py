@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from tests.servers import CdnServer, RequestLog
 
 
 @pytest.fixture(autouse=True)
@@ -17,14 +14,3 @@ def _hf_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
     monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
-
-
-@pytest.fixture
-def log() -> RequestLog:
-    return RequestLog()
-
-
-@pytest.fixture
-def cdn(log: RequestLog) -> Iterator[CdnServer]:
-    with CdnServer(log=log) as server:
-        yield server

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.servers import CdnServer, RequestLog
+from tests.servers import CdnServer
 from tests.servers.github import GitHubServer
 from tests.servers.huggingface import HuggingFaceServer
 from tests.servers.paw import PawServer
@@ -37,17 +37,6 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
     monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
-
-
-@pytest.fixture
-def log() -> RequestLog:
-    return RequestLog()
-
-
-@pytest.fixture
-def cdn(log: RequestLog) -> Iterator[CdnServer]:
-    with CdnServer(log=log) as server:
-        yield server
 
 
 @pytest.fixture
