@@ -362,3 +362,24 @@ def test_noop_get_stamp_notices_missing_files(wgtpm, tree, project, graph, monke
         out.write("github.com/acme/zzz v1.0.0 h1:" + "A" * 43 + "=\n")
     assert wgtpm("get", cwd=project).code == 0
     assert len(list(stamps[0].parent.iterdir())) == 2
+
+
+def test_branch_and_latest_without_releases_are_pseudo_versions(
+    wgtpm, tree, project, monkeypatch
+) -> None:
+    monkeypatch.setenv("WGTPROXY", tree.url)
+    pv = "v0.0.0-20261101120000-3f9a2b7c1d0e"
+    tree.add("github.com/acme/nightly", pv, {"w.bin": b"nightly"}, commit="3f9a2b7c1d0e" + "0" * 28)
+    tree.alias("github.com/acme/nightly", "main", pv)
+    tree.set_latest("github.com/acme/nightly", pv)
+    r = wgtpm("get", "github.com/acme/nightly@main", cwd=project)
+    assert r.code == 0, r.err
+    assert f"require github.com/acme/nightly {pv}" in (project / "wgt.mod").read_text()
+    (project / "wgt.mod").write_text("module example.com/app\n")
+    r = wgtpm(
+        "get", "github.com/acme/nightly@latest", cwd=project
+    )  # no release: @latest names the branch head
+    assert r.code == 0, r.err
+    assert f"require github.com/acme/nightly {pv}" in (project / "wgt.mod").read_text()
+    r = wgtpm("get", "github.com/acme/nightly@nosuchbranch", cwd=project)
+    assert r.code == 1 and "nosuchbranch" in r.err

@@ -82,9 +82,6 @@ class ReleaseIndex:
                 return e
         return None
 
-    def total_size(self) -> int:
-        return sum(e.size for e in self.files)
-
     def to_json(self) -> bytes:
         """Canonical bytes: sorted keys, files sorted by path, two-space indent, final newline."""
         doc: dict[str, Any] = dict(self.extra)

@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import hashlib
-import json
 import os
 import queue
 import threading
@@ -492,7 +491,3 @@ def _range_starts_at(content_range: str, offset: int) -> bool:
         return int(content_range.split()[1].split("-")[0]) == offset
     except (IndexError, ValueError):
         return False
-
-
-def info_json(info: RevInfo) -> bytes:
-    return (json.dumps(info.to_json(), sort_keys=True) + "\n").encode()
