@@ -25,7 +25,9 @@ import email.utils
 import netrc
 import os
 import random
+import sys
 import time
+import types
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -130,11 +132,32 @@ def retry_after(headers: Mapping[str, str]) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
+def _import_httpx() -> Any:
+    """``import httpx`` without its command-line client.
+
+    The httpx package imports ``httpx._main`` (click, pygments, rich) whenever
+    those happen to be installed, which costs about 40 ms a start; wgtpm never
+    runs that client, so a stand-in takes its place unless the real one is
+    already loaded.
+    """
+    if "httpx" not in sys.modules and "httpx._main" not in sys.modules:
+        stub = types.ModuleType("httpx._main")
+
+        def main() -> None:
+            raise SystemExit("the httpx command-line client is not available inside wgtpm")
+
+        stub.main = main  # type: ignore[attr-defined]
+        sys.modules["httpx._main"] = stub
+    import httpx
+
+    return httpx
+
+
 class HttpClient:
     """A thread-safe HTTP client; one per command is plenty."""
 
     def __init__(self, opts: HttpOptions | None = None, transport: Any = None) -> None:
-        import httpx
+        httpx = _import_httpx()
 
         self.opts = opts or HttpOptions()
         self._client = httpx.Client(
