@@ -383,3 +383,18 @@ def test_branch_and_latest_without_releases_are_pseudo_versions(
     assert f"require github.com/acme/nightly {pv}" in (project / "wgt.mod").read_text()
     r = wgtpm("get", "github.com/acme/nightly@nosuchbranch", cwd=project)
     assert r.code == 1 and "nosuchbranch" in r.err
+
+
+def test_excluded_version_is_refused_by_name(wgtpm, tree, project, graph, monkeypatch) -> None:
+    monkeypatch.setenv("WGTPROXY", tree.url)
+    (project / "wgt.mod").write_text("module example.com/app\nexclude github.com/acme/b v0.2.0\n")
+    r = wgtpm("get", "github.com/acme/b@v0.2.0", cwd=project)
+    assert r.code == 1 and "github.com/acme/b@v0.2.0: excluded in wgt.mod" in r.err
+    assert wgtpm("get", "github.com/acme/b@latest", cwd=project).code == 0
+    assert "require github.com/acme/b v0.3.0" in (project / "wgt.mod").read_text()
+
+
+def test_unreadable_project_file_is_named(wgtpm, project) -> None:
+    (project / "wgt.sum").mkdir()  # a directory where wgt.sum should be
+    r = wgtpm("get", cwd=project)
+    assert r.code == 1 and "wgt.sum" in r.err and "Traceback" not in r.err

@@ -323,7 +323,11 @@ class Project:
     def resolve_query(self, path: str, query: str, current: str | None) -> str:
         """The version ``path@query`` means; raises NotFoundError when nothing fits."""
         if _v.is_valid(query):
-            return query  # pinned: also when retracted or excluded, and without a version list
+            if self.modfile.is_excluded(path, query):
+                raise ModuleError(
+                    path, query, "excluded in wgt.mod; drop the exclude or ask for another version"
+                )
+            return query  # pinned: also when retracted, and without a version list
         if is_revision(query):
             info = self.fetcher.info(path, query)
             return info.version

@@ -89,6 +89,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except WgtpmError as exc:
         print(f"wgtpm: {exc}", file=sys.stderr)
         return 1
+    except OSError as exc:  # a file we could not read or write: say which, not a traceback
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"wgtpm:{where}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("wgtpm: interrupted", file=sys.stderr)
         return 130
