@@ -9,7 +9,11 @@ Everything runs offline, in a temporary directory:
 3. in a fresh project: ``wgtpm init``, ``wgtpm get`` the classifier (MVS pulls
    in xor-base), list the build list, show the graph, verify the cache,
    inspect the classifier's provenance and run it;
-4. republish xor-base v0.1.0 with other weights and show that ``wgtpm get``
+4. compile the PAW program ``examples/fruit`` by LoRA finetuning on a tiny
+   Qwen3 interpreter (itself published as a module), publish it, get it into a
+   new project with ``--paw-install`` (the PAW SDK's cache, for offline use)
+   and run it in pure Python;
+5. republish xor-base v0.1.0 with other weights and show that ``wgtpm get``
    refuses it loudly.
 """
 
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -38,10 +43,57 @@ def sh(
         [sys.executable, "-m", "wgtpm", *args[1:]], cwd=cwd, env=env, text=True, capture_output=True
     )
     sys.stdout.write(r.stdout)
-    sys.stdout.write(r.stderr)
+    sys.stdout.write(_fewer_steps(r.stderr))
     if check and r.returncode != 0:
         raise SystemExit(f"demo failed: {shlex.join(args)} exited {r.returncode}")
     return r
+
+
+def _fewer_steps(text: str) -> str:
+    """Training logs a line per step; the demo shows every 25th."""
+    out = []
+    for line in text.splitlines(keepends=True):
+        m = re.search(r" step (\d+)/(\d+) ", line)
+        if m is None or int(m.group(1)) % 25 == 0 or m.group(1) in ("1", m.group(2)):
+            out.append(line)
+    return "".join(out)
+
+
+def paw_demo(work: Path, tree: ProxyTree, env: dict[str, str]) -> None:
+    print("\n## 3. A PAW program, compiled by finetuning, used offline")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    from wgtpm.paw.tiny import make_tiny_qwen3, write_base_gguf
+
+    interp = make_tiny_qwen3(work / "tiny-qwen3")
+    tree.add(
+        "hf.co/wgtpm-demo/tiny-qwen3", "v0.1.0", {p.name: p.read_bytes() for p in interp.iterdir()}
+    )
+    base = write_base_gguf(work / "tiny-qwen3.gguf")
+    tree.add("hf.co/wgtpm-demo/tiny-qwen3-gguf", "v0.1.0", {base.name: base.read_bytes()})
+    print("published hf.co/wgtpm-demo/tiny-qwen3@v0.1.0 (a 2-layer Qwen3) and its base-model GGUF")
+    pkg = work / "src" / "fruit"
+    shutil.copytree(HERE / "fruit", pkg)
+    sh("wgtpm", "build", cwd=pkg, env=env)
+    sh(
+        "wgtpm",
+        "paw",
+        "validate",
+        "build/fruit.paw",
+        "--interpreter",
+        str(interp),
+        cwd=pkg,
+        env=env,
+    )
+    idx = tree.add_package(pkg, "v0.1.0", time="2026-11-29T12:00:00Z")
+    print(f"published {idx.module}@{idx.version}: {len(idx.files)} files, {idx.h1()}")
+    app = work / "paw-app"
+    app.mkdir()
+    penv = {**env, "PAW_CACHE_DIR": str(work / "paw-cache"), "PAW_OFFLINE": "1"}
+    sh("wgtpm", "init", "example.com/paw-app", cwd=app, env=penv)
+    sh("wgtpm", "get", "--paw-install", "github.com/acme/fruit@v0.1.0", cwd=app, env=penv)
+    for colour in ("red", "yellow", "green", "purple"):
+        sh("wgtpm", "run", "github.com/acme/fruit/fruit", "--input", colour, cwd=app, env=penv)
 
 
 def main() -> None:
@@ -81,7 +133,9 @@ def main() -> None:
                 env=env,
             )
 
-        print("\n## 3. Someone republishes xor-base v0.1.0 with other weights")
+        paw_demo(work, tree, env)
+
+        print("\n## 4. Someone republishes xor-base v0.1.0 with other weights")
         weights = tree.root / "github.com/acme/xor-base/@v/v0.1.0/xor/weights.safetensors"
         data = bytearray(weights.read_bytes())
         data[-1] ^= 0xFF

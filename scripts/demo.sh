@@ -3,5 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/_venv.sh
-setup_venv weightlang
+setup_venv weightlang,paw
 exec .venv/bin/python examples/demo.py

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.paw.tiny import HEAD_DIM, HEADS, HIDDEN, INTERMEDIATE, KV_HEADS, LAYERS, make_tiny_qwen3
 from wgtpm.deps import MapResolver, ResolvedModule
+from wgtpm.paw.tiny import make_tiny_qwen3, write_base_gguf
 
 INTERPRETER_MODULE = "hf.co/wgtpm-tests/tiny-qwen3"
 BASE_MODULE = "hf.co/wgtpm-tests/tiny-qwen3-gguf"
@@ -39,27 +39,6 @@ interpreter = "wgtpm-tests/tiny-qwen3"
 base_model = "{BASE_MODULE}/{BASE_FILE}"
 n_ctx = 512
 """
-
-
-def write_base_gguf(path: Path) -> Path:
-    """A base-model GGUF carrying the tiny interpreter's qwen3 hyperparameters (and a tensor)."""
-    import gguf
-    import numpy as np
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    writer = gguf.GGUFWriter(str(path), arch="qwen3")
-    writer.add_block_count(LAYERS)
-    writer.add_embedding_length(HIDDEN)
-    writer.add_feed_forward_length(INTERMEDIATE)
-    writer.add_head_count(HEADS)
-    writer.add_head_count_kv(KV_HEADS)
-    writer.add_key_length(HEAD_DIM)
-    writer.add_tensor("output_norm.weight", np.ones(HIDDEN, dtype=np.float32))
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return path
 
 
 @pytest.fixture(scope="session")

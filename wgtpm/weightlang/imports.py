@@ -168,9 +168,10 @@ def artifact_in_module(module: ResolvedModule, name: str) -> Path | None:
     A release holds ``NAME/`` at its top; a module replaced by a local package
     directory holds what ``wgtpm build`` wrote, ``build/NAME``.
     """
-    for candidate in (module.dir / name, module.dir / "build" / name):
-        if candidate.exists():
-            return candidate
+    for base in (module.dir, module.dir / "build"):
+        for candidate in (base / name, base / f"{name}.paw"):
+            if candidate.exists():
+                return candidate
     return None
 
 

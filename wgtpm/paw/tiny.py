@@ -1,5 +1,12 @@
-"""A tiny Qwen3 interpreter made in the test: a byte-level BPE tokenizer with a
-Qwen3-style chat template and a 2-layer model, saved in Hugging Face format."""
+"""A tiny Qwen3 interpreter for tests and the demo: a byte-level BPE tokenizer with
+a Qwen3-style chat template and a seeded 2-layer model, saved in Hugging Face
+format, and a base-model GGUF with the same hyperparameters.
+
+Nothing can be downloaded from Hugging Face where wgtpm is tested, so PAW
+programs are compiled on this model instead of Qwen3-0.6B: the same code
+paths (chat template, LoRA on all seven projections, GGUF conversion, the
+SDK's cache layout) on a model that trains in seconds on one CPU core.
+"""
 
 from __future__ import annotations
 
@@ -23,6 +30,9 @@ CORPUS = [
 
 #: Sizes of the tiny interpreter (rank-32 LoRA fits Q4_0 blocks: in = 64 or 128).
 HIDDEN, INTERMEDIATE, LAYERS, HEADS, KV_HEADS, HEAD_DIM = 64, 128, 2, 4, 2, 16
+
+
+__all__ = ["make_tiny_qwen3", "write_base_gguf"]
 
 
 def make_tiny_qwen3(directory: Path) -> Path:
@@ -71,3 +81,24 @@ def make_tiny_qwen3(directory: Path) -> Path:
         model.model.embed_tokens.weight.normal_(0.0, 0.25)
     model.save_pretrained(str(directory))
     return directory
+
+
+def write_base_gguf(path: Path) -> Path:
+    """A base-model GGUF carrying the tiny interpreter's qwen3 hyperparameters (and a tensor)."""
+    import gguf
+    import numpy as np
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    writer = gguf.GGUFWriter(str(path), arch="qwen3")
+    writer.add_block_count(LAYERS)
+    writer.add_embedding_length(HIDDEN)
+    writer.add_feed_forward_length(INTERMEDIATE)
+    writer.add_head_count(HEADS)
+    writer.add_head_count_kv(KV_HEADS)
+    writer.add_key_length(HEAD_DIM)
+    writer.add_tensor("output_norm.weight", np.ones(HIDDEN, dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
