@@ -217,7 +217,12 @@ class HttpClient:
                 req = self._client.build_request(method, cur, headers=send, params=cur_params)
                 resp = self._client.send(req, stream=True)
             except httpx.HTTPError as exc:
-                raise TransportError(cur, f"{type(exc).__name__}: {exc}") from exc
+                hint = (
+                    " (cannot connect: check the network, or WGTPROXY)"
+                    if isinstance(exc, httpx.ConnectError)
+                    else ""
+                )
+                raise TransportError(cur, f"{type(exc).__name__}: {exc}{hint}") from exc
             if resp.status_code in REDIRECTS and "location" in resp.headers:
                 resp.close()
                 cur, cur_params = urljoin(cur, resp.headers["location"]), None

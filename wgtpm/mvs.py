@@ -139,7 +139,8 @@ def _build(
         bad = chain[-1] if chain else next(iter(errs))
         # "none" nodes are upgrade placeholders (upgrade() adds them), not requirements
         shown = [str(m) for m in chain[:-1] if m.version != "none"] + [str(bad)]
-        raise ResolveError(str(errs[bad]), shown) from errs[bad]
+        msg = str(errs[bad]).removeprefix(f"{bad}: ")  # the chain already ends in module@version
+        raise ResolveError(msg, shown) from errs[bad]
     out = g.build_list()
     for t, got in zip(targets, out):
         if t != got:

@@ -250,11 +250,10 @@ def _list(args: argparse.Namespace) -> int:
             {"path": m["path"], "version": m["version"]} for m in read_manifest(project).values()
         ]
     else:
-        build = project.build_list()
         pats = args.patterns or []
-        if not pats:
-            build = build[:1]
-        elif "all" not in pats:
+        # Without patterns only the main module is listed: no graph to load, no network.
+        build = project.build_list() if pats else [project.main]
+        if pats and "all" not in pats:
             build = [m for m in build if m.path in pats]
             missing = set(pats) - {m.path for m in build}
             if missing:
