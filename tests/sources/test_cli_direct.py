@@ -105,3 +105,24 @@ def test_github_listing_revalidated_by_etag_across_runs(
     assert wgtpm("get", "github.com/acme/xor@upgrade", cwd=project).code == 0  # a new process
     again = github.log.where(path="/repos/acme/xor/releases[?]per_page=*")
     assert again and all(s.status == 304 for s in again)
+
+
+def test_paw_bundle_is_downloaded_once(
+    wgtpm, project: Path, direct_env: None, paw: PawServer, cdn: CdnServer
+) -> None:
+    pid = paw.publish("sort tickets", slug="acme/triage")
+    r = wgtpm("get", "programasweights.com/acme/triage", cwd=project)
+    assert r.code == 0, r.err
+    gets = [
+        s
+        for s in cdn.log.where(server="cdn", method="GET")
+        if f"{pid}.paw" in s.path and s.status == 200
+    ]
+    assert len(gets) == 1  # hashed for the index, then handed to the verifying downloader
+    pv = next(
+        ln.split()[-1]
+        for ln in (project / "wgt.mod").read_text().splitlines()
+        if "acme/triage" in ln
+    )
+    bundle = Cache().mod_dir("programasweights.com/acme/triage", pv)
+    assert any(p.suffix == ".paw" for p in bundle.iterdir())

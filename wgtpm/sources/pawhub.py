@@ -75,6 +75,7 @@ HOST = "programasweights.com"
 FILE_NAME = "program.paw"
 #: The SDK refuses larger archives.
 MAX_BUNDLE = 256 << 20
+KEEP_BUNDLE = 64 << 20  # bundles up to this size are kept from hashing for the download
 #: Downloads of a bundle that is cut or corrupt before giving up.
 ATTEMPTS = 3
 _ID = re.compile(r"^[a-f0-9]{16,64}$")
@@ -124,6 +125,7 @@ class PawHubSource:
         self._lock = threading.Lock()
         self._programs: dict[tuple[str, str], _Program] = {}  # (path, version) -> program
         self._ready: set[str] = set()
+        self._bodies: dict[tuple[str, str], bytes] = {}  # handed to file() once
 
     # ---- the Source protocol ---------------------------------------------
 
@@ -175,6 +177,10 @@ class PawHubSource:
         prog = self._program(path, version)
         with self._lock:
             ready = prog.id in self._ready
+        with self._lock:
+            body = self._bodies.pop((path, version), None)
+        if body is not None:
+            return FileRequest(self._download_url(prog.id), self._headers(), body)
         if not ready:
             self._wait_ready(path, version, prog.id)
         return FileRequest(self._download_url(prog.id), self._headers())
@@ -282,6 +288,12 @@ class PawHubSource:
                 size, digest = self._download(path, version, pid, tmp)
                 tmp.flush()
                 problem = _bundle_problem(Path(tmp.name), pid)
+                if not problem and size <= KEEP_BUNDLE:
+                    # Hand these bytes to the downloader (which verifies them against the
+                    # index like any download) instead of making it fetch them again.
+                    tmp.seek(0)
+                    with self._lock:
+                        self._bodies[(path, version)] = tmp.read()
             if not problem:
                 return size, digest
         raise FetchError(
