@@ -139,7 +139,8 @@ def _build(
         bad = chain[-1] if chain else next(iter(errs))
         # "none" nodes are upgrade placeholders (upgrade() adds them), not requirements
         shown = [str(m) for m in chain[:-1] if m.version != "none"] + [str(bad)]
-        msg = str(errs[bad]).removeprefix(f"{bad}: ")  # the chain already ends in module@version
+        # the chain already ends in module@version: do not say it twice
+        msg = str(errs[bad]).removeprefix(f"{bad}: ").removeprefix(f"{bad.path}: ")
         raise ResolveError(msg, shown) from errs[bad]
     out = g.build_list()
     for t, got in zip(targets, out):
