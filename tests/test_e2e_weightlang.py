@@ -63,3 +63,26 @@ def test_import_layer_through_proxy(wgtpm, tree, http_tree, tmp_path, monkeypatc
     assert "imported" in r.out and "github.com/acme/xor-base@v0.1.0" in r.out
     r = wgtpm("verify", "github.com/acme/xor-classifier/classifier", cwd=app)
     assert r.code == 0, r.err
+
+
+def test_vendored_build_needs_no_network_and_no_cache(wgtpm, tree, tmp_path, monkeypatch) -> None:
+    pytest.importorskip("torch")
+    monkeypatch.setenv("WGTPROXY", tree.url)
+    base = tmp_path / "xor-base"
+    shutil.copytree(EXAMPLES / "xor-base", base)
+    assert wgtpm("build", cwd=base).code == 0
+    tree.add_package(base, "v0.1.0")
+    cls = tmp_path / "xor-classifier"
+    shutil.copytree(EXAMPLES / "xor-classifier", cls)
+    assert wgtpm("vendor", cwd=cls).code == 0
+    assert (cls / "vendor/github.com/acme/xor-base/xor/weights.safetensors").is_file()
+    # An air-gapped machine: no proxy, an empty cache, only vendor/.
+    monkeypatch.setenv("WGTPROXY", "off")
+    monkeypatch.setenv("WGTPM_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.setenv("WGTFLAGS", "-mod=vendor")
+    r = wgtpm("build", cwd=cls)
+    assert r.code == 0, r.err
+    manifest = json.loads((cls / "build/classifier/manifest.json").read_text())
+    assert manifest["imports"][0]["module"] == "github.com/acme/xor-base"
+    assert manifest["imports"][0]["version"] == "v0.1.0"
+    assert not (tmp_path / "empty-cache" / "blobs").exists()
