@@ -19,6 +19,15 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 pytestmark = pytest.mark.slow
 
 
+def publish_base(wgtpm, tree, tmp_path: Path) -> Path:  # type: ignore[no-untyped-def]
+    """Build examples/xor-base in a copy and publish it as v0.1.0; returns the copy."""
+    base = tmp_path / "xor-base"
+    shutil.copytree(EXAMPLES / "xor-base", base)
+    assert wgtpm("build", cwd=base).code == 0
+    tree.add_package(base, "v0.1.0")
+    return base
+
+
 def test_import_layer_through_proxy(wgtpm, tree, http_tree, tmp_path, monkeypatch) -> None:
     torch = pytest.importorskip("torch")
     from safetensors.torch import load_file
@@ -26,10 +35,7 @@ def test_import_layer_through_proxy(wgtpm, tree, http_tree, tmp_path, monkeypatc
     import wgtpm as api
 
     monkeypatch.setenv("WGTPROXY", http_tree.url)
-    base = tmp_path / "xor-base"
-    shutil.copytree(EXAMPLES / "xor-base", base)
-    assert wgtpm("build", cwd=base).code == 0
-    tree.add_package(base, "v0.1.0")
+    base = publish_base(wgtpm, tree, tmp_path)
 
     cls = tmp_path / "xor-classifier"
     shutil.copytree(EXAMPLES / "xor-classifier", cls)
@@ -68,10 +74,7 @@ def test_import_layer_through_proxy(wgtpm, tree, http_tree, tmp_path, monkeypatc
 def test_vendored_build_needs_no_network_and_no_cache(wgtpm, tree, tmp_path, monkeypatch) -> None:
     pytest.importorskip("torch")
     monkeypatch.setenv("WGTPROXY", tree.url)
-    base = tmp_path / "xor-base"
-    shutil.copytree(EXAMPLES / "xor-base", base)
-    assert wgtpm("build", cwd=base).code == 0
-    tree.add_package(base, "v0.1.0")
+    publish_base(wgtpm, tree, tmp_path)
     cls = tmp_path / "xor-classifier"
     shutil.copytree(EXAMPLES / "xor-classifier", cls)
     assert wgtpm("vendor", cwd=cls).code == 0

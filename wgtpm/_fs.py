@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
-__all__ = ["write_atomic"]
+__all__ = ["sha256_file", "write_atomic"]
 
 
 def write_atomic(path: Path, data: bytes) -> None:
@@ -34,3 +35,12 @@ def write_atomic(path: Path, data: bytes) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def sha256_file(path: Path) -> str:
+    """The hex sha256 of a file's content, read in 1 MiB blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()

@@ -43,13 +43,12 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ._errors import CacheError
-from ._fs import write_atomic
+from ._fs import sha256_file, write_atomic
 from .module import escape_path, escape_version
 
 __all__ = ["Cache", "CacheProblem", "default_root"]
 
 BLOB_MODE = 0o444
-HASH_CHUNK = 1 << 20
 
 
 def default_root() -> Path:
@@ -60,14 +59,6 @@ def default_root() -> Path:
     import platformdirs
 
     return Path(platformdirs.user_cache_dir("wgtpm", appauthor=False))
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(HASH_CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 class CacheProblem(NamedTuple):

@@ -80,13 +80,14 @@ class Options:
 
 def find_root(start: Path) -> Path:
     """The nearest directory at or above ``start`` holding a wgt.mod."""
-    start = start.absolute()
-    for d in (start, *start.parents):
-        if (d / MOD).is_file():
-            return d
-    raise UsageError(
-        f"no {MOD} in {start} or any parent directory; create one with 'wgtpm init MODULE'"
-    )
+    from ._noop import find_root as nearest
+
+    root = nearest(start)
+    if root is None:
+        raise UsageError(
+            f"no {MOD} in {start.absolute()} or any parent directory; create one with 'wgtpm init MODULE'"
+        )
+    return root
 
 
 @dataclass

@@ -16,7 +16,6 @@ against its sha256 before use.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ._errors import ResolveError, UsageError, VerifyError
+from ._fs import sha256_file
 from .deps import ResolvedModule
 from .project import Project
 
@@ -62,7 +62,7 @@ def vendor(project: Project) -> int:
             for f in sorted(p for p in src.rglob("*") if p.is_file() and ".git" not in p.parts):
                 rel = f.relative_to(src).as_posix()
                 _copy(f, tmp / m.path / rel)
-                files.append({"path": rel, "size": f.stat().st_size, "sha256": _sha256(f)})
+                files.append({"path": rel, "size": f.stat().st_size, "sha256": sha256_file(f)})
             entry["replace"] = str(project.modfile.replacement(m.path, m.version).new_path)  # type: ignore[union-attr]
         entry["files"] = files
         mods.append(entry)
@@ -81,14 +81,6 @@ def vendor(project: Project) -> int:
 def _copy(src: Path, dst: Path) -> None:
     dst.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(src, dst)
-
-
-def _sha256(p: Path) -> str:
-    h = hashlib.sha256()
-    with open(p, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def read_manifest(project: Project) -> dict[str, dict[str, Any]]:
@@ -147,7 +139,7 @@ def verify_module(root: Path, m: dict[str, Any]) -> None:
     """Re-hash a vendored module's files against the manifest."""
     for f in m.get("files", []):
         p = root / m["path"] / f["path"]
-        if not p.is_file() or _sha256(p) != f["sha256"]:
+        if not p.is_file() or sha256_file(p) != f["sha256"]:
             raise VerifyError(
                 m["path"],
                 m["version"],

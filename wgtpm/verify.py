@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from . import index as _index
 from ._errors import WgtpmError
-from .cache import sha256_file
+from ._fs import sha256_file
 from .project import Project
 
 __all__ = ["verify_build"]

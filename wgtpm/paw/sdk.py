@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import UsageError
+from .._fs import sha256_file
 from ..deps import ModuleResolver, split_ref
 from .gguf_adapter import read_gguf_info
 from .runtime import BaseModelFile, base_model_file
@@ -167,7 +168,7 @@ def install_base_model(source: Path, base: BaseModelFile, cache_dir: Path | None
         if (
             destination.is_file()
             and not destination.is_symlink()
-            and _sha256(destination) == base.sha256
+            and sha256_file(destination) == base.sha256
         ):
             return destination
         models.mkdir(parents=True, exist_ok=True)
@@ -255,14 +256,6 @@ def _gguf_shape(path: Path) -> InterpreterShape | None:
         return InterpreterShape.from_gguf_fields(read_gguf_info(path).fields)
     except (OSError, ValueError):
         return None
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        while block := f.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 @contextlib.contextmanager
