@@ -1,22 +1,64 @@
-"""Small file-system helpers shared by the project files and the cache."""
+"""File-system helpers: the one place that writes atomically, swaps, locks and hashes.
+
+Every writer of a file others may read at the same time goes through here:
+
+- :func:`write_atomic` writes a unique temporary file in the target's
+  directory, fsyncs it, and renames it over the target, so a reader sees the
+  old bytes or the new, never half of them, also when the process is killed.
+- :func:`replace_dir` swaps a fully written directory into place (a directory
+  cannot be renamed over a non-empty one, so the old one is moved aside first
+  and put back if the swap fails).
+- :class:`FileLock` is a cross-process advisory lock on one file, shared or
+  exclusive (``flock``; ``msvcrt`` on Windows, exclusive only).
+- :func:`sha256_file` hashes a file in 1 MiB blocks.
+- :func:`canonical_json` is the one JSON byte form, in two shapes: ``compact``
+  for bytes that are hashed into identifiers (sorted keys, no whitespace,
+  UTF-8), and ``pretty`` for files people read (sorted keys, two-space
+  indent, UTF-8, one final newline). Both refuse NaN and infinities.
+- :data:`HEX64` matches a lower-case hex sha256.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
 import os
+import re
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from types import TracebackType
+from typing import Any
 
-__all__ = ["sha256_file", "write_atomic"]
+__all__ = [
+    "HEX64",
+    "FileLock",
+    "canonical_json",
+    "is_hex64",
+    "replace_dir",
+    "sha256_file",
+    "temp_dir",
+    "write_atomic",
+]
+
+HEX64 = re.compile(r"[0-9a-f]{64}\Z")
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file renamed into place.
+def is_hex64(value: object) -> bool:
+    """Whether ``value`` is a string of 64 lower-case hex digits (a sha256)."""
+    return isinstance(value, str) and HEX64.match(value) is not None
 
-    A reader sees the old content or the new, never a half-written file,
-    also if this process is killed part way.
+
+def write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
+    """Write ``data`` to ``path`` through a unique temporary file renamed into place.
+
+    The temporary file lives beside ``path`` (same file system), is fsynced
+    before the rename, and is removed if anything fails. The new file keeps
+    the old one's permission bits, or gets ``mode`` (default 0o644).
     """
-    import tempfile
-
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -24,17 +66,52 @@ def write_atomic(path: Path, data: bytes) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o777)
-        else:
-            os.chmod(tmp, 0o644)
+        if mode is None:
+            try:
+                mode = path.stat().st_mode & 0o777
+            except FileNotFoundError:
+                mode = 0o644
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         raise
+
+
+@contextlib.contextmanager
+def temp_dir(beside: Path) -> Iterator[Path]:
+    """A unique empty directory next to ``beside``, removed on exit unless it was moved away."""
+    beside = Path(beside)
+    beside.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{beside.name}.", suffix=".tmp", dir=beside.parent))
+    try:
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def replace_dir(new: Path, dest: Path) -> None:
+    """Move the finished directory ``new`` to ``dest``, replacing what is there.
+
+    ``new`` must be on the same file system (see :func:`temp_dir`). If the
+    final rename fails, the old ``dest`` is put back.
+    """
+    new, dest = Path(new), Path(dest)
+    if not (dest.exists() or dest.is_symlink()):
+        os.replace(new, dest)
+        return
+    old = dest.parent / f".{dest.name}.{uuid.uuid4().hex}.old"
+    os.replace(dest, old)
+    try:
+        os.replace(new, dest)
+    except BaseException:
+        os.replace(old, dest)
+        raise
+    if old.is_dir() and not old.is_symlink():
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        old.unlink(missing_ok=True)
 
 
 def sha256_file(path: Path) -> str:
@@ -44,3 +121,91 @@ def sha256_file(path: Path) -> str:
         while chunk := f.read(1 << 20):
             h.update(chunk)
     return h.hexdigest()
+
+
+def canonical_json(value: Any, *, pretty: bool = False) -> bytes:
+    """``value`` as canonical JSON bytes.
+
+    >>> canonical_json({"b": 1, "a": "é"})
+    b'{"a":"\\xc3\\xa9","b":1}'
+    >>> canonical_json({"b": [1], "a": 2}, pretty=True).decode()
+    '{\\n  "a": 2,\\n  "b": [\\n    1\\n  ]\\n}\\n'
+    """
+    if pretty:
+        text = json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False)
+        return (text + "\n").encode("utf-8")
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode("utf-8")
+
+
+class FileLock:
+    """A cross-process advisory lock on ``path`` (created if missing).
+
+    ``with FileLock(p):`` holds it exclusively; :meth:`acquire` also takes a
+    shared lock or a non-blocking attempt. Where the platform has no locking
+    call, the lock is a no-op (locks are advisory everywhere).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._fd: int | None = None
+
+    def acquire(self, exclusive: bool = True, blocking: bool = True) -> bool:
+        """Take the lock; ``False`` when ``blocking`` is off and another process holds it."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            if not _lock_fd(fd, exclusive, blocking):
+                os.close(fd)
+                return False
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+        return True
+
+    def release(self) -> None:
+        """Let go of the lock (closing the descriptor releases it)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> FileLock:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
+
+
+def _lock_fd(fd: int, exclusive: bool, blocking: bool) -> bool:
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        try:
+            import msvcrt
+        except ImportError:
+            return True
+        if os.lseek(fd, 0, os.SEEK_END) == 0:
+            os.write(fd, b"\0")
+        os.lseek(fd, 0, os.SEEK_SET)
+        mode = msvcrt.LK_LOCK if blocking else msvcrt.LK_NBLCK  # type: ignore[attr-defined]
+        try:
+            msvcrt.locking(fd, mode, 1)  # type: ignore[attr-defined]
+        except OSError:
+            if blocking:
+                raise
+            return False
+        return True
+    flags = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
+    try:
+        fcntl.flock(fd, flags | (0 if blocking else fcntl.LOCK_NB))
+    except BlockingIOError:
+        return False
+    return True

@@ -37,13 +37,14 @@ import hashlib
 import json
 import os
 import stat
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from ._errors import CacheError
-from ._fs import sha256_file, write_atomic
+from ._fs import FileLock, sha256_file, write_atomic
 from .module import escape_path, escape_version
 
 __all__ = ["Cache", "CacheProblem", "default_root"]
@@ -71,35 +72,6 @@ class CacheProblem(NamedTuple):
         return f"{self.path}: {self.message}"
 
 
-class _FLock:
-    """A shared/exclusive lock on one file (``flock``; a no-op where unsupported)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.fd: int | None = None
-
-    def acquire(self, exclusive: bool, blocking: bool = True) -> bool:
-        try:
-            import fcntl
-        except ImportError:  # Windows: advisory locking is best effort
-            return True
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
-        flags = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
-        try:
-            fcntl.flock(self.fd, flags | (0 if blocking else fcntl.LOCK_NB))
-        except BlockingIOError:
-            os.close(self.fd)
-            self.fd = None
-            return False
-        return True
-
-    def release(self) -> None:
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
-
-
 class Cache:
     """The on-disk cache. Cheap to construct; creates directories lazily."""
 
@@ -111,7 +83,7 @@ class Cache:
     @contextlib.contextmanager
     def using(self) -> Iterator[None]:
         """Hold the cache-wide lock shared while this process reads and writes the cache."""
-        lk = _FLock(self.root / ".lock")
+        lk = FileLock(self.root / ".lock")
         try:
             lk.acquire(exclusive=False)
         except OSError as exc:
@@ -124,7 +96,7 @@ class Cache:
     @contextlib.contextmanager
     def exclusive(self, wait: bool = True) -> Iterator[None]:
         """Hold the cache-wide lock alone (clean, gc): waits for other wgtpm processes."""
-        lk = _FLock(self.root / ".lock")
+        lk = FileLock(self.root / ".lock")
         if not lk.acquire(exclusive=True, blocking=wait):
             raise CacheError(
                 "other wgtpm processes are using the cache; try again when they finish"
@@ -134,13 +106,9 @@ class Cache:
         finally:
             lk.release()
 
-    def file_lock(self, name: str) -> Any:
-        """A cross-process lock (``filelock.FileLock``) named ``name`` under ``tmp/``."""
-        import filelock
-
-        p = self.root / "tmp" / f"{name}.lock"
-        p.parent.mkdir(parents=True, exist_ok=True)
-        return filelock.FileLock(str(p))
+    def file_lock(self, name: str) -> FileLock:
+        """A cross-process lock named ``name`` under ``tmp/`` (``with cache.file_lock(n):``)."""
+        return FileLock(self.root / "tmp" / f"{name}.lock")
 
     # ---- blobs ----------------------------------------------------------
 
@@ -167,10 +135,16 @@ class Cache:
         """Store verified in-memory content as a blob; returns its sha256."""
         digest = hashlib.sha256(data).hexdigest()
         if not self.has_blob(digest):
-            tmp = self.root / "tmp" / f"{digest}.{os.getpid()}.put"
-            tmp.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_bytes(data)
-            self.commit_blob(tmp, digest)
+            d = self.root / "tmp"
+            d.mkdir(parents=True, exist_ok=True)
+            fd, name = tempfile.mkstemp(prefix=f"{digest}.", suffix=".put", dir=d)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+                self.commit_blob(Path(name), digest)
+            except BaseException:
+                Path(name).unlink(missing_ok=True)
+                raise
         return digest
 
     # ---- module trees -----------------------------------------------------
