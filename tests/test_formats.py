@@ -246,3 +246,46 @@ def test_index_rejects(files: list[dict[str, object]], msg: str) -> None:
         index.parse(_idx(files), "example.com/m", "v0.1.0")
     with pytest.raises(VerifyError, match="not this version"):
         index.parse(_idx([]), "example.com/m", "v0.2.0")
+
+
+def _f(path: str) -> dict[str, object]:
+    return {"path": path, "size": 1, "sha256": "0" * 64}
+
+
+@pytest.mark.parametrize(
+    "paths,msg",
+    [
+        (["caf\u00e9.txt", "cafe\u0301.txt"], "Unicode normalization"),
+        (["Model.bin", "model.BIN"], "only in case"),
+        (["STRASSE", "stra\u00dfe"], "Unicode normalization"),
+        (["\u00c9/x", "e\u0301/x/y"], "which is a file"),
+        (["CON"], "Windows device name"),
+        (["data/aux.txt"], "Windows device name"),
+        (["lpt1 .bin"], "Windows device name"),
+        (["com\u00b9"], "Windows device name"),
+        (["data/w:stream"], "Windows does not allow"),
+        (["a?b"], "Windows does not allow"),
+        (["weights./x"], "ending in a dot or a space"),
+        (["weights "], "ending in a dot or a space"),
+        (["a\tb"], "control character U\\+0009"),
+        (["a\x7fb"], "control character U\\+007F"),
+        (["evil\u202etxt.exe"], "bidirectional formatting character U\\+202E"),
+        (["x\u2066y"], "bidirectional"),
+    ],
+)
+def test_index_refuses_colliding_and_unportable_paths(paths: list[str], msg: str) -> None:
+    with pytest.raises(VerifyError, match=msg):
+        index.parse(_idx([_f(p) for p in paths]), "example.com/m", "v0.1.0")
+
+
+@pytest.mark.parametrize(
+    "path", ["console.txt", "auxiliary/a", "com10", "a.b.c", "caf\u00e9", "x y"]
+)
+def test_index_accepts_near_misses(path: str) -> None:
+    assert index.check_file_path(path) is None
+
+
+def test_index_refuses_deep_nesting() -> None:
+    deep = b'{"schema": 1, "build": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    with pytest.raises(VerifyError, match="nested too deeply"):
+        index.parse(deep, "example.com/m", "v0.1.0")

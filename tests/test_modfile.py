@@ -117,3 +117,21 @@ def test_semantics() -> None:
 def test_huggingface_co_is_normalised() -> None:
     mf = modfile.parse(b"module example.com/a\nrequire huggingface.co/Qwen/Qwen3-0.6B v1.0.0\n")
     assert mf.requires[0].path == "hf.co/Qwen/Qwen3-0.6B"
+
+
+def test_a_file_that_is_not_a_modfile_is_not_echoed(tmp_path: Path, wgtpm) -> None:  # type: ignore[no-untyped-def]
+    """A wgt.mod symlinked to a key file: errors neither print its lines nor all of them."""
+    secret = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj"
+    key = tmp_path / "id_rsa"
+    key.write_text(
+        "-----BEGIN PRIVATE KEY-----\n" + f"{secret}\n" * 5000 + "-----END PRIVATE KEY-----\n"
+    )
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "wgt.mod").symlink_to(key)
+    r = wgtpm("list", "-m", cwd=app)
+    assert r.code != 0
+    assert secret not in r.err + r.out
+    assert "PRIVATE" not in r.err + r.out
+    assert len(r.err.splitlines()) <= 23
+    assert "more errors" in r.err

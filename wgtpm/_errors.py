@@ -81,12 +81,22 @@ class PositionedError(NamedTuple):
         return f"{self.pos}: {self.message}"
 
 
+MAX_SHOWN_ERRORS = 20  # a ParseError's message lists at most this many problems
+
+
 class ParseError(WgtpmError):
-    """A file that does not parse or check; ``errors`` lists every problem found, in order."""
+    """A file that does not parse or check; ``errors`` lists every problem found, in order.
+
+    The message shows the first :data:`MAX_SHOWN_ERRORS` and counts the rest,
+    so a large file that is not what it claims to be gives a short message.
+    """
 
     def __init__(self, errors: Sequence[PositionedError]) -> None:
         self.errors = list(errors)
-        super().__init__("\n".join(str(e) for e in self.errors))
+        lines = [str(e) for e in self.errors[:MAX_SHOWN_ERRORS]]
+        if len(self.errors) > MAX_SHOWN_ERRORS:
+            lines.append(f"(and {len(self.errors) - MAX_SHOWN_ERRORS} more errors)")
+        super().__init__("\n".join(lines))
 
 
 class ModuleError(WgtpmError):

@@ -21,24 +21,39 @@ The module's h1 is :func:`wgtpm.dirhash.hash1` over exactly the
 know. Paths are relative, use ``/``, and never contain ``..``, a leading
 ``/``, a backslash, a NUL, or an element that starts with ``.``; two paths
 never differ only in case (they would collide on macOS and Windows).
+
+So that a release unpacks to the same files on every system, a path also
+holds no control or bidirectional-formatting character, none of
+``< > : " | ? *``, no element that ends in a dot or a space, and no Windows
+device name as an element (``CON``, ``aux.txt``, ``LPT1.bin``); and no two
+paths are equal after Unicode normalization and case folding (``é`` as one
+code point and as ``e`` plus a combining accent are the same name on macOS).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import dirhash
 from ._errors import VerifyError
+from ._fs import canonical_json, is_hex64
 
-__all__ = ["IndexEntry", "ReleaseIndex", "check_file_path", "parse", "synthetic_mod"]
+__all__ = [
+    "IndexEntry",
+    "ReleaseIndex",
+    "check_file_path",
+    "fold",
+    "parse",
+    "synthetic_mod",
+]
 
 SCHEMA = 1
 MAX_FILES = 100_000
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 
 @dataclass(frozen=True)
@@ -99,7 +114,20 @@ class ReleaseIndex:
             doc["commit"] = self.commit
         if self.build:
             doc["build"] = self.build
-        return (json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode()
+        return canonical_json(doc, pretty=True)
+
+
+# Characters Windows refuses in a file name; ':' also names NTFS streams.
+_WINDOWS_FORBIDDEN = frozenset('<>:"|?*')
+# Bidirectional formatting characters: they make a listed name read as another.
+_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+# Windows device names, with or without an extension ("aux.txt" is the device too).
+_DEVICE = re.compile(r"(?i)con|prn|aux|nul|com[0-9\u00b9\u00b2\u00b3]|lpt[0-9\u00b9\u00b2\u00b3]")
+
+
+def fold(p: str) -> str:
+    """The form two names collide in on a case-insensitive, normalizing file system."""
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFD", p).casefold())
 
 
 def check_file_path(p: str) -> str | None:
@@ -116,6 +144,13 @@ def check_file_path(p: str) -> str | None:
         return "is absolute"
     if re.match(r"^[A-Za-z]:", p):
         return "starts with a drive letter"
+    for ch in p:
+        if unicodedata.category(ch) == "Cc":
+            return f"contains the control character U+{ord(ch):04X}"
+        if ch in _BIDI:
+            return f"contains the bidirectional formatting character U+{ord(ch):04X}"
+        if ch in _WINDOWS_FORBIDDEN:
+            return f"contains {ch!r}, which Windows does not allow in file names"
     for elem in p.split("/"):
         if elem == "":
             return "has an empty element"
@@ -123,6 +158,10 @@ def check_file_path(p: str) -> str | None:
             return "escapes the module with '..'"
         if elem.startswith("."):
             return f"has an element starting with '.' ({elem!r})"
+        if elem[-1] in ". ":
+            return f"has an element ending in a dot or a space ({elem!r})"
+        if _DEVICE.fullmatch(elem.split(".", 1)[0].rstrip(" ")):
+            return f"has an element that is a Windows device name ({elem!r})"
     return None
 
 
@@ -141,7 +180,7 @@ def _entry(module: str, version: str, i: int, raw: Any) -> IndexEntry:
         raise _bad(module, version, f"unsafe file path {path!r}: {why}")
     if not isinstance(size, int) or isinstance(size, bool) or size < 0:
         raise _bad(module, version, f"{path}: size must be a non-negative integer")
-    if not isinstance(sha, str) or not _HEX64.match(sha):
+    if not is_hex64(sha):
         raise _bad(module, version, f"{path}: sha256 must be 64 lower-case hex digits")
     art, kind = raw.get("artifact"), raw.get("kind")
     if art is not None and not isinstance(art, str):
@@ -161,7 +200,9 @@ def parse(data: bytes, module: str, version: str) -> ReleaseIndex:
     try:
         doc = json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise _bad(module, version, f"not JSON: {exc}") from None
+        raise _bad(module, version, f"not JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise _bad(module, version, "JSON nested too deeply") from exc
     if not isinstance(doc, dict):
         raise _bad(module, version, "not a JSON object")
     if doc.get("schema") != SCHEMA:
@@ -184,10 +225,14 @@ def parse(data: bytes, module: str, version: str) -> ReleaseIndex:
     files = [_entry(module, version, i, r) for i, r in enumerate(raw_files)]
     seen: dict[str, str] = {}
     for e in files:
-        folded = e.path.casefold()
+        folded = fold(e.path)
         if folded in seen:
             other = seen[folded]
-            what = "listed twice" if other == e.path else f"differs from {other!r} only in case"
+            what = (
+                "listed twice"
+                if other == e.path
+                else f"collides with {other!r} (they differ only in case or Unicode normalization)"
+            )
             raise _bad(module, version, f"file path {e.path!r} {what}")
         seen[folded] = e.path
     _check_prefixes(module, version, [e.path for e in files])
@@ -206,9 +251,9 @@ def parse(data: bytes, module: str, version: str) -> ReleaseIndex:
 
 def _check_prefixes(module: str, version: str, paths: Sequence[str]) -> None:
     """A file may not also be a directory of another file (``a`` and ``a/b``)."""
-    names = {p.casefold() for p in paths}
+    names = {fold(p) for p in paths}
     for p in paths:
-        parts = p.casefold().split("/")
+        parts = fold(p).split("/")
         for i in range(1, len(parts)):
             if "/".join(parts[:i]) in names:
                 raise _bad(

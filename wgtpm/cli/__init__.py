@@ -12,12 +12,16 @@ import argparse
 import importlib
 import os
 import sys
+import traceback
 from collections.abc import Sequence
 from typing import Any
 
-from .._errors import WgtpmError
+from .._errors import UsageError, WgtpmError
 
-__all__ = ["main"]
+__all__ = ["DEBUG_ENV", "main"]
+
+# Set to 1 to print the traceback of an internal error.
+DEBUG_ENV = "WGTPM_DEBUG"
 
 # The command modules, in the order ``wgtpm --help`` lists them.
 COMMANDS: tuple[str, ...] = (
@@ -78,22 +82,51 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(_command_name(argv))
     args = parser.parse_args(argv)
-    if args.chdir:
-        os.chdir(args.chdir)
     run = getattr(args, "run", None)
     if run is None:
         parser.print_help(sys.stderr)
         return 2
     try:
+        if args.chdir:
+            try:
+                os.chdir(args.chdir)
+            except OSError as exc:
+                raise UsageError(f"-C {args.chdir}: {exc.strerror or exc}") from exc
         code: int = run(args)
     except WgtpmError as exc:
         print(f"wgtpm: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:  # a file we could not read or write: say which, not a traceback
-        where = f" {exc.filename}" if exc.filename else ""
-        print(f"wgtpm:{where}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"wgtpm: {_os_error(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("wgtpm: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # a bug: one line, the traceback only when asked for
+        if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+            traceback.print_exc()
+        print(
+            f"wgtpm: internal error: {type(exc).__name__}: {_first_line(exc)}\n"
+            f"wgtpm: this is a bug in wgtpm; run again with {DEBUG_ENV}=1 for the traceback "
+            "and report it",
+            file=sys.stderr,
+        )
+        return 70  # EX_SOFTWARE
     return code
+
+
+def _os_error(exc: OSError) -> str:
+    """``FILE: reason`` (``FILE -> OTHER: reason`` for a rename), or just the reason."""
+    what = exc.strerror or str(exc)
+    if exc.filename is None:
+        return what
+    where = str(exc.filename)
+    if exc.filename2 is not None:
+        where += f" -> {exc.filename2}"
+    return f"{where}: {what}"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    line = text[0] if text else ""
+    return line if len(line) <= 200 else line[:200] + "..."

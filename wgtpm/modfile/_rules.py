@@ -417,7 +417,7 @@ def _interpret(f: FileSyntax) -> tuple[ModFile, list[PositionedError]]:
             errors.append(PositionedError(line.col(at), msg))
 
         if verb not in VERBS:
-            err(-off, f"unknown directive {verb!r} (want one of: {', '.join(VERBS)})")
+            err(-off, f"unknown directive {_shown(verb)} (want one of: {', '.join(VERBS)})")
             continue
         if verb in ("module", "wgt") and not any(s is line for s in f.stmts):
             err(-off, f"{verb} cannot be written as a block")
@@ -447,6 +447,17 @@ def _interpret(f: FileSyntax) -> tuple[ModFile, list[PositionedError]]:
 
 
 ErrFn = Callable[[int, str], None]  # report a problem at argument i
+
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,23}\Z")
+
+
+def _shown(token: str) -> str:
+    """A token as an error message may quote it: a short word, or not at all.
+
+    A file that is not a wgt.mod (a symlink to a key, say) must not be
+    printed back line by line through error messages.
+    """
+    return repr(token) if _WORD.match(token) else "(a token that is not a directive name)"
 
 
 def _check_path(args: list[str], i: int, err: ErrFn) -> str | None:

@@ -1,0 +1,52 @@
+"""The CLI's last line of defence: one clear line, never a traceback unless asked for."""
+
+from __future__ import annotations
+
+import errno
+from pathlib import Path
+
+import pytest
+
+
+def test_chdir_to_a_missing_directory(tmp_path: Path, wgtpm) -> None:  # type: ignore[no-untyped-def]
+    r = wgtpm("-C", str(tmp_path / "nope"), "list", "-m")
+    assert r.code == 1
+    assert r.err == f"wgtpm: -C {tmp_path / 'nope'}: No such file or directory\n"
+
+
+def _boom(*args: object, **kw: object) -> None:
+    raise RuntimeError("the parser fell over\nsecond line")
+
+
+def test_internal_error_is_one_line_without_traceback(
+    project: Path, wgtpm, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("wgtpm.modfile.parse", _boom)
+    r = wgtpm("list", "-m", cwd=project)
+    assert r.code == 70
+    assert "Traceback" not in r.err
+    assert r.err.splitlines()[0] == "wgtpm: internal error: RuntimeError: the parser fell over"
+    assert "WGTPM_DEBUG=1" in r.err
+
+
+def test_internal_error_traceback_under_debug(
+    project: Path, wgtpm, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("wgtpm.modfile.parse", _boom)
+    monkeypatch.setenv("WGTPM_DEBUG", "1")
+    r = wgtpm("list", "-m", cwd=project)
+    assert r.code == 70
+    assert "Traceback" in r.err and "_boom" in r.err
+
+
+def _full_disk(*args: object, **kw: object) -> None:
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_os_error_without_a_file_name(
+    project: Path, wgtpm, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("wgtpm.modfile.parse", _full_disk)
+    r = wgtpm("list", "-m", cwd=project)
+    assert r.code == 1
+    assert r.err == "wgtpm: No space left on device\n"
