@@ -31,7 +31,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeGuard
 
 __all__ = [
     "HEX64",
@@ -47,7 +47,7 @@ __all__ = [
 HEX64 = re.compile(r"[0-9a-f]{64}\Z")
 
 
-def is_hex64(value: object) -> bool:
+def is_hex64(value: object) -> TypeGuard[str]:
     """Whether ``value`` is a string of 64 lower-case hex digits (a sha256)."""
     return isinstance(value, str) and HEX64.match(value) is not None
 
