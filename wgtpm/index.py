@@ -199,7 +199,7 @@ def parse(data: bytes, module: str, version: str) -> ReleaseIndex:
     """
     try:
         doc = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except ValueError as exc:  # bad UTF-8, bad JSON, a number too long to read
         raise _bad(module, version, f"not JSON: {exc}") from exc
     except RecursionError as exc:
         raise _bad(module, version, "JSON nested too deeply") from exc

@@ -50,11 +50,14 @@ _SEMVER = re.compile(
 )
 _PSEUDO = re.compile(r"^v\d+\.\d+\.\d+-(?:.*\.)?(?:0\.)?(\d{14})-([0-9a-f]{12})$")
 REV_LEN = 12
+# Longer versions are refused: no real one comes close, and Python refuses to
+# turn numbers of over 4,300 digits into ints.
+MAX_VERSION_LEN = 256
 
 
 def is_valid(v: str) -> bool:
     """Whether ``v`` is a canonical version (``v1.2.3``, ``v1.2.3-rc.1``)."""
-    return _SEMVER.match(v) is not None
+    return len(v) <= MAX_VERSION_LEN and _SEMVER.match(v) is not None
 
 
 class _Parsed(NamedTuple):
@@ -66,9 +69,9 @@ class _Parsed(NamedTuple):
 
 @lru_cache(maxsize=1 << 16)
 def _parsed(v: str) -> _Parsed:
-    m = _SEMVER.match(v)
+    m = _SEMVER.match(v) if len(v) <= MAX_VERSION_LEN else None
     if m is None:
-        raise ValueError(f"invalid version {v!r}")
+        raise ValueError(f"invalid version {v[:80]!r}")
     return _Parsed(int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4))
 
 
