@@ -289,3 +289,17 @@ def test_index_refuses_deep_nesting() -> None:
     deep = b'{"schema": 1, "build": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
     with pytest.raises(VerifyError, match="nested too deeply"):
         index.parse(deep, "example.com/m", "v0.1.0")
+
+
+@pytest.mark.parametrize(
+    "q,ok",
+    [
+        ("latest", True), ("v1.2.3", True), ("<=v1.2", True), ("main", True),
+        ("feature/x-1", True), ("0123abcd", True), ("v1.2.3-rc.1+meta", True),
+        ("foo!bar", False), ("../../etc", False), ("a/../b", False), ("/abs", False),
+        ("-rf", False), (".hidden", False), ("a//b", False), ("x" * 300, False), ("", False),
+        ("a b", False), ("a%2e%2e", False), ("main.lock", False), ("a\\b", False),
+    ],
+)  # fmt: skip
+def test_check_query(q: str, ok: bool) -> None:
+    assert (query.check_query(q) is None) == ok

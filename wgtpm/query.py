@@ -25,7 +25,12 @@ from collections.abc import Callable
 
 from . import version as _v
 
-__all__ = ["is_revision", "pick"]
+__all__ = ["check_query", "is_revision", "pick"]
+
+MAX_QUERY_LEN = 256
+# A branch, tag or commit: what git allows in a ref name, less what could
+# change a URL or a file path (no '..', no '//', no leading '/', '-' or '.').
+_REVISION = re.compile(r"[A-Za-z0-9_+][A-Za-z0-9._+/-]*\Z")
 
 _PREFIX = re.compile(r"^v(0|[1-9]\d*)(\.(0|[1-9]\d*))?$")
 _CMP = re.compile(r"^(<=|<|>=|>)(v.*)$")
@@ -47,6 +52,32 @@ def is_revision(query: str) -> bool:
         or _PREFIX.match(query)
         or (_CMP.match(query) and _v.is_valid(_complete(_CMP.match(query).group(2))))  # type: ignore[union-attr]
     )
+
+
+def check_query(query: str) -> str | None:
+    """Why ``query`` cannot be a version query, or ``None`` when it can.
+
+    Everything :func:`pick` understands is fine; anything else is taken as a
+    branch, tag or commit and goes into a source's URLs and cache paths, so
+    it must look like one.
+    """
+    if not query:
+        return "empty version query"
+    if len(query) > MAX_QUERY_LEN:
+        return f"version query longer than {MAX_QUERY_LEN} characters"
+    if not is_revision(query):
+        return None
+    if (
+        not _REVISION.match(query)
+        or ".." in query
+        or "//" in query
+        or query.endswith(("/", ".lock"))
+    ):
+        return (
+            "not a version, a query (latest, upgrade, patch, none, v1, <v1.2) "
+            "or a branch, tag or commit name"
+        )
+    return None
 
 
 def _best(cands: list[str]) -> str | None:
