@@ -136,20 +136,35 @@ class VerifyError(ModuleError):
 class ChecksumMismatchError(VerifyError):
     """A hash that disagrees with wgt.sum (or the checksum log): someone changed the bytes."""
 
-    def __init__(self, path: str, version: str, what: str, want: str, got: str) -> None:
+    def __init__(
+        self, path: str, version: str, what: str, want: str, got: str, got_from: str = "downloaded"
+    ) -> None:
         self.what = what
         self.want = want
         self.got = got
+        self.got_from = got_from  # where ``got`` was computed: downloaded, cached, vendored
+        width = max(len("wgt.sum"), len(got_from)) + 2
         super().__init__(
             path,
             version,
             f"SECURITY ERROR: checksum mismatch for {what}\n"
-            f"\twgt.sum:    {want}\n"
-            f"\tdownloaded: {got}\n"
-            "This download does NOT match the one recorded before: the release was changed\n"
-            "or the source is tampering with it. Nothing was written. Find out which side\n"
-            "is right before you edit wgt.sum.",
+            f"\t{'wgt.sum:':<{width}}{want}\n"
+            f"\t{got_from + ':':<{width}}{got}\n" + _MISMATCH_ADVICE.get(got_from, _CHANGED_COPY),
         )
+
+
+_MISMATCH_ADVICE = {
+    "downloaded": (
+        "This download does NOT match the one recorded before: the release was changed\n"
+        "or the source is tampering with it. Nothing was written. Find out which side\n"
+        "is right before you edit wgt.sum."
+    ),
+}
+_CHANGED_COPY = (
+    "These bytes were verified when they were stored, and have changed since: the copy\n"
+    "on this machine was modified. Nothing was used. Remove it ('wgtpm cache clean', or\n"
+    "'wgtpm vendor' again for vendor/) and fetch it anew; do not edit wgt.sum."
+)
 
 
 class ResolveError(WgtpmError):
