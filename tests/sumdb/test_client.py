@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from tests.sumdb.server import MemoryOps, TestServer
-from wgtpm import InvalidVersionError, SumdbSecurityError, SumdbVerifyError
+from wgtpm import InvalidVersionError, NotFoundError, SumdbSecurityError, SumdbVerifyError
 from wgtpm.sumdb import note, tlog
 from wgtpm.sumdb.client import Client
 from wgtpm.sumdb.tlog import Tree
@@ -381,3 +381,18 @@ def test_malformed_answers() -> None:
             Client(VKEY, MemoryOps(answer)).lookup("github.com/acme/m1", "v1.0.0")
     with pytest.raises(InvalidVersionError):
         Client(VKEY, MemoryOps(_server().handle)).lookup("github.com/acme/m1", "1.0")
+
+
+def test_the_test_server_answers_gos_paths() -> None:
+    server = _server(300)
+    assert server.handle("/latest") == server.signed()
+    data = server.handle("/tile/8/data/001.p/44")
+    for i in range(256, 300):
+        rec_id, text, data = tlog.parse_record(data)
+        assert rec_id == i and text.startswith(f"github.com/acme/m{i} v1.0.0 ".encode())
+    assert data == b""
+    assert len(server.handle("/tile/8/0/000")) == 256 * 32
+    assert len(server.handle("/tile/8/1/000.p/1")) == 32
+    for missing in ("/tile/8/0/001", "/tile/8/data/001.p/45", "/tile/4/0/000", "/nope"):
+        with pytest.raises(NotFoundError):
+            server.handle(missing)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from itertools import pairwise
 
@@ -22,10 +23,9 @@ class HashStorage(list[bytes]):
 class TileStorage:
     """A TileReader over a dict of tiles, counting tiles read but not yet saved."""
 
-    height = 2
-
-    def __init__(self, tiles: dict[Tile, bytes]) -> None:
+    def __init__(self, tiles: dict[Tile, bytes], height: int = 2) -> None:
         self.tiles = tiles
+        self.height = height
         self.unsaved = 0
 
     def read_tiles(self, tiles: Sequence[Tile]) -> list[bytes]:
@@ -369,3 +369,38 @@ def test_hash_text() -> None:
     for bad in ("", "TszzRgjT", "TszzRgjTG6xce+z2AG31kAXYKBgQVtCSCE40HmuwBb0", "é"):
         with pytest.raises(tlog.TlogError):
             tlog.parse_hash(bad)
+
+
+def test_tile_paths_round_trip() -> None:
+    rng = random.Random(6962)
+    for _ in range(2000):
+        h = rng.randint(1, 30)
+        tile = Tile(h, rng.randint(-1, 63), rng.randint(0, 10 ** rng.randint(0, 15)), 0)
+        tile = tile._replace(W=rng.choice([1 << h, rng.randint(1, 1 << h)]))
+        assert tlog.parse_tile_path(tile.path()) == tile
+
+
+def test_stored_hash_index_round_trips_far_out() -> None:
+    rng = random.Random(8)
+    for _ in range(2000):
+        level, n = rng.randint(0, 40), rng.randint(0, 1 << 40)
+        assert tlog.split_stored_hash_index(tlog.stored_hash_index(level, n)) == (level, n)
+
+
+def test_tiles_of_a_tree_of_height_8() -> None:
+    """The tiles a 1000-record log publishes give every stored hash, and the tree hash."""
+    storage = HashStorage()
+    for i in range(1000):
+        storage.extend(tlog.stored_hashes(i, b"%d" % i, storage))
+    tiles = {t: tlog.read_tile_data(t, storage) for t in tlog.new_tiles(8, 0, 1000)}
+    assert Tile(8, 0, 3, 232) in tiles and Tile(8, 1, 0, 3) in tiles
+    assert tlog.parse_tile_path("tile/8/0/003.p/232") == Tile(8, 0, 3, 232)
+    for index in range(len(storage)):
+        tile = tlog.tile_for_index(8, index)
+        full = tlog.TileHashReader(
+            Tree(1000, tlog.tree_hash(1000, storage)), TileStorage(tiles, height=8)
+        )
+        if tile.L == 0 and index % 97 == 0:
+            assert full([index]) == [storage[index]]
+        widest = max((t for t in tiles if t[:3] == tile[:3]), key=lambda t: t.W)
+        assert tlog.hash_from_tile(widest, tiles[widest], index) == storage[index]

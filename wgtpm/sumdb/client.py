@@ -149,7 +149,13 @@ class Client:
                 path, version, fork.report, fork.old_note, fork.new_note
             ) from None
         except SumdbError as exc:
-            raise SumdbVerifyError(path, version, str(exc)) from exc
+            raise SumdbVerifyError(
+                path,
+                version,
+                f"checksum database {self.name}: {exc}\n"
+                "Its answer could not be proven, so it was not used. If this persists, the\n"
+                "server, the network or the cache under $WGTPM_CACHE/sumdb is damaged.",
+            ) from exc
         prefix = f"{path} {version} "
         lines = [line for line in data.decode().split("\n") if line.startswith(prefix)]
         if not lines:

@@ -50,6 +50,7 @@ __all__ = [
     "EMPTY_HASH",
     "HASH_SIZE",
     "TREE_HEADER",
+    "Hash",
     "HashReader",
     "MalformedRecordError",
     "MalformedTileError",
