@@ -327,6 +327,7 @@ def test_format_tree() -> None:
         b"go.sum database tree\n123456789012\nTszzRgjTG6xce+z2AG31kAXYKBgQVtCSCE40HmuwBTOOBIG=\n",
         b"go.sum database tree\n0123\nTszzRgjTG6xce+z2AG31kAXYKBgQVtCSCE40HmuwBb0=\n",
         b"go.sum database tree\n-1\nTszzRgjTG6xce+z2AG31kAXYKBgQVtCSCE40HmuwBb0=\n",
+        b"go.sum database tree\n9223372036854775808\nTszzRgjTG6xce+z2AG31kAXYKBgQVtCSCE40HmuwBb0=\n",
         b"go.sum database tree\n1\nTszzRgjTG6xce+z2AG31kAXYKBgQVtCSCE40HmuwBb0=",
     ],
 )
@@ -357,6 +358,7 @@ def test_parse_record() -> None:
         b"123\nhello world\n",
         b"0x123\nhello world\n\n",
         b"-1\nhello world\n\n",
+        b"9223372036854775808\nhello world\n\n",
     ):
         with pytest.raises(tlog.MalformedRecordError):
             tlog.parse_record(bad)

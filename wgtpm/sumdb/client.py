@@ -142,7 +142,7 @@ class Client:
         remote = lookup_path(path, version)
         try:
             self._init()
-            data = self._verified_record(self.name + remote, remote)
+            text = self._verified_record(self.name + remote, remote)
         except _ForkError as fork:
             self.ops.security_error(fork.report)
             raise SumdbSecurityError(
@@ -157,7 +157,7 @@ class Client:
                 "server, the network or the cache under $WGTPM_CACHE/sumdb is damaged.",
             ) from exc
         prefix = f"{path} {version} "
-        lines = [line for line in data.decode().split("\n") if line.startswith(prefix)]
+        lines = [line for line in text.decode().split("\n") if line.startswith(prefix)]
         if not lines:
             raise SumdbVerifyError(
                 path, version, f"the checksum database's record for {remote} has no line for it"
@@ -172,9 +172,9 @@ class Client:
                 return
         try:
             self._merge_latest(self.ops.read_config(self._latest_file))
+        except _ForkError:
+            raise
         except SumdbError as exc:
-            if isinstance(exc, _ForkError):
-                raise
             raise SumdbError(f"initializing the checksum database client: {exc}") from exc
         with self._lock:
             self._initialized = True
@@ -247,6 +247,7 @@ class Client:
     # ---- records ------------------------------------------------------------------------
 
     def _verified_record(self, file: str, remote: str) -> bytes:
+        """The text of the record at ``remote``, once proven to be in the latest tree."""
         with self._lock:
             if file in self._records:
                 return self._records[file]
@@ -260,8 +261,8 @@ class Client:
         if not from_cache:
             self.ops.write_cache(file, data)
         with self._lock:
-            self._records[file] = data
-        return data
+            self._records[file] = text
+        return text
 
     def _check_record(self, rec_id: int, text: bytes) -> None:
         latest, _ = self.latest

@@ -90,7 +90,8 @@ EMPTY_HASH = bytes(HASH_SIZE)  # the hash of the tree of no records
 TREE_HEADER = "go.sum database tree\n"  # Go's first line, kept so Go's client can verify us
 MAX_TREE_NOTE = 1_000_000  # a tree note longer than this is malformed
 _PATH_BASE = 1000  # tile numbers are written 3 digits a path element
-_DECIMAL = re.compile(r"0|[1-9][0-9]*")
+_DECIMAL = re.compile(r"0|[1-9][0-9]{0,18}")  # Go's int64 at most (and a bit more)
+_MAX_INT64 = (1 << 63) - 1
 
 Hash = bytes  # 32 bytes: a record, node or tree hash
 
@@ -408,7 +409,7 @@ def parse_tree(text: bytes | str) -> Tree:
     if not text.startswith(TREE_HEADER) or text.count("\n") < 3 or len(text) > MAX_TREE_NOTE:
         raise MalformedTreeError()
     lines = text.split("\n", 3)
-    if not _DECIMAL.fullmatch(lines[1]):
+    if not _DECIMAL.fullmatch(lines[1]) or int(lines[1]) > _MAX_INT64:
         raise MalformedTreeError()
     try:
         h = parse_hash(lines[2])
@@ -443,6 +444,8 @@ def parse_record(msg: bytes) -> tuple[int, bytes, bytes]:
     """
     head, nl, msg = msg.partition(b"\n")
     if not nl or not _DECIMAL.fullmatch(head.decode("ascii", "replace")):
+        raise MalformedRecordError()
+    if int(head) > _MAX_INT64:
         raise MalformedRecordError()
     end = msg.find(b"\n\n")
     if end < 0:
