@@ -13,11 +13,17 @@ exc``) and never leak. The tree::
     │   ├── NotFoundError          no source has this module or version (404/410)
     │   ├── FetchError             a network or protocol failure while fetching
     │   └── VerifyError            bytes that do not match what was expected
-    │       └── ChecksumMismatchError   a hash that disagrees with wgt.sum: a SECURITY ERROR
+    │       ├── ChecksumMismatchError   a hash that disagrees with wgt.sum: a SECURITY ERROR
+    │       └── SumdbVerifyError   the checksum database cannot vouch for module@version
+    │           └── SumdbSecurityError  the log server forked its history: a SECURITY ERROR
     ├── ResolveError               version selection failed; carries the requirement path
     ├── ReadonlyError              -mod=readonly forbids a change to wgt.mod or wgt.sum
     ├── CacheError                 the module cache is unusable (permissions, disk full)
     ├── BuildError                 a build step (WeightLang, PAW) failed
+    ├── SumdbError                 a checksum-database key, note, tree, record, tile or proof is bad
+    │   ├── SumdbConflictError     write_config lost a compare-and-swap race (the client retries)
+    │   ├── sumdb.note.NoteError   a key or signed note that is malformed or does not verify
+    │   └── sumdb.tlog.TlogError   a tree, record, tile or proof that does not check
     │   └── weightlang.LayerImportError   an import statement that cannot be satisfied
     ├── weightlang.ArtifactError   an artifact that fails verification (TamperedArtifactError)
     └── paw.BundleError            a .paw bundle that breaks a rule of the format
@@ -44,6 +50,10 @@ __all__ = [
     "PositionedError",
     "ReadonlyError",
     "ResolveError",
+    "SumdbConflictError",
+    "SumdbError",
+    "SumdbSecurityError",
+    "SumdbVerifyError",
     "UsageError",
     "VerifyError",
     "WgtpmError",
@@ -167,6 +177,31 @@ _CHANGED_COPY = (
 )
 
 
+class SumdbVerifyError(VerifyError):
+    """The checksum database cannot vouch for module@version: a bad tile, note or record.
+
+    The lookup is refused; nothing it returned may be trusted. Raised by
+    :meth:`wgtpm.sumdb.client.Client.lookup` from the underlying :class:`SumdbError`.
+    """
+
+
+class SumdbSecurityError(SumdbVerifyError):
+    """The checksum database showed two trees that cannot both be true: a SECURITY ERROR.
+
+    ``old_note`` and ``new_note`` are the two signed tree heads, ``proof`` the
+    hash the newer tree gives the older tree's records and the consistency
+    proof, so the report stands on its own without the misbehaving server.
+    """
+
+    def __init__(
+        self, path: str, version: str, report: str, old_note: bytes, new_note: bytes
+    ) -> None:
+        self.report = report
+        self.old_note = old_note
+        self.new_note = new_note
+        super().__init__(path, version, report)
+
+
 class ResolveError(WgtpmError):
     """Version selection failed; ``chain`` is the requirement path from the main module."""
 
@@ -192,3 +227,14 @@ class CacheError(WgtpmError):
 
 class BuildError(WgtpmError):
     """A build step (compiling and training a model, finetuning a PAW program) failed."""
+
+
+class SumdbError(WgtpmError):
+    """A checksum-database key, signed note, tree, record, tile or proof that does not check."""
+
+
+class SumdbConflictError(SumdbError):
+    """``write_config(file, old, new)`` found ``file`` no longer holding ``old`` (compare-and-swap).
+
+    Raised by the configuration adapter; the sumdb client re-reads and merges.
+    """
