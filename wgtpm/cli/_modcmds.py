@@ -6,7 +6,11 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..modload.project import Project
+    from ..module import ModuleVersion
 
 __all__ = ["register"]
 
@@ -26,11 +30,17 @@ def _json_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", "-json", action="store_true", help="print JSON for scripts")
 
 
-def _project(args: argparse.Namespace, quiet: bool = False) -> Any:
-    from .._progress import make_progress
-    from ..project import Options, Project
+def _project(args: argparse.Namespace, quiet: bool = False) -> Project:
+    from ..modload.options import DEFAULT_JOBS, Options
+    from ..modload.project import Project
+    from ._render import make_reporter
 
-    opts = Options.from_env(args.mod, jobs=getattr(args, "jobs", 8), progress=make_progress(quiet))
+    jobs = getattr(args, "jobs", None)  # only 'get' has -j; the default lives in one place
+    opts = Options.from_env(
+        args.mod,
+        jobs=DEFAULT_JOBS if jobs is None else jobs,
+        reporter=make_reporter(quiet),
+    )
     return Project.load(Path.cwd(), opts)
 
 
@@ -48,7 +58,9 @@ def register(sub: Any) -> None:
         metavar="MODULE[@QUERY]",
         help="@v1.2.3, @latest, @upgrade, @patch, @none, @v1, a branch or commit",
     )
-    p.add_argument("-j", "--jobs", type=int, default=16, help="files downloaded at once")
+    p.add_argument(
+        "-j", "--jobs", type=int, default=None, help="files downloaded at once (default 16)"
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     p.add_argument(
         "--paw-install",
@@ -152,23 +164,24 @@ def _init(args: argparse.Namespace) -> int:
 
 
 def _get(args: argparse.Namespace) -> int:
-    from .. import _noop
     from ..cache import default_root
+    from ..modload import stamp as _stamp
+    from ..modload.files import nearest_root
 
     noop = not (args.modules or args.json or args.paw_install) and args.mod != "vendor"
-    root = _noop.find_root(Path.cwd())
-    stamp = _noop.key(root) if root is not None else None
-    if noop and stamp is not None and _noop.done(default_root(), stamp):
+    root = nearest_root(Path.cwd())
+    key = _stamp.key(root) if root is not None else None
+    if noop and key is not None and _stamp.done(default_root(), key):
         return 0  # this exact wgt.mod and wgt.sum were fully fetched and verified before
 
     from ..modget import get
 
     project = _project(args, quiet=args.quiet or args.json)
-    with project.fetcher.cache.using():
+    with project.using_cache():
         build, changes = get(project, args.modules)
-    stamp = _noop.key(project.root)
-    if stamp is not None:
-        _noop.record(project.fetcher.cache.root, stamp, project.files(build))
+    key = _stamp.key(project.root)
+    if key is not None:
+        _stamp.record(project.cache.root, key, project.files(build))
     installed = _paw_install(project, build) if args.paw_install else []
     if args.json:
         json.dump(
@@ -187,17 +200,19 @@ def _get(args: argparse.Namespace) -> int:
     return 0
 
 
-def _paw_install(project: Any, build: list[Any]) -> list[str]:
+def _paw_install(project: Project, build: list[ModuleVersion]) -> list[str]:
     """Install every ``paw`` artifact of the build list into the PAW SDK's cache."""
+    from ..modload.buildlist import Fetched
+    from ..modload.resolver import ProjectResolver
     from ..paw.sdk import install_artifact
 
-    resolver = project.resolver()
+    resolver = ProjectResolver(project)
     done = []
     for m in build[1:]:
-        target = project.fetch_target(m)
-        if target is None:
+        origin = project.origin(m)
+        if not isinstance(origin, Fetched):
             continue
-        idx = project.fetcher.index(*target)
+        idx = project.index(origin)
         for art in sorted({e.artifact for e in idx.files if e.kind == "paw" and e.artifact}):
             inst = install_artifact(f"{m.path}/{art}", resolver)
             print(
@@ -211,7 +226,7 @@ def _tidy(args: argparse.Namespace) -> int:
     from ..modget import tidy
 
     project = _project(args)
-    with project.fetcher.cache.using():
+    with project.using_cache():
         tidy(project)
     return 0
 
@@ -239,15 +254,17 @@ def _verify(args: argparse.Namespace) -> int:
 def _list(args: argparse.Namespace) -> int:
     from .. import version as v
     from .._errors import UsageError
+    from ..modload.buildlist import replacement_text
 
     if not args.modules_flag:
         raise UsageError("wgtpm list works on modules: use 'wgtpm list -m [all]'")
     project = _project(args, quiet=True)
-    if args.mod == "vendor" or project.opts.mod_mode == "vendor":
-        from ..vendor import read_manifest
+    if project.opts.vendor:
+        from ..modload.vendor import VENDOR, read_manifest
 
+        vendored = read_manifest(project.root / VENDOR, project.requirements())
         rows = [{"path": project.path, "main": True}] + [
-            {"path": m["path"], "version": m["version"]} for m in read_manifest(project).values()
+            {"path": m["path"], "version": m["version"]} for m in vendored.values()
         ]
     else:
         pats = args.patterns or []
@@ -265,19 +282,19 @@ def _list(args: argparse.Namespace) -> int:
                 row["main"] = True
             else:
                 row["version"] = m.version
-                repl = project.modfile.replacement(m.path, m.version)
-                if repl is not None:
-                    row["replace"] = repl.new_path + (
-                        f" {repl.new_version}" if repl.new_version else ""
-                    )
+                replaced = replacement_text(project.origin(m))
+                if replaced is not None:
+                    row["replace"] = replaced
                 if args.versions:
-                    row["versions"] = v.sort_versions(project.versions(m.path))
+                    row["versions"] = v.sort_versions(project.reqs.versions(m.path))
                 if args.upgrades:
-                    up = project.upgrade(m)
+                    up = project.reqs.upgrade(m)
                     if up.version != m.version:
                         row["update"] = up.version
                 why = (
-                    project.retraction(m) if args.upgrades and not v.is_pseudo(m.version) else None
+                    project.reqs.retraction(m)
+                    if args.upgrades and not v.is_pseudo(m.version)
+                    else None
                 )
                 if why:
                     row["retracted"] = why
@@ -309,7 +326,7 @@ def _graph(args: argparse.Namespace) -> int:
     seen = set()
     queue = [build[0]]
     for m in queue:
-        for r in project.required(m):
+        for r in project.reqs.required(m):
             print(f"{m} {r}")
             if r not in seen:
                 seen.add(r)
@@ -331,7 +348,7 @@ def _why(args: argparse.Namespace) -> int:
         for m in queue:
             if m.path == target:
                 break
-            for r in project.required(m):
+            for r in project.reqs.required(m):
                 sel = selected.get(r.path)
                 if sel is not None and r.path not in parent:
                     parent[r.path] = m.path
@@ -352,10 +369,10 @@ def _why(args: argparse.Namespace) -> int:
 
 
 def _vendor(args: argparse.Namespace) -> int:
-    from ..vendor import vendor
+    from ..modload.vendor import vendor
 
     project = _project(args)
-    with project.fetcher.cache.using():
+    with project.using_cache():
         n = vendor(project)
     print(f"wgtpm: vendored {n} modules into {project.root / 'vendor'}", file=sys.stderr)
     return 0
@@ -366,7 +383,7 @@ def _mod_edit(args: argparse.Namespace) -> int:
     from .._errors import UsageError
     from .._fs import write_atomic
     from ..modget import parse_arg
-    from ..project import find_root
+    from ..modload.files import find_root
 
     root = find_root(Path.cwd())
     path = root / "wgt.mod"
