@@ -1,0 +1,214 @@
+"""wgtpm/modload: the pieces of the main module, alone and through the CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.test_get import h1, pub
+from wgtpm import ChecksumMismatchError, ReadonlyError, UsageError, modfile, sumfile
+from wgtpm.modload import stamp
+from wgtpm.modload.buildlist import FromDirectory, FromModule, FromReplacement, origin_of
+from wgtpm.modload.options import DEFAULT_JOBS, Options
+from wgtpm.modload.project import Project
+from wgtpm.modload.sums import SumLedger
+from wgtpm.module import ModuleVersion as MV
+
+BAD_H1 = "h1:" + "A" * 43 + "="
+
+
+# ---- the no-op stamp ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("replace", "stamped"),
+    [
+        ("", True),
+        ("replace github.com/acme/b => ./b\n", False),
+        ('replace github.com/acme/b => "./b"\n', False),
+        ('replace github.com/acme/b v0.1.0 => "../b"\n', False),
+        ("replace github.com/acme/b => /abs/b\n", False),
+        ("replace github.com/acme/b v0.1.0 => github.com/fork/b v0.1.1\n", True),
+        ("// not a replacement: => ./b\n", True),
+        ("replace github.com/acme/b =>\n", False),  # does not parse: the full run reports it
+    ],
+)
+def test_stamp_key_decides_local_replacements_with_the_parser(
+    tmp_path: Path, replace: str, stamped: bool
+) -> None:
+    (tmp_path / "wgt.mod").write_text(f"module example.com/app\n{replace}")
+    assert (stamp.key(tmp_path) is not None) is stamped
+
+
+def test_noop_get_sees_changes_in_a_quoted_directory_replacement(
+    wgtpm, tree, project, monkeypatch
+) -> None:
+    """``replace M => "./b"`` (quoted) must not get a stamp: ./b's wgt.mod can change."""
+    monkeypatch.setenv("WGTPROXY", tree.url)
+    c = pub(tree, "github.com/acme/c", "v0.1.0")
+    local = project / "b"
+    local.mkdir()
+    (local / "wgt.mod").write_text("module github.com/acme/b\n")
+    (project / "wgt.mod").write_text(
+        "module example.com/app\n\nrequire github.com/acme/b v0.1.0\n"
+        'replace github.com/acme/b => "./b"\n'
+    )
+    r = wgtpm("get", cwd=project)
+    assert r.code == 0, r.err
+    (local / "wgt.mod").write_text("module github.com/acme/b\nrequire github.com/acme/c v0.1.0\n")
+    r = wgtpm("get", cwd=project)
+    assert r.code == 0, r.err
+    assert f"github.com/acme/c v0.1.0 {h1(c)}" in (project / "wgt.sum").read_text()
+
+
+# ---- the sum ledger -------------------------------------------------------------
+
+
+def test_sum_ledger_checks_records_refuses_and_prunes() -> None:
+    sf = sumfile.SumFile()
+    sf.add("example.com/a", "v1.0.0", BAD_H1)
+    ledger = SumLedger(sf, readonly=False)
+    ledger.check("example.com/a", "v1.0.0", BAD_H1)
+    with pytest.raises(ChecksumMismatchError, match="SECURITY ERROR"):
+        ledger.check("example.com/a", "v1.0.0", "h1:" + "B" * 43 + "=")
+    good = "h1:" + "C" * 43 + "="
+    ledger.check("example.com/b", "v1.0.0/wgt.mod", good, record=False)  # not recorded
+    assert ledger.hashes("example.com/b", "v1.0.0/wgt.mod") == []
+    ledger.check("example.com/b", "v1.0.0/wgt.mod", good)
+    assert ledger.hashes("example.com/b", "v1.0.0/wgt.mod") == [good]
+    ledger.forget_used()
+    ledger.check("example.com/b", "v1.0.0/wgt.mod", good)
+    ledger.prune()
+    assert ledger.format() == f"example.com/b v1.0.0/wgt.mod {good}\n".encode()
+    with pytest.raises(ReadonlyError, match=r"missing wgt\.sum entry"):
+        SumLedger(sumfile.SumFile(), readonly=True).check("example.com/c", "v1.0.0", good)
+
+
+# ---- origins ----------------------------------------------------------------------
+
+
+def test_origin_of_each_kind(tmp_path: Path) -> None:
+    mf = modfile.parse(
+        b"module example.com/app\n"
+        b"replace example.com/r v1.0.0 => example.com/fork v1.0.1\n"
+        b"replace example.com/d => ../d\n"
+    )
+    assert origin_of(mf, tmp_path, MV("example.com/m", "v1.0.0")) == FromModule(
+        "example.com/m", "v1.0.0"
+    )
+    assert origin_of(mf, tmp_path, MV("example.com/r", "v1.0.0")) == FromReplacement(
+        "example.com/fork", "v1.0.1"
+    )
+    assert origin_of(mf, tmp_path, MV("example.com/r", "v1.0.1")) == FromModule(
+        "example.com/r", "v1.0.1"
+    )
+    assert origin_of(mf, tmp_path, MV("example.com/d", "v0.1.0")) == FromDirectory(
+        (tmp_path / "../d").resolve(), "../d"
+    )
+
+
+# ---- options ------------------------------------------------------------------------
+
+
+def test_options_from_env(monkeypatch) -> None:
+    assert Options.from_env().jobs == DEFAULT_JOBS
+    monkeypatch.setenv("WGTFLAGS", "-x -mod=readonly")
+    assert Options.from_env().readonly and not Options.from_env().vendor
+    assert Options.from_env("vendor").vendor
+    monkeypatch.setenv("WGTFLAGS", "-mod='readonly")
+    with pytest.raises(UsageError, match="WGTFLAGS"):
+        Options.from_env()
+    with pytest.raises(UsageError, match="want mod, readonly or vendor"):
+        Options.from_env("sometimes")
+
+
+# ---- retractions ----------------------------------------------------------------------
+
+
+def _retracting_tree(tree) -> None:  # type: ignore[no-untyped-def]
+    pub(tree, "github.com/acme/b", "v0.1.0")
+    pub(tree, "github.com/acme/b", "v0.2.0")
+    pub(tree, "github.com/acme/b", "v0.3.0", extra="retract v0.2.0 // trained on the wrong split\n")
+
+
+def test_retraction_warning_is_reported_not_printed(tree, project, monkeypatch) -> None:
+    monkeypatch.setenv("WGTPROXY", tree.url)
+    _retracting_tree(tree)
+
+    class Recorder:
+        def __init__(self) -> None:
+            self.lines: list[str] = []
+
+        def notice(self, message: str) -> None:
+            self.lines.append(f"notice {message}")
+
+        def warning(self, message: str) -> None:
+            self.lines.append(f"warning {message}")
+
+        def start(self, label: str, total: int) -> None:
+            pass
+
+        def advance(self, label: str, n: int) -> None:
+            pass
+
+        def finish(self, label: str) -> None:
+            pass
+
+    rec = Recorder()
+    p = Project.load(project, Options(reporter=rec))
+    p.warn_retracted([p.main, MV("github.com/acme/b", "v0.2.0"), MV("github.com/acme/b", "v0.1.0")])
+    assert rec.lines == [
+        "warning github.com/acme/b@v0.2.0: retracted by module author: trained on the wrong split",
+        "notice to switch to the latest unretracted version, run:\n\twgtpm get github.com/acme/b@latest",
+    ]
+
+
+def test_retraction_warning_text_on_the_cli(wgtpm, tree, project, monkeypatch) -> None:
+    monkeypatch.setenv("WGTPROXY", tree.url)
+    _retracting_tree(tree)
+    r = wgtpm("get", "-q", "github.com/acme/b@v0.2.0", cwd=project)
+    assert r.code == 0, r.err
+    assert r.err == (
+        "wgtpm: warning: github.com/acme/b@v0.2.0: retracted by module author: "
+        "trained on the wrong split\n"
+        "wgtpm: to switch to the latest unretracted version, run:\n"
+        "\twgtpm get github.com/acme/b@latest\n"
+        "wgtpm: added github.com/acme/b v0.2.0\n"
+    )
+
+
+def test_checksum_error_loading_retractions_is_not_swallowed(
+    wgtpm, tree, project, monkeypatch
+) -> None:
+    monkeypatch.setenv("WGTPROXY", tree.url)
+    _retracting_tree(tree)
+    assert wgtpm("get", "github.com/acme/b@v0.1.0", cwd=project).code == 0
+    with open(project / "wgt.sum", "a") as f:  # the latest wgt.mod no longer matches wgt.sum
+        f.write(f"github.com/acme/b v0.3.0/wgt.mod {BAD_H1}\n")
+    r = wgtpm("list", "-m", "-u", "all", cwd=project)
+    assert r.code == 1
+    assert "github.com/acme/b@v0.3.0: SECURITY ERROR: checksum mismatch for wgt.mod" in r.err
+
+
+# ---- vendor ---------------------------------------------------------------------------
+
+
+def test_vendor_uses_unique_temporary_names(wgtpm, tree, project, monkeypatch) -> None:
+    monkeypatch.setenv("WGTPROXY", tree.url)
+    pub(tree, "github.com/acme/b", "v0.1.0")
+    assert wgtpm("get", "github.com/acme/b@v0.1.0", cwd=project).code == 0
+    mine = project / ".vendor.tmp" / "keep.txt"  # a user's own directory of that name
+    mine.parent.mkdir()
+    mine.write_text("mine")
+    for _ in range(2):  # the second run replaces vendor/
+        r = wgtpm("vendor", cwd=project)
+        assert r.code == 0, r.err
+    assert mine.read_text() == "mine"
+    assert sorted(p.name for p in project.iterdir()) == [
+        ".vendor.tmp",
+        "vendor",
+        "wgt.mod",
+        "wgt.sum",
+    ]
+    assert (project / "vendor" / "github.com/acme/b" / "b" / "weights.bin").is_file()
