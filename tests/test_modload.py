@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from tests.test_get import h1, pub
 from wgtpm import ChecksumMismatchError, ReadonlyError, UsageError, modfile, sumfile
+from wgtpm.cache import Cache
 from wgtpm.modload import stamp
 from wgtpm.modload.buildlist import FromDirectory, FromModule, FromReplacement, origin_of
 from wgtpm.modload.options import DEFAULT_JOBS, Options
@@ -212,3 +214,38 @@ def test_vendor_uses_unique_temporary_names(wgtpm, tree, project, monkeypatch) -
         "wgt.sum",
     ]
     assert (project / "vendor" / "github.com/acme/b" / "b" / "weights.bin").is_file()
+
+
+# ---- wgt.sum integrity (issue 9) ------------------------------------------------------
+
+
+def test_two_h1_lines_for_one_version_are_a_security_error(
+    wgtpm, tree, project, monkeypatch
+) -> None:
+    monkeypatch.setenv("WGTPROXY", tree.url)
+    b = pub(tree, "github.com/acme/b", "v0.1.0")
+    assert wgtpm("get", "github.com/acme/b@v0.1.0", cwd=project).code == 0
+    honest = f"github.com/acme/b v0.1.0 {h1(b)}"
+    forged = f"github.com/acme/b v0.1.0 {BAD_H1}"
+    with open(project / "wgt.sum", "a") as f:
+        f.write(forged + "\n")
+    before = (project / "wgt.mod").read_bytes(), (project / "wgt.sum").read_bytes()
+    for cmd in (["get"], ["verify"], ["tidy"]):
+        r = wgtpm(*cmd, cwd=project)
+        assert r.code == 1, cmd
+        assert "SECURITY ERROR" in r.err, cmd
+        assert forged in r.err and honest in r.err, cmd
+    assert ((project / "wgt.mod").read_bytes(), (project / "wgt.sum").read_bytes()) == before
+
+
+def test_verify_fails_when_a_cached_file_is_missing(wgtpm, tree, project, monkeypatch) -> None:
+    monkeypatch.setenv("WGTPROXY", tree.url)
+    pub(tree, "github.com/acme/b", "v0.1.0")
+    assert wgtpm("get", "github.com/acme/b@v0.1.0", cwd=project).code == 0
+    assert wgtpm("verify", cwd=project).code == 0
+    f = Cache().mod_dir("github.com/acme/b", "v0.1.0") / "b" / "weights.bin"
+    os.chmod(f.parent, 0o755)
+    f.unlink()
+    r = wgtpm("verify", cwd=project)
+    assert r.code == 1
+    assert "github.com/acme/b@v0.1.0: b/weights.bin is missing from the cache" in r.err

@@ -80,6 +80,10 @@ class Project:
         """Paths required without ``// indirect``."""
         return {r.path for r in self._files.modfile.requires if not r.indirect}
 
+    def select_patterns(self, m: MV) -> list[str] | None:
+        """The main module's ``select`` globs for ``m`` (``None``: every file is wanted)."""
+        return self._files.modfile.select_patterns(m.path)
+
     def requirements(self) -> list[MV]:
         """The main module's requirements as written."""
         return [MV(r.path, r.version) for r in self._files.modfile.requires]
@@ -134,9 +138,7 @@ class Project:
         origin = self.origin(m)
         if isinstance(origin, FromDirectory):
             return origin.dir
-        return self._fetch().download(
-            origin.path, origin.version, self._files.modfile.select_patterns(m.path)
-        )
+        return self._fetch().download(origin.path, origin.version, self.select_patterns(m))
 
     def download_all(self, build: list[MV] | None = None) -> list[MV]:
         """Download and verify every module of the build list; returns the build list."""
@@ -145,7 +147,7 @@ class Project:
         for m in build[1:]:
             origin = self.origin(m)
             if isinstance(origin, Fetched) and self._fetch().missing(
-                origin.path, origin.version, self._files.modfile.select_patterns(m.path)
+                origin.path, origin.version, self.select_patterns(m)
             ):
                 todo.append(m)
         if len(todo) == 1:
@@ -168,7 +170,7 @@ class Project:
             if not isinstance(origin, Fetched):
                 continue
             tree = self.cache.mod_dir(origin.path, origin.version)
-            patterns = self._files.modfile.select_patterns(m.path)
+            patterns = self.select_patterns(m)
             out += [tree / e.path for e in self.index(origin).files if matches(patterns, e.path)]
         return out
 

@@ -6,7 +6,8 @@ under ``VERSION/wgt.mod``) it
 
 - accepts it when wgt.sum has that line;
 - raises :class:`~wgtpm.ChecksumMismatchError` (a SECURITY ERROR) when
-  wgt.sum has another hash for the same module version;
+  wgt.sum has another hash for the same module version, or more than one
+  (two different lines for one version: one of them is not honest);
 - records it when wgt.sum has nothing, or raises
   :class:`~wgtpm.ReadonlyError` under ``-mod=readonly`` and ``-mod=vendor``.
 
@@ -43,10 +44,9 @@ class SumLedger:
             if record:
                 self._used.add((path, version))
             have = self._file.hashes(path, version)
-            if have and h1 not in have:
-                base = version.removesuffix(MOD_SUFFIX)
-                what = "wgt.mod" if version.endswith(MOD_SUFFIX) else "the release (its index)"
-                raise ChecksumMismatchError(path, base, what, have[0], h1)
+            err = _mismatch(path, version, h1, have)
+            if err is not None:
+                raise err
             if have or not record:
                 return
             if self._readonly:
@@ -55,6 +55,11 @@ class SumLedger:
                     "(-mod=readonly); run 'wgtpm get' or 'wgtpm tidy' to add it"
                 )
             self._file.add(path, version, h1)
+
+    def mismatch(self, path: str, version: str, h1: str) -> ChecksumMismatchError | None:
+        """The SECURITY ERROR that :meth:`check` would raise for ``h1``, or ``None``
+        (``wgtpm verify`` collects these instead of stopping at the first)."""
+        return _mismatch(path, version, h1, self.hashes(path, version))
 
     def hashes(self, path: str, version: str) -> list[str]:
         """The hashes wgt.sum records for ``path version`` (``version`` may end in /wgt.mod)."""
@@ -75,3 +80,22 @@ class SumLedger:
         """The wgt.sum text as it stands now."""
         with self._lock:
             return self._file.format()
+
+
+def _mismatch(path: str, version: str, h1: str, have: list[str]) -> ChecksumMismatchError | None:
+    """A mismatch of ``h1`` against the wgt.sum lines ``have`` of one key, or ``None``.
+
+    Like Go, two different lines for one module version are a mismatch too,
+    whichever of them the bytes match: one of them was not written by an
+    honest download. The error then names every line.
+    """
+    if not have or have == [h1]:
+        return None
+    base = version.removesuffix(MOD_SUFFIX)
+    what = "wgt.mod" if version.endswith(MOD_SUFFIX) else "the release (its index)"
+    if len(have) == 1:
+        return ChecksumMismatchError(path, base, what, have[0], h1)
+    lines = "\n\twgt.sum:    ".join(f"{path} {version} {h}" for h in have)
+    return ChecksumMismatchError(
+        path, base, f"{what}: wgt.sum has {len(have)} different lines for it", lines, h1
+    )
