@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from pathlib import Path
 
 import pytest
 
 from tests.test_get import h1, pub
-from wgtpm import ChecksumMismatchError, ReadonlyError, UsageError, modfile, sumfile
+from wgtpm import ChecksumMismatchError, ReadonlyError, UsageError, VerifyError, modfile, sumfile
 from wgtpm.cache import Cache
 from wgtpm.modload import stamp
 from wgtpm.modload.buildlist import FromDirectory, FromModule, FromReplacement, origin_of
@@ -249,3 +251,73 @@ def test_verify_fails_when_a_cached_file_is_missing(wgtpm, tree, project, monkey
     r = wgtpm("verify", cwd=project)
     assert r.code == 1
     assert "github.com/acme/b@v0.1.0: b/weights.bin is missing from the cache" in r.err
+
+
+# ---- vendor/ integrity (issue 9) ------------------------------------------------------
+
+
+def _vendored(wgtpm, tree, project, monkeypatch, extra_mod: str = "") -> Path:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("WGTPROXY", tree.url)
+    pub(tree, "github.com/acme/base", "v0.1.0", files={"x/w.bin": b"W" * 100, "x/big.gguf": b"G"})
+    pub(tree, "github.com/acme/base/sub", "v0.1.0", files={"s.bin": b"S"})
+    (project / "wgt.mod").write_text(f"module example.com/app\n{extra_mod}")
+    for arg in ("github.com/acme/base@v0.1.0", "github.com/acme/base/sub@v0.1.0"):
+        assert wgtpm("get", arg, cwd=project).code == 0
+    r = wgtpm("vendor", cwd=project)
+    assert r.code == 0, r.err
+    monkeypatch.setenv("WGTPROXY", "off")
+    monkeypatch.setenv("WGTFLAGS", "-mod=vendor")
+    r = wgtpm("verify", cwd=project)
+    assert r.code == 0, r.err
+    return project / "vendor"
+
+
+def _edit_manifest(vendor: Path, path: str, edit) -> None:  # type: ignore[no-untyped-def]
+    p = vendor / "wgt.vendor.json"
+    doc = json.loads(p.read_text())
+    for m in doc["modules"]:
+        if m["path"] == path:
+            edit(m)
+    p.write_text(json.dumps(doc))
+
+
+def test_swapped_vendored_file_with_a_matching_manifest_is_refused(
+    wgtpm, tree, project, monkeypatch
+) -> None:
+    vendor = _vendored(wgtpm, tree, project, monkeypatch)
+    (vendor / "github.com/acme/base/x/w.bin").write_bytes(b"evil")
+
+    def swap(m: dict) -> None:  # type: ignore[type-arg]
+        for f in m["files"]:
+            if f["path"] == "x/w.bin":
+                f["sha256"], f["size"] = hashlib.sha256(b"evil").hexdigest(), 4
+        del m["h1"]  # the field is not what is checked
+        m["replace"] = "../elsewhere"  # nor is the manifest's word that it is a directory
+
+    _edit_manifest(vendor, "github.com/acme/base", swap)
+    r = wgtpm("verify", cwd=project)
+    assert r.code == 1 and "github.com/acme/base@v0.1.0: vendor/ does not match wgt.sum" in r.err
+    from wgtpm.modload import open_resolver
+
+    with pytest.raises(VerifyError, match=r"does not match wgt\.sum"):
+        open_resolver(project)
+
+
+def test_unlisted_vendored_file_is_refused(wgtpm, tree, project, monkeypatch) -> None:
+    vendor = _vendored(wgtpm, tree, project, monkeypatch)
+    (vendor / "github.com/acme/base/x/extra.bin").write_bytes(b"who put me here")
+    r = wgtpm("verify", cwd=project)
+    assert r.code == 1
+    assert (
+        "vendor/github.com/acme/base/x/extra.bin is not listed in vendor/wgt.vendor.json" in r.err
+    )
+
+
+def test_omitted_files_are_hashed_but_not_vendored(wgtpm, tree, project, monkeypatch) -> None:
+    vendor = _vendored(
+        wgtpm, tree, project, monkeypatch, extra_mod="select github.com/acme/base *.bin\n"
+    )
+    assert not (vendor / "github.com/acme/base/x/big.gguf").exists()
+    (vendor / "github.com/acme/base/x/big.gguf").write_bytes(b"G")  # omitted: may not appear
+    r = wgtpm("verify", cwd=project)
+    assert r.code == 1 and "x/big.gguf is not listed" in r.err

@@ -7,7 +7,9 @@ that fits the project in a directory:
 - :class:`ProjectResolver` (the default): the build list by MVS, each module
   downloaded and verified on first use, new wgt.sum lines saved;
 - :class:`VendorResolver` (``-mod=vendor``, from ``WGTFLAGS``): the modules
-  of ``vendor/`` only, each module's files re-hashed before first use.
+  of ``vendor/`` only; each fetched module's file list must hash to its h1
+  in wgt.sum, and its files are re-hashed (and unlisted ones refused) before
+  first use.
 """
 
 from __future__ import annotations
@@ -15,13 +17,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .._errors import ResolveError, VerifyError
+from .._errors import ResolveError
 from ..deps import ModuleResolver, ResolvedModule
 from ..module import ModuleVersion
-from .buildlist import FromDirectory
+from .buildlist import Fetched, FromDirectory
 from .options import Options
 from .project import Project
-from .vendor import VENDOR, read_manifest, verify_module
+from .vendor import VENDOR, check_locked, read_manifest, verify_module
 
 __all__ = ["ProjectResolver", "VendorResolver", "open_resolver"]
 
@@ -72,13 +74,10 @@ class VendorResolver:
         self._dir = project.root / VENDOR
         self._mods = read_manifest(self._dir, project.requirements())
         for m in self._mods.values():
-            h1 = m.get("h1")
-            if h1 and h1 not in project.sums.hashes(m["path"], m["version"]):
-                raise VerifyError(
-                    m["path"],
-                    m["version"],
-                    "vendor/ does not match wgt.sum; run 'wgtpm vendor' again",
-                )
+            # Whether a module is a directory is wgt.mod's to say, not the manifest's.
+            origin = project.origin(ModuleVersion(m["path"], m["version"]))
+            if isinstance(origin, Fetched):
+                check_locked(m, project.sums.hashes(origin.path, origin.version))
         self._checked: set[str] = set()
 
     def modules(self) -> list[str]:
@@ -95,6 +94,6 @@ class VendorResolver:
                 f"module {path} is not vendored; add it with 'wgtpm get {path}' and 'wgtpm vendor'"
             )
         if path not in self._checked:
-            verify_module(self._dir, m)
+            verify_module(self._dir, m, self._mods)
             self._checked.add(path)
         return ResolvedModule(path, m["version"], self._dir / path, None)

@@ -6,34 +6,52 @@ list to ``vendor/MODULE/`` and writes ``vendor/wgt.vendor.json``::
     {"schema": 1, "main": "github.com/acme/app",
      "modules": [{"path": "github.com/acme/xor-base", "version": "v0.1.0",
                   "h1": "h1:...", "explicit": true,
-                  "files": [{"path": "xor/manifest.json", "size": 2210, "sha256": "..."}]}]}
+                  "files": [{"path": "xor/manifest.json", "size": 2210, "sha256": "..."},
+                            {"path": "xor/big.gguf", "size": 9, "sha256": "...", "omitted": true}]}]}
 
-A module replaced by a directory has ``"replace": "DIR"`` (as wgt.mod spells
-it) and no ``h1``: it holds every file of the directory but ``.git``.
-The new ``vendor/`` is written in a unique temporary directory beside it and
-swapped into place whole (:func:`wgtpm._fs.replace_dir`).
+A fetched module lists every file of its release index, so that the list
+hashes to the module's h1; a file the main module does not ``select`` is
+marked ``"omitted": true`` and is not copied. A module replaced by a
+directory has ``"replace": "DIR"`` (as wgt.mod spells it) and no ``h1``: it
+holds every file of the directory but ``.git``. The new ``vendor/`` is
+written in a unique temporary directory beside it and swapped into place
+whole (:func:`wgtpm._fs.replace_dir`).
 
-``-mod=vendor`` then builds with no network and no module cache at all: the
-build list comes from the manifest, which must agree with wgt.mod's
-requirements (else: run ``wgtpm vendor`` again), and every file is checked
-against its sha256 before use (:func:`verify_module`).
+``-mod=vendor`` then builds with no network and no module cache at all. The
+manifest is not trusted: its modules must agree with wgt.mod's requirements
+(else: run ``wgtpm vendor`` again); for every module that wgt.mod does not
+replace by a directory, the h1 recomputed from the manifest's own file list
+must be in wgt.sum (:func:`check_locked`; the ``h1`` field is informative
+only); and before a module is used, every listed file is re-hashed and a
+file under ``vendor/MODULE/`` that the manifest does not list is refused
+(:func:`verify_module`).
 """
 
 from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from .. import dirhash
 from .._errors import UsageError, VerifyError
 from .._fs import canonical_json, replace_dir, sha256_file, temp_dir
+from ..modfetch import matches
 from ..module import ModuleVersion
 from .buildlist import FromDirectory
 from .project import Project
 
-__all__ = ["MANIFEST", "VENDOR", "read_manifest", "vendor", "verify_module"]
+__all__ = [
+    "MANIFEST",
+    "VENDOR",
+    "check_locked",
+    "manifest_h1",
+    "read_manifest",
+    "vendor",
+    "verify_module",
+]
 
 VENDOR = "vendor"
 MANIFEST = "wgt.vendor.json"
@@ -70,10 +88,14 @@ def _copy_module(project: Project, m: ModuleVersion, explicit: bool, tmp: Path) 
     else:
         idx = project.index(origin)
         entry["h1"] = idx.h1()
+        patterns = project.select_patterns(m)
         for e in idx.files:
-            if (src / e.path).is_file():
+            listed: dict[str, Any] = {"path": e.path, "size": e.size, "sha256": e.sha256}
+            if matches(patterns, e.path):
                 _copy(src / e.path, tmp / m.path / e.path)
-                files.append({"path": e.path, "size": e.size, "sha256": e.sha256})
+            else:
+                listed["omitted"] = True
+            files.append(listed)
     entry["files"] = files
     return entry
 
@@ -131,13 +153,71 @@ def _modules(doc: Any, p: Path) -> list[dict[str, Any]]:
     return mods
 
 
-def verify_module(vendor_dir: Path, m: dict[str, Any]) -> None:
-    """Re-hash a vendored module's files against the manifest entry ``m``."""
+def manifest_h1(m: dict[str, Any]) -> str:
+    """The h1 of a module entry's own file list (omitted files included)."""
+    return dirhash.hash1((f["path"], f["sha256"]) for f in m.get("files", []))
+
+
+def check_locked(m: dict[str, Any], sums: list[str]) -> None:
+    """Require the h1 of the entry's file list among wgt.sum's lines ``sums`` for it."""
+    h1 = manifest_h1(m)
+    if sums == [h1]:
+        return
+    have = " and ".join(sums) or "nothing"
+    raise VerifyError(
+        m["path"],
+        m["version"],
+        f"vendor/ does not match wgt.sum: the files vendor/{MANIFEST} lists hash to {h1}, "
+        f"wgt.sum has {have}; run 'wgtpm vendor' again",
+    )
+
+
+def verify_module(vendor_dir: Path, m: dict[str, Any], others: Iterable[str] = ()) -> None:
+    """Re-hash a vendored module's files against the manifest entry ``m``.
+
+    Every listed file (but omitted ones) must be there with its sha256, and
+    no other file may be under ``vendor/MODULE/``, except inside the
+    directories of the vendored modules ``others`` nested in it.
+    """
+    path, version = m["path"], m["version"]
+    root = vendor_dir / path
+    listed = set()
     for f in m.get("files", []):
-        p = vendor_dir / m["path"] / f["path"]
+        rel = f["path"]
+        if _unsafe(rel):
+            raise VerifyError(path, version, f"vendor/{MANIFEST} lists an unsafe path {rel!r}")
+        if f.get("omitted"):
+            continue
+        listed.add(rel)
+        p = root / rel
         if not p.is_file() or sha256_file(p) != f["sha256"]:
             raise VerifyError(
-                m["path"],
-                m["version"],
-                f"vendor/{m['path']}/{f['path']} was changed or removed; run 'wgtpm vendor' again",
+                path,
+                version,
+                f"vendor/{path}/{rel} was changed or removed; run 'wgtpm vendor' again",
             )
+    nested = [o[len(path) + 1 :] for o in others if o.startswith(path + "/")]
+    for p in sorted(root.rglob("*")) if root.is_dir() else []:
+        rel = p.relative_to(root).as_posix()
+        if p.is_dir() and not p.is_symlink():
+            continue
+        if rel in listed or any(rel.startswith(n + "/") for n in nested):
+            continue
+        raise VerifyError(
+            path,
+            version,
+            f"vendor/{path}/{rel} is not listed in vendor/{MANIFEST}; "
+            "remove it or run 'wgtpm vendor' again",
+        )
+
+
+def _unsafe(rel: str) -> bool:
+    parts = rel.split("/")
+    return (
+        not rel
+        or rel.startswith("/")
+        or "\\" in rel
+        or "\x00" in rel
+        or (len(rel) > 1 and rel[1] == ":")
+        or any(p in ("", ".", "..") for p in parts)
+    )
