@@ -5,6 +5,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -321,3 +324,33 @@ def test_omitted_files_are_hashed_but_not_vendored(wgtpm, tree, project, monkeyp
     (vendor / "github.com/acme/base/x/big.gguf").write_bytes(b"G")  # omitted: may not appear
     r = wgtpm("verify", cwd=project)
     assert r.code == 1 and "x/big.gguf is not listed" in r.err
+
+
+# ---- the project lock (issue 9) ---------------------------------------------------------
+
+
+def test_two_gets_in_one_project_do_not_lose_an_update(tree, project, http_tree) -> None:
+    from tests.servers import Fault
+
+    pub(tree, "github.com/acme/slow", "v0.1.0", files={"w.bin": b"S" * 8192})
+    pub(tree, "github.com/acme/fast", "v0.1.0")
+    http_tree.inject(Fault.drip("/github.com/acme/slow/@v/v0.1.0/w.bin", delay=0.1, chunk=256))
+    env = {**os.environ, "WGTPROXY": http_tree.url, "PYTHONPATH": str(Path(__file__).parents[1])}
+    get = [sys.executable, "-m", "wgtpm", "get", "-q"]
+    slow = subprocess.Popen(
+        [*get, "github.com/acme/slow@v0.1.0"], cwd=project, env=env, stderr=subprocess.PIPE
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not http_tree.log.where(path="*/w.bin"):  # it has loaded wgt.mod and resolved
+            assert slow.poll() is None and time.monotonic() < deadline
+            time.sleep(0.02)
+        fast = subprocess.run(
+            [*get, "github.com/acme/fast@v0.1.0"], cwd=project, env=env, capture_output=True
+        )
+        assert fast.returncode == 0, fast.stderr
+    finally:
+        _, err = slow.communicate(timeout=120)
+    assert slow.returncode == 0, err
+    mod = (project / "wgt.mod").read_text()
+    assert "github.com/acme/slow v0.1.0" in mod and "github.com/acme/fast v0.1.0" in mod

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +31,8 @@ def _json_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", "-json", action="store_true", help="print JSON for scripts")
 
 
-def _project(args: argparse.Namespace, quiet: bool = False) -> Project:
+def _project(args: argparse.Namespace, quiet: bool = False) -> AbstractContextManager[Project]:
+    """The project of the working directory, locked against other writers until the block ends."""
     from ..modload.options import DEFAULT_JOBS, Options
     from ..modload.project import Project
     from ._render import make_reporter
@@ -41,7 +43,7 @@ def _project(args: argparse.Namespace, quiet: bool = False) -> Project:
         jobs=DEFAULT_JOBS if jobs is None else jobs,
         reporter=make_reporter(quiet),
     )
-    return Project.load(Path.cwd(), opts)
+    return Project.locked(Path.cwd(), opts)
 
 
 def register(sub: Any) -> None:
@@ -176,13 +178,13 @@ def _get(args: argparse.Namespace) -> int:
 
     from ..modget import get
 
-    project = _project(args, quiet=args.quiet or args.json)
-    with project.using_cache():
-        build, changes = get(project, args.modules)
-    key = _stamp.key(project.root)
-    if key is not None:
-        _stamp.record(project.cache.root, key, project.files(build))
-    installed = _paw_install(project, build) if args.paw_install else []
+    with _project(args, quiet=args.quiet or args.json) as project:
+        with project.using_cache():
+            build, changes = get(project, args.modules)
+        key = _stamp.key(project.root)
+        if key is not None:
+            _stamp.record(project.cache.root, key, project.files(build))
+        installed = _paw_install(project, build) if args.paw_install else []
     if args.json:
         json.dump(
             {
@@ -225,8 +227,7 @@ def _paw_install(project: Project, build: list[ModuleVersion]) -> list[str]:
 def _tidy(args: argparse.Namespace) -> int:
     from ..modget import tidy
 
-    project = _project(args)
-    with project.using_cache():
+    with _project(args) as project, project.using_cache():
         tidy(project)
     return 0
 
@@ -238,8 +239,8 @@ def _verify(args: argparse.Namespace) -> int:
         return int(verify_artifact(args.artifact, args.json))
     from ..verify import verify_build
 
-    project = _project(args, quiet=True)
-    problems = verify_build(project)
+    with _project(args, quiet=True) as project:
+        problems = verify_build(project)
     if args.json:
         json.dump({"ok": not problems, "problems": problems}, sys.stdout, indent=2)
         print()
@@ -252,54 +253,12 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from .. import version as v
     from .._errors import UsageError
-    from ..modload.buildlist import replacement_text
 
     if not args.modules_flag:
         raise UsageError("wgtpm list works on modules: use 'wgtpm list -m [all]'")
-    project = _project(args, quiet=True)
-    if project.opts.vendor:
-        from ..modload.vendor import VENDOR, read_manifest
-
-        vendored = read_manifest(project.root / VENDOR, project.requirements())
-        rows = [{"path": project.path, "main": True}] + [
-            {"path": m["path"], "version": m["version"]} for m in vendored.values()
-        ]
-    else:
-        pats = args.patterns or []
-        # Without patterns only the main module is listed: no graph to load, no network.
-        build = project.build_list() if pats else [project.main]
-        if pats and "all" not in pats:
-            build = [m for m in build if m.path in pats]
-            missing = set(pats) - {m.path for m in build}
-            if missing:
-                raise UsageError(f"not in the build list: {', '.join(sorted(missing))}")
-        rows = []
-        for m in build:
-            row: dict[str, Any] = {"path": m.path}
-            if m.version == "":
-                row["main"] = True
-            else:
-                row["version"] = m.version
-                replaced = replacement_text(project.origin(m))
-                if replaced is not None:
-                    row["replace"] = replaced
-                if args.versions:
-                    row["versions"] = v.sort_versions(project.reqs.versions(m.path))
-                if args.upgrades:
-                    up = project.reqs.upgrade(m)
-                    if up.version != m.version:
-                        row["update"] = up.version
-                why = (
-                    project.reqs.retraction(m)
-                    if args.upgrades and not v.is_pseudo(m.version)
-                    else None
-                )
-                if why:
-                    row["retracted"] = why
-            rows.append(row)
-        project.save()
+    with _project(args, quiet=True) as project:
+        rows = _rows(project, args)
     if args.json:
         json.dump(rows, sys.stdout, indent=2)
         print()
@@ -320,73 +279,126 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _graph(args: argparse.Namespace) -> int:
-    project = _project(args, quiet=True)
-    build = project.build_list()
-    seen = set()
-    queue = [build[0]]
-    for m in queue:
-        for r in project.reqs.required(m):
-            print(f"{m} {r}")
-            if r not in seen:
-                seen.add(r)
-                queue.append(r)
+def _rows(project: Project, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The rows ``wgtpm list -m`` prints, one per module."""
+    from .. import version as v
+    from .._errors import UsageError
+    from ..modload.buildlist import replacement_text
+
+    if project.opts.vendor:
+        from ..modload.vendor import VENDOR, read_manifest
+
+        vendored = read_manifest(project.root / VENDOR, project.requirements())
+        return [{"path": project.path, "main": True}] + [
+            {"path": m["path"], "version": m["version"]} for m in vendored.values()
+        ]
+    pats = args.patterns or []
+    # Without patterns only the main module is listed: no graph to load, no network.
+    build = project.build_list() if pats else [project.main]
+    if pats and "all" not in pats:
+        build = [m for m in build if m.path in pats]
+        missing = set(pats) - {m.path for m in build}
+        if missing:
+            raise UsageError(f"not in the build list: {', '.join(sorted(missing))}")
+    rows = []
+    for m in build:
+        row: dict[str, Any] = {"path": m.path}
+        if m.version == "":
+            row["main"] = True
+        else:
+            row["version"] = m.version
+            replaced = replacement_text(project.origin(m))
+            if replaced is not None:
+                row["replace"] = replaced
+            if args.versions:
+                row["versions"] = v.sort_versions(project.reqs.versions(m.path))
+            if args.upgrades:
+                up = project.reqs.upgrade(m)
+                if up.version != m.version:
+                    row["update"] = up.version
+            why = (
+                project.reqs.retraction(m) if args.upgrades and not v.is_pseudo(m.version) else None
+            )
+            if why:
+                row["retracted"] = why
+        rows.append(row)
     project.save()
+    return rows
+
+
+def _graph(args: argparse.Namespace) -> int:
+    with _project(args, quiet=True) as project:
+        build = project.build_list()
+        seen = set()
+        queue = [build[0]]
+        for m in queue:
+            for r in project.reqs.required(m):
+                print(f"{m} {r}")
+                if r not in seen:
+                    seen.add(r)
+                    queue.append(r)
+        project.save()
     return 0
 
 
 def _why(args: argparse.Namespace) -> int:
     from ..module import normalise
 
-    project = _project(args, quiet=True)
-    build = project.build_list()
-    selected = {m.path: m for m in build}
-    for target in args.targets:
-        target = normalise(target)
-        parent: dict[str, str | None] = {build[0].path: None}
-        queue = [build[0]]
-        for m in queue:
-            if m.path == target:
-                break
-            for r in project.reqs.required(m):
-                sel = selected.get(r.path)
-                if sel is not None and r.path not in parent:
-                    parent[r.path] = m.path
-                    queue.append(sel)
-        print(f"# {target}")
-        if target not in parent:
-            print(f"(main module does not need module {target})")
-        else:
-            chain: list[str] = []
-            cur: str | None = target
-            while cur is not None:
-                chain.append(cur)
-                cur = parent[cur]
-            print("\n".join(reversed(chain)))
-        print()
-    project.save()
+    with _project(args, quiet=True) as project:
+        build = project.build_list()
+        selected = {m.path: m for m in build}
+        for target in args.targets:
+            target = normalise(target)
+            parent: dict[str, str | None] = {build[0].path: None}
+            queue = [build[0]]
+            for m in queue:
+                if m.path == target:
+                    break
+                for r in project.reqs.required(m):
+                    sel = selected.get(r.path)
+                    if sel is not None and r.path not in parent:
+                        parent[r.path] = m.path
+                        queue.append(sel)
+            print(f"# {target}")
+            if target not in parent:
+                print(f"(main module does not need module {target})")
+            else:
+                chain: list[str] = []
+                cur: str | None = target
+                while cur is not None:
+                    chain.append(cur)
+                    cur = parent[cur]
+                print("\n".join(reversed(chain)))
+            print()
+        project.save()
     return 0
 
 
 def _vendor(args: argparse.Namespace) -> int:
     from ..modload.vendor import vendor
 
-    project = _project(args)
-    with project.using_cache():
+    with _project(args) as project, project.using_cache():
         n = vendor(project)
     print(f"wgtpm: vendored {n} modules into {project.root / 'vendor'}", file=sys.stderr)
     return 0
 
 
 def _mod_edit(args: argparse.Namespace) -> int:
+    from ..cache import default_root
+    from ..modload.files import find_root, locked
+
+    root = find_root(Path.cwd())
+    with locked(root, default_root()):
+        return _edit(root / "wgt.mod", args)
+
+
+def _edit(path: Path, args: argparse.Namespace) -> int:
+    """Apply ``wgtpm mod edit``'s flags to the wgt.mod at ``path``, in order."""
     from .. import modfile
     from .._errors import UsageError
     from .._fs import write_atomic
     from ..modget import parse_arg
-    from ..modload.files import find_root
 
-    root = find_root(Path.cwd())
-    path = root / "wgt.mod"
     mf = modfile.parse(path.read_bytes(), str(path))
     for flag, value in args.edits or []:
         if flag == "module":

@@ -8,23 +8,27 @@ optional: a missing one is empty.
 first and then wgt.mod, each through a unique temporary file that is fsynced
 and renamed into place (:func:`wgtpm._fs.write_atomic`). An interrupted
 command leaves each file either as it was or fully new, and a new wgt.mod
-never names a version whose hashes are missing from wgt.sum.
+never names a version whose hashes are missing from wgt.sum. Commands that
+may write hold :func:`locked` from loading to saving.
 """
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .._errors import ReadonlyError, UsageError
-from .._fs import write_atomic
+from .._fs import FileLock, write_atomic
 from ..module import ModuleVersion
 
 if TYPE_CHECKING:
     from ..modfile import ModFile
     from .sums import SumLedger
 
-__all__ = ["MOD", "SUM", "ProjectFiles", "find_root", "nearest_root"]
+__all__ = ["MOD", "SUM", "ProjectFiles", "find_root", "locked", "nearest_root"]
 
 MOD = "wgt.mod"
 SUM = "wgt.sum"
@@ -47,6 +51,21 @@ def find_root(start: Path) -> Path:
             f"no {MOD} in {start.absolute()} or any parent directory; create one with 'wgtpm init MODULE'"
         )
     return root
+
+
+@contextmanager
+def locked(root: Path, cache_root: Path) -> Iterator[None]:
+    """Hold the project's cross-process lock (exclusive) for a whole read-modify-write.
+
+    Two commands that change one project (two ``wgtpm get`` at once) then run
+    one after the other, and the second loads what the first saved instead of
+    overwriting it. The lock file is ``CACHE/locks/project-HASH.lock``, named
+    by the sha256 of the project's resolved path, so that the project
+    directory gains no file of its own (``cache clean`` keeps ``locks/``).
+    """
+    name = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:32]
+    with FileLock(cache_root / "locks" / f"project-{name}.lock"):
+        yield
 
 
 class ProjectFiles:

@@ -24,7 +24,7 @@ from .. import version as _v
 from .._errors import UsageError
 from ..module import ModuleVersion
 from .buildlist import Fetched, FromDirectory, Origin, origin_of
-from .files import ProjectFiles, find_root
+from .files import ProjectFiles, find_root, locked
 from .options import Options
 from .reqs import Reqs
 from .sums import SumLedger
@@ -56,6 +56,23 @@ class Project:
         opts = opts or Options()
         root = find_root(start or Path.cwd())
         return cls(ProjectFiles.load(root, opts.readonly), opts)
+
+    @classmethod
+    @contextmanager
+    def locked(cls, start: Path | None = None, opts: Options | None = None) -> Iterator[Project]:
+        """:meth:`load`, holding the project's lock until the block ends (unless read-only).
+
+        See :func:`wgtpm.modload.files.locked`.
+        """
+        opts = opts or Options()
+        root = find_root(start or Path.cwd())
+        if opts.readonly:  # nothing will be written
+            yield cls(ProjectFiles.load(root, True), opts)
+            return
+        from ..cache import default_root
+
+        with locked(root, opts.cache.root if opts.cache is not None else default_root()):
+            yield cls(ProjectFiles.load(root, False), opts)
 
     # ---- what it is ------------------------------------------------------------
 
