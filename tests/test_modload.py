@@ -354,3 +354,17 @@ def test_two_gets_in_one_project_do_not_lose_an_update(tree, project, http_tree)
     assert slow.returncode == 0, err
     mod = (project / "wgt.mod").read_text()
     assert "github.com/acme/slow v0.1.0" in mod and "github.com/acme/fast v0.1.0" in mod
+
+
+def test_noop_get_path_stays_light() -> None:
+    """The stamp check runs on every no-op get: no parser, no fetcher, no HTTP."""
+    code = (
+        "import sys, wgtpm.cli, wgtpm.cli._modcmds, wgtpm.cache, wgtpm.modload.stamp\n"
+        "wgtpm.cli.build_parser('get')\n"
+        "heavy = ['wgtpm.modfile', 'wgtpm.modfetch', 'wgtpm.modload.project', 'httpx', 'rich']\n"
+        "print(' '.join(m for m in heavy if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == ""
