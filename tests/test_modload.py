@@ -120,6 +120,10 @@ def test_origin_of_each_kind(tmp_path: Path) -> None:
 
 def test_options_from_env(monkeypatch) -> None:
     assert Options.from_env().jobs == DEFAULT_JOBS
+    from wgtpm.cli import build_parser
+
+    sub = build_parser("get")._subparsers._group_actions[0]  # type: ignore[union-attr]
+    assert f"(default {DEFAULT_JOBS})" in sub.choices["get"].format_help()
     monkeypatch.setenv("WGTFLAGS", "-x -mod=readonly")
     assert Options.from_env().readonly and not Options.from_env().vendor
     assert Options.from_env("vendor").vendor

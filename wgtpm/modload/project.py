@@ -41,7 +41,7 @@ DOWNLOAD_MODULES_AT_ONCE = 4  # module versions downloaded at once (each runs op
 
 
 class Project:
-    """A loaded main module. Use :meth:`load`; call :meth:`save` to write changes."""
+    """A loaded main module. Use :meth:`locked` (or :meth:`load` to read only); :meth:`save` writes."""
 
     def __init__(self, files: ProjectFiles, opts: Options) -> None:
         self.opts = opts
