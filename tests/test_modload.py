@@ -372,3 +372,22 @@ def test_noop_get_path_stays_light() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == ""
+
+
+@pytest.mark.parametrize(
+    "manifest",
+    [
+        b'{"modules": "all of them"}',
+        b'{"modules": [{"path": 1, "version": "v0.1.0"}]}',
+        b'{"modules": [{"path": "a.b/c", "version": "v0.1.0", "files": [7]}]}',
+        b"[" * 100_000 + b"]" * 100_000,
+        b"\xff not json",
+    ],
+)
+def test_malformed_vendor_manifest_is_one_clear_line(wgtpm, project, monkeypatch, manifest) -> None:
+    (project / "vendor").mkdir()
+    (project / "vendor" / "wgt.vendor.json").write_bytes(manifest)
+    monkeypatch.setenv("WGTFLAGS", "-mod=vendor")
+    r = wgtpm("verify", cwd=project)
+    assert r.code == 1 and "Traceback" not in r.err
+    assert r.err.startswith("wgtpm: ") and "run 'wgtpm vendor' again" in r.err
