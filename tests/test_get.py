@@ -214,7 +214,7 @@ def test_exclude_and_replace(wgtpm, tree, project, graph, monkeypatch, tmp_path)
     assert r.code == 0, r.err
     out = wgtpm("list", "-m", "all", cwd=project).out
     assert f"github.com/acme/b v0.3.0 => {local}" in out
-    from wgtpm.project import open_resolver
+    from wgtpm.modload import open_resolver
 
     res = open_resolver(project)
     assert (res.module("github.com/acme/b").dir / "b" / "weights.bin").read_bytes() == b"local"

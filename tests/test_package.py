@@ -41,7 +41,7 @@ def test_every_error_is_exported_and_documented() -> None:
 
 def test_cli_and_resolving_paths_import_nothing_heavy() -> None:
     code = (
-        "import sys, wgtpm, wgtpm.cli, wgtpm.project, wgtpm.modget, wgtpm.modfetch, wgtpm.sources.chain\n"
+        "import sys, wgtpm, wgtpm.cli, wgtpm.modload.project, wgtpm.modload.resolver, wgtpm.modget, wgtpm.modfetch, wgtpm.sources.chain\n"
         "wgtpm.cli.build_parser()\n"
         "heavy = ['torch', 'transformers', 'peft', 'gguf', 'huggingface_hub', 'safetensors', 'numpy']\n"
         "print(' '.join(m for m in heavy if m in sys.modules))\n"

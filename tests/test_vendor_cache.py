@@ -44,7 +44,7 @@ def test_vendor_then_offline(wgtpm, tree, project, monkeypatch) -> None:
     monkeypatch.setenv("WGTPROXY", "off")
     monkeypatch.setenv("WGTPM_CACHE", str(project.parent / "elsewhere"))
     monkeypatch.setenv("WGTFLAGS", "-mod=vendor")
-    from wgtpm.project import open_resolver
+    from wgtpm.modload import open_resolver
 
     res = open_resolver(project)
     assert (res.module("github.com/acme/base").dir / "xor/weights.bin").read_bytes() == b"W" * 100

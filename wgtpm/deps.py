@@ -78,7 +78,7 @@ class MapResolver:
     def module(self, path: str) -> ResolvedModule:
         try:
             return self._mods[path]
-        except KeyError:
+        except KeyError as exc:
             raise ResolveError(
                 f"module {path} is not in the build list; add it with 'wgtpm get {path}'"
-            ) from None
+            ) from exc

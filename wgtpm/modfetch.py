@@ -34,13 +34,14 @@ from urllib.parse import unquote, urlsplit
 from . import dirhash
 from . import index as _index
 from ._errors import CacheError, FetchError, NotFoundError, VerifyError, WgtpmError
+from ._report import SILENT, Reporter
 from .cache import Cache
 from .sources import RevInfo, Source
 
 if TYPE_CHECKING:
     from .httpclient import HttpClient
 
-__all__ = ["FetchOptions", "Fetcher", "Progress", "SumChecker", "matches"]
+__all__ = ["FetchOptions", "Fetcher", "SumChecker", "matches"]
 
 CHUNK = 1 << 20
 SYNC_EVERY = 64 << 20  # bytes written between fsyncs of a download
@@ -58,23 +59,6 @@ class SumChecker(Protocol):
         (for wgt.mod files read only to learn about retractions).
         """
         ...
-
-
-class Progress(Protocol):
-    def start(self, label: str, total: int) -> None: ...
-    def advance(self, label: str, n: int) -> None: ...
-    def finish(self, label: str) -> None: ...
-
-
-class _NoProgress:
-    def start(self, label: str, total: int) -> None:
-        pass
-
-    def advance(self, label: str, n: int) -> None:
-        pass
-
-    def finish(self, label: str) -> None:
-        pass
 
 
 @dataclass(frozen=True)
@@ -104,13 +88,13 @@ class Fetcher:
         *,
         http: Callable[[], HttpClient] | None = None,
         opts: FetchOptions | None = None,
-        progress: Progress | None = None,
+        progress: Reporter | None = None,
     ) -> None:
         self.cache = cache
         self.source = source
         self.sums = sums
         self.opts = opts or FetchOptions()
-        self.progress: Progress = progress or _NoProgress()
+        self.progress: Reporter = progress or SILENT
         self._http_factory = http
         self._http: HttpClient | None = None
         self._http_lock = threading.Lock()

@@ -17,8 +17,9 @@ from . import module as _module
 from . import mvs
 from . import version as _v
 from ._errors import ResolveError, UsageError
+from .modload.buildlist import Fetched
+from .modload.project import Project
 from .module import ModuleVersion
-from .project import Project
 
 __all__ = ["Change", "get", "parse_arg", "tidy"]
 
@@ -68,7 +69,7 @@ def get(project: Project, args: list[str]) -> tuple[list[MV], list[Change]]:
         if query == "none":
             targets.append(MV(path, "none"))
             continue
-        v = project.resolve_query(path, query or "upgrade", before.get(path))
+        v = project.reqs.resolve_query(path, query or "upgrade", before.get(path))
         _module.check_path_major(path, v)
         targets.append(MV(path, v))
 
@@ -80,9 +81,9 @@ def get(project: Project, args: list[str]) -> tuple[list[MV], list[Change]]:
     ups = [t for t in targets if t not in downs]
     build = current
     if downs:
-        build = mvs.downgrade(project.main, project, *downs)
+        build = mvs.downgrade(project.main, project.reqs, *downs)
     if ups:
-        build = mvs.upgrade(project.main, mvs.Override(project.main, build[1:], project), *ups)
+        build = mvs.upgrade(project.main, mvs.Override(project.main, build[1:], project.reqs), *ups)
     chosen = {m.path: m.version for m in build[1:]}
     for t in targets:
         got = chosen.get(t.path)
@@ -119,9 +120,9 @@ def tidy(project: Project) -> list[MV]:
     project.forget_graph()
     build = project.build_list()
     for m in build[1:]:
-        target = project.fetch_target(m)
-        if target is not None:
-            project.fetcher.index(*target)
-    project.sums.file = project.sums.file.keep(project.sums.used)
+        origin = project.origin(m)
+        if isinstance(origin, Fetched):
+            project.index(origin)  # marks its wgt.sum lines as used
+    project.prune_sums()
     project.save()
     return build

@@ -1,40 +1,43 @@
-"""``wgtpm verify``: re-hash what the cache holds for the build list.
+"""``wgtpm verify``: re-hash what the cache (or ``vendor/``) holds for the build list.
 
 Like ``go mod verify``: for every module of the build list, the cached index
-must hash to the h1 in wgt.sum, and every file in the module tree must hash
-to its index entry. Nothing is downloaded.
+must hash to the one h1 line of wgt.sum (two different lines for one version
+are a SECURITY ERROR), the cached wgt.mod to its ``/wgt.mod`` line, and every
+selected file must be in the module tree and hash to its index entry.
+Nothing is downloaded. Under ``-mod=vendor``, every
+vendored module is checked as a build would check it before use.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from . import dirhash
 from . import index as _index
 from ._errors import WgtpmError
 from ._fs import sha256_file
-from .project import Project
+from .index import ReleaseIndex
+from .modfetch import matches
+from .modload.buildlist import Fetched
+from .modload.files import MOD
+from .modload.project import Project
+from .module import ModuleVersion
+from .sumfile import MOD_SUFFIX
 
 __all__ = ["verify_build"]
 
 
 def verify_build(project: Project) -> list[str]:
     """Problems found, one line each (empty when everything verifies)."""
-    if project.opts.mod_mode == "vendor":
-        from .vendor import VendorResolver
-
-        r = VendorResolver(project)
-        out = []
-        for path in r.modules():
-            try:
-                r.module(path)
-            except WgtpmError as exc:
-                out.append(str(exc))
-        return out
+    if project.opts.vendor:
+        return _verify_vendor(project)
     problems: list[str] = []
-    cache = project.fetcher.cache
+    cache = project.cache
     for m in project.build_list()[1:]:
-        target = project.fetch_target(m)
-        if target is None:
+        origin = project.origin(m)
+        if not isinstance(origin, Fetched):
             continue
-        path, version = target
+        path, version = origin.path, origin.version
         raw = cache.read_meta(path, version, "index.json")
         if raw is None:
             problems.append(f"{m}: not downloaded (run 'wgtpm get')")
@@ -44,16 +47,48 @@ def verify_build(project: Project) -> list[str]:
         except WgtpmError as exc:
             problems.append(f"{m}: cached index is broken: {exc}")
             continue
-        sums = project.sums.file.hashes(path, version)
-        if idx.h1() not in sums:
+        sums = project.sums.hashes(path, version)
+        if len(sums) > 1:  # two lines for one version: a SECURITY ERROR naming both
+            problems.append(str(project.sums.mismatch(path, version, idx.h1())))
+        elif idx.h1() not in sums:
             problems.append(
                 f"{m}: cached index has {idx.h1()}, wgt.sum has {', '.join(sums) or 'nothing'}"
             )
-        tree = cache.mod_dir(path, version)
-        for e in idx.files:
-            f = tree / e.path
-            if f.is_file() and sha256_file(f) != e.sha256:
-                problems.append(
-                    f"{m}: {e.path} has been modified in the cache (run 'wgtpm cache clean' and get it again)"
-                )
+        mod = cache.read_meta(path, version, "mod")
+        if mod is not None:
+            mod_key = version + MOD_SUFFIX
+            err = project.sums.mismatch(path, mod_key, dirhash.hash1_bytes({MOD: mod}))
+            if err is not None:
+                problems.append(str(err))
+        problems += _verify_tree(m, cache.mod_dir(path, version), idx, project.select_patterns(m))
     return problems
+
+
+def _verify_tree(
+    m: ModuleVersion, tree: Path, idx: ReleaseIndex, patterns: list[str] | None
+) -> list[str]:
+    """Every selected file of the index must be in the module tree with its sha256."""
+    problems = []
+    for e in idx.files:
+        f = tree / e.path
+        if not f.is_file():
+            if matches(patterns, e.path):
+                problems.append(f"{m}: {e.path} is missing from the cache (run 'wgtpm get')")
+        elif sha256_file(f) != e.sha256:
+            problems.append(
+                f"{m}: {e.path} has been modified in the cache (run 'wgtpm cache clean' and get it again)"
+            )
+    return problems
+
+
+def _verify_vendor(project: Project) -> list[str]:
+    from .modload.resolver import VendorResolver
+
+    r = VendorResolver(project)
+    out = []
+    for path in r.modules():
+        try:
+            r.module(path)
+        except WgtpmError as exc:
+            out.append(str(exc))
+    return out

@@ -5,8 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..modload.project import Project
+    from ..module import ModuleVersion
 
 __all__ = ["register"]
 
@@ -26,12 +31,19 @@ def _json_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", "-json", action="store_true", help="print JSON for scripts")
 
 
-def _project(args: argparse.Namespace, quiet: bool = False) -> Any:
-    from .._progress import make_progress
-    from ..project import Options, Project
+def _project(args: argparse.Namespace, quiet: bool = False) -> AbstractContextManager[Project]:
+    """The project of the working directory, locked against other writers until the block ends."""
+    from ..modload.options import DEFAULT_JOBS, Options
+    from ..modload.project import Project
+    from ._render import make_reporter
 
-    opts = Options.from_env(args.mod, jobs=getattr(args, "jobs", 8), progress=make_progress(quiet))
-    return Project.load(Path.cwd(), opts)
+    jobs = getattr(args, "jobs", None)  # only 'get' has -j; the default lives in one place
+    opts = Options.from_env(
+        args.mod,
+        jobs=DEFAULT_JOBS if jobs is None else jobs,
+        reporter=make_reporter(quiet),
+    )
+    return Project.locked(Path.cwd(), opts)
 
 
 def register(sub: Any) -> None:
@@ -48,7 +60,9 @@ def register(sub: Any) -> None:
         metavar="MODULE[@QUERY]",
         help="@v1.2.3, @latest, @upgrade, @patch, @none, @v1, a branch or commit",
     )
-    p.add_argument("-j", "--jobs", type=int, default=16, help="files downloaded at once")
+    p.add_argument(
+        "-j", "--jobs", type=int, default=None, help="files downloaded at once (default 16)"
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     p.add_argument(
         "--paw-install",
@@ -152,24 +166,25 @@ def _init(args: argparse.Namespace) -> int:
 
 
 def _get(args: argparse.Namespace) -> int:
-    from .. import _noop
     from ..cache import default_root
+    from ..modload import stamp as _stamp
+    from ..modload.files import nearest_root
 
     noop = not (args.modules or args.json or args.paw_install) and args.mod != "vendor"
-    root = _noop.find_root(Path.cwd())
-    stamp = _noop.key(root) if root is not None else None
-    if noop and stamp is not None and _noop.done(default_root(), stamp):
+    root = nearest_root(Path.cwd())
+    key = _stamp.key(root) if root is not None else None
+    if noop and key is not None and _stamp.done(default_root(), key):
         return 0  # this exact wgt.mod and wgt.sum were fully fetched and verified before
 
     from ..modget import get
 
-    project = _project(args, quiet=args.quiet or args.json)
-    with project.fetcher.cache.using():
-        build, changes = get(project, args.modules)
-    stamp = _noop.key(project.root)
-    if stamp is not None:
-        _noop.record(project.fetcher.cache.root, stamp, project.files(build))
-    installed = _paw_install(project, build) if args.paw_install else []
+    with _project(args, quiet=args.quiet or args.json) as project:
+        with project.using_cache():
+            build, changes = get(project, args.modules)
+        key = _stamp.key(project.root)
+        if key is not None:
+            _stamp.record(project.cache.root, key, project.files(build))
+        installed = _paw_install(project, build) if args.paw_install else []
     if args.json:
         json.dump(
             {
@@ -187,17 +202,19 @@ def _get(args: argparse.Namespace) -> int:
     return 0
 
 
-def _paw_install(project: Any, build: list[Any]) -> list[str]:
+def _paw_install(project: Project, build: list[ModuleVersion]) -> list[str]:
     """Install every ``paw`` artifact of the build list into the PAW SDK's cache."""
+    from ..modload.buildlist import Fetched
+    from ..modload.resolver import ProjectResolver
     from ..paw.sdk import install_artifact
 
-    resolver = project.resolver()
+    resolver = ProjectResolver(project)
     done = []
     for m in build[1:]:
-        target = project.fetch_target(m)
-        if target is None:
+        origin = project.origin(m)
+        if not isinstance(origin, Fetched):
             continue
-        idx = project.fetcher.index(*target)
+        idx = project.index(origin)
         for art in sorted({e.artifact for e in idx.files if e.kind == "paw" and e.artifact}):
             inst = install_artifact(f"{m.path}/{art}", resolver)
             print(
@@ -210,8 +227,7 @@ def _paw_install(project: Any, build: list[Any]) -> list[str]:
 def _tidy(args: argparse.Namespace) -> int:
     from ..modget import tidy
 
-    project = _project(args)
-    with project.fetcher.cache.using():
+    with _project(args) as project, project.using_cache():
         tidy(project)
     return 0
 
@@ -223,8 +239,8 @@ def _verify(args: argparse.Namespace) -> int:
         return int(verify_artifact(args.artifact, args.json))
     from ..verify import verify_build
 
-    project = _project(args, quiet=True)
-    problems = verify_build(project)
+    with _project(args, quiet=True) as project:
+        problems = verify_build(project)
     if args.json:
         json.dump({"ok": not problems, "problems": problems}, sys.stdout, indent=2)
         print()
@@ -237,52 +253,12 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from .. import version as v
     from .._errors import UsageError
 
     if not args.modules_flag:
         raise UsageError("wgtpm list works on modules: use 'wgtpm list -m [all]'")
-    project = _project(args, quiet=True)
-    if args.mod == "vendor" or project.opts.mod_mode == "vendor":
-        from ..vendor import read_manifest
-
-        rows = [{"path": project.path, "main": True}] + [
-            {"path": m["path"], "version": m["version"]} for m in read_manifest(project).values()
-        ]
-    else:
-        pats = args.patterns or []
-        # Without patterns only the main module is listed: no graph to load, no network.
-        build = project.build_list() if pats else [project.main]
-        if pats and "all" not in pats:
-            build = [m for m in build if m.path in pats]
-            missing = set(pats) - {m.path for m in build}
-            if missing:
-                raise UsageError(f"not in the build list: {', '.join(sorted(missing))}")
-        rows = []
-        for m in build:
-            row: dict[str, Any] = {"path": m.path}
-            if m.version == "":
-                row["main"] = True
-            else:
-                row["version"] = m.version
-                repl = project.modfile.replacement(m.path, m.version)
-                if repl is not None:
-                    row["replace"] = repl.new_path + (
-                        f" {repl.new_version}" if repl.new_version else ""
-                    )
-                if args.versions:
-                    row["versions"] = v.sort_versions(project.versions(m.path))
-                if args.upgrades:
-                    up = project.upgrade(m)
-                    if up.version != m.version:
-                        row["update"] = up.version
-                why = (
-                    project.retraction(m) if args.upgrades and not v.is_pseudo(m.version) else None
-                )
-                if why:
-                    row["retracted"] = why
-            rows.append(row)
-        project.save()
+    with _project(args, quiet=True) as project:
+        rows = _rows(project, args)
     if args.json:
         json.dump(rows, sys.stdout, indent=2)
         print()
@@ -303,73 +279,126 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _graph(args: argparse.Namespace) -> int:
-    project = _project(args, quiet=True)
-    build = project.build_list()
-    seen = set()
-    queue = [build[0]]
-    for m in queue:
-        for r in project.required(m):
-            print(f"{m} {r}")
-            if r not in seen:
-                seen.add(r)
-                queue.append(r)
+def _rows(project: Project, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The rows ``wgtpm list -m`` prints, one per module."""
+    from .. import version as v
+    from .._errors import UsageError
+    from ..modload.buildlist import replacement_text
+
+    if project.opts.vendor:
+        from ..modload.vendor import VENDOR, read_manifest
+
+        vendored = read_manifest(project.root / VENDOR, project.requirements())
+        return [{"path": project.path, "main": True}] + [
+            {"path": m["path"], "version": m["version"]} for m in vendored.values()
+        ]
+    pats = args.patterns or []
+    # Without patterns only the main module is listed: no graph to load, no network.
+    build = project.build_list() if pats else [project.main]
+    if pats and "all" not in pats:
+        build = [m for m in build if m.path in pats]
+        missing = set(pats) - {m.path for m in build}
+        if missing:
+            raise UsageError(f"not in the build list: {', '.join(sorted(missing))}")
+    rows = []
+    for m in build:
+        row: dict[str, Any] = {"path": m.path}
+        if m.version == "":
+            row["main"] = True
+        else:
+            row["version"] = m.version
+            replaced = replacement_text(project.origin(m))
+            if replaced is not None:
+                row["replace"] = replaced
+            if args.versions:
+                row["versions"] = v.sort_versions(project.reqs.versions(m.path))
+            if args.upgrades:
+                up = project.reqs.upgrade(m)
+                if up.version != m.version:
+                    row["update"] = up.version
+            why = (
+                project.reqs.retraction(m) if args.upgrades and not v.is_pseudo(m.version) else None
+            )
+            if why:
+                row["retracted"] = why
+        rows.append(row)
     project.save()
+    return rows
+
+
+def _graph(args: argparse.Namespace) -> int:
+    with _project(args, quiet=True) as project:
+        build = project.build_list()
+        seen = set()
+        queue = [build[0]]
+        for m in queue:
+            for r in project.reqs.required(m):
+                print(f"{m} {r}")
+                if r not in seen:
+                    seen.add(r)
+                    queue.append(r)
+        project.save()
     return 0
 
 
 def _why(args: argparse.Namespace) -> int:
     from ..module import normalise
 
-    project = _project(args, quiet=True)
-    build = project.build_list()
-    selected = {m.path: m for m in build}
-    for target in args.targets:
-        target = normalise(target)
-        parent: dict[str, str | None] = {build[0].path: None}
-        queue = [build[0]]
-        for m in queue:
-            if m.path == target:
-                break
-            for r in project.required(m):
-                sel = selected.get(r.path)
-                if sel is not None and r.path not in parent:
-                    parent[r.path] = m.path
-                    queue.append(sel)
-        print(f"# {target}")
-        if target not in parent:
-            print(f"(main module does not need module {target})")
-        else:
-            chain: list[str] = []
-            cur: str | None = target
-            while cur is not None:
-                chain.append(cur)
-                cur = parent[cur]
-            print("\n".join(reversed(chain)))
-        print()
-    project.save()
+    with _project(args, quiet=True) as project:
+        build = project.build_list()
+        selected = {m.path: m for m in build}
+        for target in args.targets:
+            target = normalise(target)
+            parent: dict[str, str | None] = {build[0].path: None}
+            queue = [build[0]]
+            for m in queue:
+                if m.path == target:
+                    break
+                for r in project.reqs.required(m):
+                    sel = selected.get(r.path)
+                    if sel is not None and r.path not in parent:
+                        parent[r.path] = m.path
+                        queue.append(sel)
+            print(f"# {target}")
+            if target not in parent:
+                print(f"(main module does not need module {target})")
+            else:
+                chain: list[str] = []
+                cur: str | None = target
+                while cur is not None:
+                    chain.append(cur)
+                    cur = parent[cur]
+                print("\n".join(reversed(chain)))
+            print()
+        project.save()
     return 0
 
 
 def _vendor(args: argparse.Namespace) -> int:
-    from ..vendor import vendor
+    from ..modload.vendor import vendor
 
-    project = _project(args)
-    with project.fetcher.cache.using():
+    with _project(args) as project, project.using_cache():
         n = vendor(project)
     print(f"wgtpm: vendored {n} modules into {project.root / 'vendor'}", file=sys.stderr)
     return 0
 
 
 def _mod_edit(args: argparse.Namespace) -> int:
+    from ..cache import default_root
+    from ..modload.files import find_root, locked
+
+    root = find_root(Path.cwd())
+    with locked(root, default_root()):
+        return _edit(root / "wgt.mod", args)
+
+
+def _edit(path: Path, args: argparse.Namespace) -> int:
+    """Apply ``wgtpm mod edit``'s flags to the wgt.mod at ``path``, in order."""
     from .. import modfile
     from .._errors import UsageError
     from .._fs import write_atomic
     from ..modget import parse_arg
-    from ..project import find_root
 
-    root = find_root(Path.cwd())
-    path = root / "wgt.mod"
     mf = modfile.parse(path.read_bytes(), str(path))
     for flag, value in args.edits or []:
         if flag == "module":

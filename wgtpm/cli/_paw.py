@@ -90,7 +90,7 @@ def _run_install(args: argparse.Namespace) -> int:
             target, cache_dir=args.cache_dir, base_model=args.base_model
         )
     else:
-        from ..project import open_resolver
+        from ..modload import open_resolver
 
         resolver = open_resolver(Path.cwd())
         if args.base_model is not None:

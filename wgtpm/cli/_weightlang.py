@@ -82,7 +82,7 @@ class _LazyResolver:
 
     def _open(self) -> ModuleResolver:
         if self._resolver is None:
-            from ..project import open_resolver
+            from ..modload import open_resolver
 
             self._resolver = open_resolver(self.root)
         return self._resolver

@@ -90,7 +90,7 @@ def _recorded_interpreter(meta: Any, resolver: ModuleResolver | None) -> Path | 
         return None
     try:
         if resolver is None:
-            from ..project import open_resolver
+            from ..modload import open_resolver
 
             resolver = open_resolver(Path.cwd())
         return resolver.module(module).dir

@@ -168,7 +168,7 @@ def locate(
             "and not MODULE/ARTIFACT of its build list",
         )
     if resolver is None:
-        from ..project import open_resolver
+        from ..modload import open_resolver
 
         resolver = open_resolver(project)
     module, rest = split_ref(text, resolver)

@@ -1,4 +1,14 @@
-"""Download progress: a live display on a terminal, one quiet line per module otherwise."""
+"""How the CLI renders a :class:`~wgtpm._report.Reporter`: what a person sees on stderr.
+
+- ``notice(message)`` -> ``wgtpm: MESSAGE``;
+- ``warning(message)`` -> ``wgtpm: warning: MESSAGE``;
+- download progress: on a terminal a live bar per module version (rich),
+  cleared when done and followed by ``downloaded MODULE@VERSION (SIZE)``;
+  on a pipe one line per finished module version,
+  ``wgtpm: downloaded MODULE@VERSION (SIZE)``; with ``-q`` nothing.
+
+Notices and warnings are shown also with ``-q`` (it silences progress only).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +16,9 @@ import sys
 import threading
 from typing import Any, TextIO
 
-__all__ = ["LineProgress", "make_progress"]
+from .._report import Reporter
+
+__all__ = ["LineReporter", "RichReporter", "make_reporter"]
 
 
 def _size(n: int) -> str:
@@ -18,13 +30,24 @@ def _size(n: int) -> str:
     return f"{n} B"
 
 
-class LineProgress:
-    """Prints ``wgtpm: downloaded MODULE@VERSION (SIZE)`` when a module is done."""
+class LineReporter:
+    """Lines on stderr: notices, warnings and one ``downloaded`` line per module version."""
 
-    def __init__(self, out: TextIO | None = None) -> None:
-        self.out = out or sys.stderr
+    def __init__(self, out: TextIO | None = None, progress: bool = True) -> None:
+        self._out = out
+        self._progress = progress
         self._lock = threading.Lock()
         self._total: dict[str, int] = {}
+
+    def _print(self, line: str) -> None:
+        with self._lock:
+            print(line, file=self._out or sys.stderr)
+
+    def notice(self, message: str) -> None:
+        self._print(f"wgtpm: {message}")
+
+    def warning(self, message: str) -> None:
+        self._print(f"wgtpm: warning: {message}")
 
     def start(self, label: str, total: int) -> None:
         with self._lock:
@@ -36,13 +59,15 @@ class LineProgress:
     def finish(self, label: str) -> None:
         with self._lock:
             total = self._total.pop(label, 0)
-            print(f"wgtpm: downloaded {label} ({_size(total)})", file=self.out)
+        if self._progress:
+            self._print(f"wgtpm: downloaded {label} ({_size(total)})")
 
 
-class RichProgress:
-    """A live bar per module version (only on a terminal)."""
+class RichReporter(LineReporter):
+    """A live bar per module version (only on a terminal); notices and warnings as lines."""
 
     def __init__(self) -> None:
+        super().__init__()
         from rich.progress import (
             BarColumn,
             DownloadColumn,
@@ -59,11 +84,11 @@ class RichProgress:
             transient=True,
         )
         self._tasks: dict[str, Any] = {}
-        self._lock = threading.Lock()
+        self._bar_lock = threading.Lock()
         self._started = False
 
     def start(self, label: str, total: int) -> None:
-        with self._lock:
+        with self._bar_lock:
             if not self._started:
                 self._p.start()
                 self._started = True
@@ -75,7 +100,7 @@ class RichProgress:
             self._p.advance(t, n)
 
     def finish(self, label: str) -> None:
-        with self._lock:
+        with self._bar_lock:
             t = self._tasks.pop(label, None)
             if t is not None:
                 total = self._p.tasks[t].total or 0
@@ -86,10 +111,10 @@ class RichProgress:
                 self._started = False
 
 
-def make_progress(quiet: bool = False) -> Any:
-    """A live display on a terminal; quiet lines on a pipe; nothing when ``quiet``."""
+def make_reporter(quiet: bool = False) -> Reporter:
+    """A live display on a terminal; quiet lines on a pipe; no progress with ``quiet``."""
     if quiet:
-        return None
+        return LineReporter(progress=False)
     if sys.stderr.isatty():
-        return RichProgress()
-    return LineProgress()
+        return RichReporter()
+    return LineReporter()

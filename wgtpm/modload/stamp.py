@@ -5,40 +5,43 @@ sha256 of the project's wgt.mod and wgt.sum: the list of files that command
 made sure of (every selected file of every module of the build list, each
 verified before it got its name). The next ``wgtpm get`` without arguments,
 on byte-identical wgt.mod and wgt.sum, only checks that those files still
-exist — the same promise a full run would give, since the build list is a
+exist: the same promise a full run would give, since the build list is a
 pure function of wgt.mod and the (hash-locked) wgt.mod files it reaches.
 
 A project with a local directory replacement never takes this path: the
-directory's own wgt.mod can change without wgt.mod or wgt.sum changing.
-``wgtpm verify`` re-hashes the files; the stamp does not replace it.
+directory's own wgt.mod can change without wgt.mod or wgt.sum changing. The
+wgt.mod parser decides what is a directory replacement (quoted or not, with
+``./``, ``../``, ``/`` or a drive letter); a wgt.mod that does not parse gets
+no stamp, so the full run reports its errors. ``wgtpm verify`` re-hashes
+the files; the stamp does not replace it.
 
 Stamps live in ``$WGTPM_CACHE/meta/done/<key>`` (one absolute path per
-line); ``wgtpm cache clean`` removes them with everything else.
+line); ``wgtpm cache clean`` removes them with everything else. This module
+imports nothing heavy: it runs on every no-op ``get``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import re
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["done", "key", "record"]
+from .files import MOD, SUM
 
-_LOCAL_REPLACE = re.compile(rb"=>\s*(\.|/|[A-Za-z]:[\\/])")
+__all__ = ["done", "key", "record"]
 
 
 def key(root: Path) -> str | None:
     """The stamp name for the project in ``root``, or ``None`` when it may not use one."""
     try:
-        mod = (root / "wgt.mod").read_bytes()
+        mod = (root / MOD).read_bytes()
     except OSError:
         return None
-    if _LOCAL_REPLACE.search(mod):
+    if _has_local_replacement(mod, str(root / MOD)):
         return None
     try:
-        sums = (root / "wgt.sum").read_bytes()
+        sums = (root / SUM).read_bytes()
     except FileNotFoundError:
         sums = b""
     h = hashlib.sha256(b"wgtpm get stamp 1\0")
@@ -46,6 +49,19 @@ def key(root: Path) -> str | None:
         h.update(len(part).to_bytes(8, "big"))
         h.update(part)
     return h.hexdigest()
+
+
+def _has_local_replacement(mod: bytes, name: str) -> bool:
+    """Whether wgt.mod replaces a module by a directory (or does not parse: no stamp either)."""
+    if b"=>" not in mod:
+        return False  # every replace line has an arrow: no need to load the parser
+    from .. import modfile
+    from .._errors import ParseError
+
+    try:
+        return any(r.is_local for r in modfile.parse(mod, name).replaces)
+    except ParseError:
+        return True
 
 
 def _stamp(cache_root: Path, k: str) -> Path:
@@ -63,7 +79,7 @@ def done(cache_root: Path, k: str) -> bool:
 
 def record(cache_root: Path, k: str, files: Iterable[Path]) -> None:
     """Write stamp ``k`` (best effort: without it, the next get does the full check)."""
-    from ._fs import write_atomic
+    from .._fs import write_atomic
 
     p = _stamp(cache_root, k)
     try:
@@ -71,12 +87,3 @@ def record(cache_root: Path, k: str, files: Iterable[Path]) -> None:
         write_atomic(p, "".join(f"{f}\n" for f in files).encode())
     except OSError:
         pass
-
-
-def find_root(start: Path) -> Path | None:
-    """The nearest directory at or above ``start`` with a wgt.mod (``None`` if none)."""
-    start = start.absolute()
-    for d in (start, *start.parents):
-        if (d / "wgt.mod").is_file():
-            return d
-    return None

@@ -1,0 +1,88 @@
+"""The project's :class:`~wgtpm.modfetch.Fetcher`: one source chain, one HTTP client, one cache.
+
+:func:`open_fetcher` wires a fetcher to the ``WGTPROXY`` chain (unless the
+options name a source), to the project's sum ledger and to its reporter.
+Nothing is built until it is used: a no-op ``get`` that finds every file in
+the cache never imports httpx or builds the chain. The sources and the
+downloads share one HTTP client, so connections are reused.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+from ..modfetch import Fetcher, FetchOptions, SumChecker
+
+if TYPE_CHECKING:
+    from ..cache import Cache
+    from ..httpclient import HttpClient
+    from ..sources import FileRequest, RevInfo, Source
+    from .options import Options
+
+__all__ = ["open_fetcher"]
+
+
+def open_fetcher(opts: Options, cache: Cache, sums: SumChecker) -> Fetcher:
+    """A fetcher into ``cache`` from ``opts.source`` (default ``WGTPROXY``), checking ``sums``."""
+    http = _SharedHttp()
+    return Fetcher(
+        cache,
+        opts.source or _LazySource(http),
+        sums,
+        http=http,
+        opts=FetchOptions(jobs=opts.jobs),
+        progress=opts.reporter,
+    )
+
+
+class _SharedHttp:
+    """Makes the one HTTP client on first call, from whichever thread comes first."""
+
+    def __init__(self) -> None:
+        self._client: HttpClient | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> HttpClient:
+        with self._lock:
+            if self._client is None:
+                from ..httpclient import HttpClient
+
+                self._client = HttpClient()
+            return self._client
+
+
+class _LazySource:
+    """The WGTPROXY chain, built on first use (a no-op ``get`` never needs it)."""
+
+    def __init__(self, http: _SharedHttp) -> None:
+        self._http = http
+        self._src: Source | None = None
+        self._lock = threading.Lock()
+
+    def _get(self) -> Source:
+        with self._lock:
+            if self._src is None:
+                from ..sources.chain import from_env
+
+                self._src = from_env(self._http())
+            return self._src
+
+    @property
+    def name(self) -> str:
+        return self._get().name
+
+    def versions(self, path: str) -> list[str]:
+        return self._get().versions(path)
+
+    def info(self, path: str, query: str) -> RevInfo:
+        return self._get().info(path, query)
+
+    def mod(self, path: str, version: str) -> bytes:
+        return self._get().mod(path, version)
+
+    def index(self, path: str, version: str) -> bytes:
+        return self._get().index(path, version)
+
+    def file(self, path: str, version: str, name: str) -> FileRequest:
+        return self._get().file(path, version, name)

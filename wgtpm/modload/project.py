@@ -1,0 +1,241 @@
+"""A loaded project for one command: its files, its fetcher, its requirement graph, its build list.
+
+:class:`Project` puts the pieces of :mod:`wgtpm.modload` together:
+:class:`~wgtpm.modload.files.ProjectFiles` (wgt.mod and the wgt.sum ledger),
+a :class:`~wgtpm.modfetch.Fetcher` built on first use
+(:func:`~wgtpm.modload.fetch.open_fetcher`), and
+:class:`~wgtpm.modload.reqs.Reqs` (MVS's view of the graph). Commands
+(``get``, ``tidy``, ``verify``, ``vendor``, ``list``...) work through its
+methods; it never prints: warnings go to ``Options.reporter``.
+
+Under ``-mod=vendor`` the network and the module cache are off limits: asking
+for the cache, the fetcher or anything that needs them is a usage error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .. import mvs
+from .. import version as _v
+from .._errors import UsageError
+from ..module import ModuleVersion
+from .buildlist import Fetched, FromDirectory, Origin, origin_of
+from .files import ProjectFiles, find_root, locked
+from .options import Options
+from .reqs import Reqs
+from .sums import SumLedger
+
+if TYPE_CHECKING:
+    from ..cache import Cache
+    from ..index import ReleaseIndex
+    from ..modfetch import Fetcher
+
+__all__ = ["Project"]
+
+MV = ModuleVersion
+DOWNLOAD_MODULES_AT_ONCE = 4  # module versions downloaded at once (each runs opts.jobs files)
+
+
+class Project:
+    """A loaded main module. Use :meth:`locked` (or :meth:`load` to read only); :meth:`save` writes."""
+
+    def __init__(self, files: ProjectFiles, opts: Options) -> None:
+        self.opts = opts
+        self._files = files
+        self._cache: Cache | None = None
+        self._fetcher: Fetcher | None = None
+        self.reqs = Reqs(files.modfile, files.root, self._fetch, self._the_cache)
+
+    @classmethod
+    def load(cls, start: Path | None = None, opts: Options | None = None) -> Project:
+        """The project whose wgt.mod is nearest at or above ``start`` (default: the working dir)."""
+        opts = opts or Options()
+        root = find_root(start or Path.cwd())
+        return cls(ProjectFiles.load(root, opts.readonly), opts)
+
+    @classmethod
+    @contextmanager
+    def locked(cls, start: Path | None = None, opts: Options | None = None) -> Iterator[Project]:
+        """:meth:`load`, holding the project's lock until the block ends (unless read-only).
+
+        See :func:`wgtpm.modload.files.locked`.
+        """
+        opts = opts or Options()
+        root = find_root(start or Path.cwd())
+        if opts.readonly:  # nothing will be written
+            yield cls(ProjectFiles.load(root, True), opts)
+            return
+        from ..cache import default_root
+
+        with locked(root, opts.cache.root if opts.cache is not None else default_root()):
+            yield cls(ProjectFiles.load(root, False), opts)
+
+    # ---- what it is ------------------------------------------------------------
+
+    @property
+    def root(self) -> Path:
+        return self._files.root
+
+    @property
+    def path(self) -> str:
+        return self._files.path
+
+    @property
+    def main(self) -> MV:
+        return self._files.main
+
+    @property
+    def sums(self) -> SumLedger:
+        """The wgt.sum ledger (check, record, read hashes)."""
+        return self._files.sums
+
+    def direct(self) -> set[str]:
+        """Paths required without ``// indirect``."""
+        return {r.path for r in self._files.modfile.requires if not r.indirect}
+
+    def select_patterns(self, m: MV) -> list[str] | None:
+        """The main module's ``select`` globs for ``m`` (``None``: every file is wanted)."""
+        return self._files.modfile.select_patterns(m.path)
+
+    def requirements(self) -> list[MV]:
+        """The main module's requirements as written."""
+        return [MV(r.path, r.version) for r in self._files.modfile.requires]
+
+    # ---- the cache and the fetcher --------------------------------------------------
+
+    @property
+    def cache(self) -> Cache:
+        """The module cache (``Options.cache``, else ``WGTPM_CACHE``)."""
+        if self.opts.vendor:
+            raise UsageError(
+                "-mod=vendor: the network and the module cache are not used; run without it"
+            )
+        if self._cache is None:
+            from ..cache import Cache
+
+            self._cache = self.opts.cache or Cache()
+        return self._cache
+
+    @contextmanager
+    def using_cache(self) -> Iterator[None]:
+        """Hold the cache lock shared, so that ``cache clean``/``gc`` wait for this command."""
+        with self.cache.using():
+            yield
+
+    def _the_cache(self) -> Cache:
+        return self.cache
+
+    def _fetch(self) -> Fetcher:
+        if self._fetcher is None:
+            from .fetch import open_fetcher
+
+            self._fetcher = open_fetcher(self.opts, self.cache, self.sums)
+        return self._fetcher
+
+    # ---- the build list ----------------------------------------------------------------
+
+    def build_list(self) -> list[MV]:
+        """The main module, then every selected module version, sorted by path."""
+        return mvs.build_list([self.main], self.reqs, workers=self.opts.jobs)
+
+    def origin(self, m: MV) -> Origin:
+        """Where the files of ``m`` come from (itself, a module replacement, a directory)."""
+        return origin_of(self._files.modfile, self.root, m)
+
+    def index(self, origin: Fetched) -> ReleaseIndex:
+        """The verified index of a fetched origin (fetched when not cached)."""
+        return self._fetch().index(origin.path, origin.version)
+
+    def module_dir(self, m: MV) -> Path:
+        """The directory holding the (verified) files of ``m``, downloading what is missing."""
+        origin = self.origin(m)
+        if isinstance(origin, FromDirectory):
+            return origin.dir
+        return self._fetch().download(origin.path, origin.version, self.select_patterns(m))
+
+    def download_all(self, build: list[MV] | None = None) -> list[MV]:
+        """Download and verify every module of the build list; returns the build list."""
+        build = build if build is not None else self.build_list()
+        todo = []
+        for m in build[1:]:
+            origin = self.origin(m)
+            if isinstance(origin, Fetched) and self._fetch().missing(
+                origin.path, origin.version, self.select_patterns(m)
+            ):
+                todo.append(m)
+        if len(todo) == 1:
+            self.module_dir(todo[0])
+        elif todo:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(min(DOWNLOAD_MODULES_AT_ONCE, len(todo))) as pool:
+                for f in [pool.submit(self.module_dir, m) for m in todo]:
+                    f.result()
+        return build
+
+    def files(self, build: list[MV]) -> list[Path]:
+        """Every selected file of the build list's fetched modules, as they lie in the cache."""
+        from ..modfetch import matches
+
+        out = []
+        for m in build[1:]:
+            origin = self.origin(m)
+            if not isinstance(origin, Fetched):
+                continue
+            tree = self.cache.mod_dir(origin.path, origin.version)
+            patterns = self.select_patterns(m)
+            out += [tree / e.path for e in self.index(origin).files if matches(patterns, e.path)]
+        return out
+
+    def warn_retracted(self, build: list[MV]) -> None:
+        """Report each released version of the build list that its author retracted."""
+        for m in build[1:]:
+            if _v.is_valid(m.version) and not _v.is_pseudo(m.version):
+                why = self.reqs.retraction(m)
+                if why:
+                    self.opts.reporter.warning(f"{m}: retracted by module author: {why}")
+                    self.opts.reporter.notice(
+                        "to switch to the latest unretracted version, run:\n"
+                        f"\twgtpm get {m.path}@latest"
+                    )
+
+    # ---- changing and writing ------------------------------------------------------
+
+    def set_requirements(self, build: list[MV], direct: set[str]) -> None:
+        """Write the minimal requirement list that yields ``build``; ``direct`` paths stay listed."""
+        reqs, main = self.reqs, self.main
+
+        class _Final:
+            def required(self, m: MV) -> list[MV]:
+                return build[1:] if m == main else reqs.required(m)
+
+            def max(self, path: str, v1: str, v2: str) -> str:
+                return reqs.max(path, v1, v2)
+
+        listed = [r.path for r in self._files.modfile.requires]
+        base = [p for p in listed if p in direct] + sorted(direct - set(listed))
+        minimal = mvs.req(main, base, _Final())
+        self._files.modfile.set_requires(
+            [(m.path, m.version, m.path not in direct) for m in minimal]
+        )
+
+    def forget_graph(self) -> None:
+        """Drop what was learnt about the graph, and which wgt.sum lines it used."""
+        self.reqs.forget()
+        self.sums.forget_used()
+
+    def prune_sums(self) -> None:
+        """Keep in wgt.sum exactly the lines used since :meth:`forget_graph`."""
+        self.sums.prune()
+
+    def changes(self) -> tuple[bool, bool]:
+        """Whether (wgt.mod, wgt.sum) differ from what was loaded."""
+        return self._files.changes()
+
+    def save(self) -> None:
+        """Write what changed: wgt.sum first, then wgt.mod; refuse under -mod=readonly."""
+        self._files.save(self.opts.mod_mode)

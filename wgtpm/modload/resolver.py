@@ -1,0 +1,99 @@
+"""What builders see of a project's build list: :class:`ProjectResolver` and :class:`VendorResolver`.
+
+Builders (WeightLang imports, a PAW program's interpreter) are handed a
+:class:`~wgtpm.deps.ModuleResolver`; :func:`open_resolver` picks the one
+that fits the project in a directory:
+
+- :class:`ProjectResolver` (the default): the build list by MVS, each module
+  downloaded and verified on first use, new wgt.sum lines saved;
+- :class:`VendorResolver` (``-mod=vendor``, from ``WGTFLAGS``): the modules
+  of ``vendor/`` only; each fetched module's file list must hash to its h1
+  in wgt.sum, and its files are re-hashed (and unlisted ones refused) before
+  first use.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .._errors import ResolveError
+from ..deps import ModuleResolver, ResolvedModule
+from ..module import ModuleVersion
+from .buildlist import Fetched, FromDirectory
+from .options import Options
+from .project import Project
+from .vendor import VENDOR, check_locked, read_manifest, verify_module
+
+__all__ = ["ProjectResolver", "VendorResolver", "open_resolver"]
+
+
+def open_resolver(project_dir: Path) -> ModuleResolver:
+    """The resolver for the package in ``project_dir`` (``WGTFLAGS``, ``-mod=vendor`` honoured)."""
+    project = Project.load(project_dir, Options.from_env())
+    if project.opts.vendor:
+        return VendorResolver(project)
+    return ProjectResolver(project)
+
+
+class ProjectResolver:
+    """A :class:`~wgtpm.deps.ModuleResolver` over a project's build list."""
+
+    def __init__(self, project: Project) -> None:
+        self._project = project
+        self._build: dict[str, ModuleVersion] | None = None
+
+    def _list(self) -> dict[str, ModuleVersion]:
+        if self._build is None:
+            self._build = {m.path: m for m in self._project.build_list()[1:]}
+        return self._build
+
+    def modules(self) -> list[str]:
+        return sorted(self._list())
+
+    def module(self, path: str) -> ResolvedModule:
+        m = self._list().get(path)
+        if m is None:
+            raise ResolveError(
+                f"module {path} is not in the build list of {self._project.path}; "
+                f"add it with 'wgtpm get {path}'"
+            )
+        d = self._project.module_dir(m)
+        origin = self._project.origin(m)
+        if isinstance(origin, FromDirectory):  # no version, no commit
+            return ResolvedModule(m.path, "", d, None)
+        commit = self._project.index(origin).commit
+        self._project.save()
+        return ResolvedModule(m.path, m.version, d, commit)
+
+
+class VendorResolver:
+    """A resolver over ``vendor/`` that checks each module's files before handing them out."""
+
+    def __init__(self, project: Project) -> None:
+        self._dir = project.root / VENDOR
+        self._mods = read_manifest(self._dir, project.requirements())
+        for m in self._mods.values():
+            # Whether a module is a directory is wgt.mod's to say, not the manifest's.
+            origin = project.origin(ModuleVersion(m["path"], m["version"]))
+            if isinstance(origin, Fetched):
+                check_locked(m, project.sums.hashes(origin.path, origin.version))
+        self._checked: set[str] = set()
+
+    def modules(self) -> list[str]:
+        return sorted(self._mods)
+
+    def versions(self) -> dict[str, str]:
+        """The vendored version of each module path."""
+        return {p: m["version"] for p, m in sorted(self._mods.items())}
+
+    def module(self, path: str) -> ResolvedModule:
+        m: dict[str, Any] | None = self._mods.get(path)
+        if m is None:
+            raise ResolveError(
+                f"module {path} is not vendored; add it with 'wgtpm get {path}' and 'wgtpm vendor'"
+            )
+        if path not in self._checked:
+            verify_module(self._dir, m, self._mods)
+            self._checked.add(path)
+        return ResolvedModule(path, m["version"], self._dir / path, None)
