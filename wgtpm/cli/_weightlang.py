@@ -258,12 +258,12 @@ def _run_paw(path: Path, text: str, interpreter: str | None = None) -> str:
 
 
 def _run_inspect(args: argparse.Namespace) -> int:
-    from ..weightlang.manifest import canonical_json
+    from ..weightlang.manifest import manifest_bytes
     from ..weightlang.report import describe_manifest
 
     artifact = _open(args.artifact, warn=False)
     if args.json:
-        sys.stdout.write(canonical_json(dict(artifact.manifest.raw)).decode("utf-8"))
+        sys.stdout.write(manifest_bytes(artifact.manifest.raw).decode("ascii"))
     else:
         print(describe_manifest(str(artifact.path), artifact.manifest))
     return 0
