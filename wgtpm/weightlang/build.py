@@ -55,7 +55,7 @@ from .model import INIT_METHOD, build_module, init_parameters, set_generator
 from .syntax import Program, parse_bytes
 from .train import train
 
-__all__ = ["BuildResult", "build_wgt", "load_program"]
+__all__ = ["BuildResult", "build_file", "build_wgt", "load_program"]
 
 #: The manifest's ``compiler.name`` (the prototype writes ``weightc``).
 COMPILER = "wgtpm"
@@ -124,6 +124,22 @@ def build_wgt(
     }
     write_artifact(dest, files, verify=read_artifact)
     return BuildResult(dest, manifest)
+
+
+def build_file(
+    source: Path,
+    out_dir: Path,
+    *,
+    resolver: ModuleResolver | None = None,
+    name: str | None = None,
+) -> BuildResult:
+    """Build one .wgt file, in a package or not, into ``out_dir/MODEL`` (``MODEL`` from its
+    ``model`` statement), as the prototype's ``weightc build SOURCE -o DIR`` did.
+
+    Path imports need nothing more; module imports need ``resolver``.
+    """
+    program, _ = _read_program(source, name or str(source))
+    return build_wgt(source, out_dir / program.model, resolver=resolver, name=name)
 
 
 @contextmanager

@@ -30,7 +30,13 @@ from .manifest import LEGACY_FORMAT, Manifest
 from .ops import LayerSpec
 from .syntax import Program
 
-__all__ = ["describe_manifest", "describe_program", "parameter_count", "training_line"]
+__all__ = [
+    "build_line",
+    "describe_manifest",
+    "describe_program",
+    "parameter_count",
+    "training_line",
+]
 
 
 def parameter_count(layers: Iterable[LayerSpec]) -> int:
@@ -70,6 +76,19 @@ def training_line(training: Mapping[str, Any] | None) -> str:
     if "train_accuracy" in training:
         text += f", train accuracy {training['train_accuracy']:.2f}"
     return text + f" on {training['rows']} rows"
+
+
+def build_line(manifest: Mapping[str, Any]) -> str:
+    """``weights sha256 5be1… (4 trained); training: loss 0.69 -> 0.0004, …`` after a build."""
+    weights = manifest["weights"]
+    origins: dict[str, int] = {}
+    for entry in weights["tensors"].values():
+        origins[entry["origin"]] = origins.get(entry["origin"], 0) + 1
+    counts = ", ".join(f"{n} {o}" for o, n in sorted(origins.items())) or "no tensors"
+    return (
+        f"weights sha256 {weights['sha256']} ({counts}); "
+        f"training: {training_line(manifest['training'])}"
+    )
 
 
 def describe_manifest(label: str, manifest: Manifest) -> str:
