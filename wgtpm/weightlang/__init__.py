@@ -7,7 +7,7 @@ importing this package imports none of them)::
     syntax     lexer, parser and syntax tree of .wgt files (the grammar is there)
     check      the type check: names, shapes, losses, targets
     data       inline, CSV and JSONL data sets, hashed
-    manifest   the artifact's manifest.json: format, canonical bytes, validation
+    manifest   the artifact's manifest.json: the prototype's format, its bytes, validation
     report     text descriptions of programs and manifests for the commands
     model      torch: the module of a layer list, seeded initialisation
     train      torch: deterministic training, NaN checks, the training record
