@@ -26,7 +26,7 @@ from typing import Any
 
 from .check import layer_specs
 from .data import Dataset
-from .manifest import LEGACY_FORMAT, Manifest
+from .manifest import FORMAT, LEGACY_FORMAT, Manifest
 from .ops import LayerSpec
 from .syntax import Program
 
@@ -138,7 +138,7 @@ def _built_by(raw: Mapping[str, Any]) -> str:
         builder = raw.get("builder") or {}
         return (
             f"{builder.get('name')}, torch {builder.get('torch')}; "
-            f"wgtpm's legacy format {LEGACY_FORMAT}, read-only: rebuild to update it"
+            f"wgtpm's legacy format {LEGACY_FORMAT}; rebuild to write {FORMAT}"
         )
     compiler, built = raw.get("compiler") or {}, raw.get("built_with") or {}
     return (
