@@ -133,6 +133,24 @@ def test_import_from_a_prototype_artifact_with_its_pin(tmp_path: Path) -> None:
         build_wgt(write(tmp_path / "src", "wrong.wgt", wrong), tmp_path / "wrong")
 
 
+def test_module_import_of_a_prototype_artifact(tmp_path: Path) -> None:
+    """A prototype artifact in a release (MODULE/xor), imported by module path and pinned."""
+    from wgtpm.deps import MapResolver, ResolvedModule
+
+    base = "github.com/acme/xor-base"
+    shutil.copytree(GOLDEN / "xor", tmp_path / "release" / "xor")
+    resolver = MapResolver({base: ResolvedModule(base, "v0.1.0", tmp_path / "release", None)})
+    text = (GOLDEN / "classifier" / "source.wgt").read_text()
+    text = text.replace('"../xor".h1', f"{base}/xor.h1")
+    build_wgt(write(tmp_path / "src", "clf.wgt", text), tmp_path / "clf", resolver=resolver)
+    record = _manifest(tmp_path / "clf")["imports"][0]
+    assert record["package"] == {"module": base, "version": "v0.1.0", "commit": None}
+    assert (record["source"], record["source_weights_sha256"]) == (f"{base}/xor", XOR_PIN)
+    assert (tmp_path / "clf" / "weights.safetensors").read_bytes() == (
+        GOLDEN / "classifier" / "weights.safetensors"
+    ).read_bytes()
+
+
 def test_cli_on_prototype_artifacts(wgtpm: Any) -> None:
     r = wgtpm("verify", str(GOLDEN / "xor"))
     assert r.code == 0 and XOR_PIN in r.out, r.err

@@ -184,8 +184,11 @@ def _manifest(
     imported: Sequence[ImportedLayer],
     training: dict[str, Any] | None,
 ) -> dict[str, Any]:
-    """The manifest but ``source`` and ``weights`` (the caller adds them), in the
-    prototype's key order (see :mod:`wgtpm.weightlang.manifest`)."""
+    """The manifest but ``source`` and ``weights`` (the caller adds them).
+
+    :func:`~wgtpm.weightlang.manifest.manifest_bytes` puts the top-level keys
+    in the prototype's order; the nested ones are built in it here.
+    """
     from .. import __version__
 
     return {
@@ -195,7 +198,6 @@ def _manifest(
         "model": program.model,
         "compiler": {"name": COMPILER, "version": __version__},
         "built_with": {"torch": torch.__version__, "python": platform.python_version()},
-        "source": None,
         "interface": {
             "input": Interface(program.input.name, program.input.width).to_json(),
             "output": Interface(program.output.name, program.output.width).to_json(),
@@ -205,7 +207,6 @@ def _manifest(
         "init": {"seed": program.seed, "method": INIT_METHOD},
         "imports": [layer.record for layer in imported],
         "training": training,
-        "weights": None,
         "data": {name: ds.record for name, ds in sorted(datasets.items())},
     }
 
