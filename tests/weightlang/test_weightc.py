@@ -128,3 +128,14 @@ def test_single_file_build_usage(
 ) -> None:
     r = wgtpm("build", *args, cwd=tmp_path)
     assert r.code == 1 and message in r.err
+
+
+def test_console_scripts_point_at_main() -> None:
+    import importlib
+
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    scripts = tomllib.loads(pyproject.read_text())["project"]["scripts"]
+    for name in ("wgtpm", "weightc"):
+        module, _, func = scripts[name].partition(":")
+        assert callable(getattr(importlib.import_module(module), func))
