@@ -45,6 +45,9 @@ def test_import_layer_through_proxy(wgtpm, tree, http_tree, tmp_path, monkeypatc
     sums = (cls / "wgt.sum").read_text()
     assert "github.com/acme/xor-base v0.1.0 h1:" in sums  # building locked what it imported
 
+    # examples/xor-base/model.wgt is the source of the prototype's golden xor: same bytes, same pin.
+    golden = Path(__file__).parent / "testdata/weightlang/prototype/xor/weights.safetensors"
+    assert (base / "build/xor/weights.safetensors").read_bytes() == golden.read_bytes()
     base_w = load_file(str(base / "build/xor/weights.safetensors"))
     cls_w = load_file(str(cls / "build/classifier/weights.safetensors"))
     assert torch.equal(base_w["h1.weight"], cls_w["h1.weight"])
@@ -86,6 +89,6 @@ def test_vendored_build_needs_no_network_and_no_cache(wgtpm, tree, tmp_path, mon
     r = wgtpm("build", cwd=cls)
     assert r.code == 0, r.err
     manifest = json.loads((cls / "build/classifier/manifest.json").read_text())
-    assert manifest["imports"][0]["module"] == "github.com/acme/xor-base"
-    assert manifest["imports"][0]["version"] == "v0.1.0"
+    package = manifest["imports"][0]["package"]
+    assert (package["module"], package["version"]) == ("github.com/acme/xor-base", "v0.1.0")
     assert not (tmp_path / "empty-cache" / "blobs").exists()

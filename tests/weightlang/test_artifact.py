@@ -19,7 +19,7 @@ from safetensors.torch import load_file
 from wgtpm.weightlang import ArtifactError, TamperedArtifactError
 from wgtpm.weightlang.api import open_artifact
 from wgtpm.weightlang.artifact import read_artifact, safetensors_bytes
-from wgtpm.weightlang.manifest import canonical_json
+from wgtpm.weightlang.manifest import manifest_bytes
 
 
 def _copy(xor_artifact: Path, tmp_path: Path) -> Path:
@@ -31,12 +31,12 @@ def _copy(xor_artifact: Path, tmp_path: Path) -> Path:
 def _edit_manifest(path: Path, edit: Callable[[dict[str, Any]], None]) -> None:
     manifest = json.loads((path / "manifest.json").read_text())
     edit(manifest)
-    (path / "manifest.json").write_bytes(canonical_json(manifest))
+    (path / "manifest.json").write_bytes(manifest_bytes(manifest))
 
 
 def _replace_weights(path: Path, tensors: dict[str, torch.Tensor]) -> None:
     """A consistent forgery: new weights with the manifest's file hash updated to match."""
-    data = safetensors_bytes(tensors)
+    data = safetensors_bytes(tensors, "xor")
     (path / "weights.safetensors").write_bytes(data)
     _edit_manifest(path, lambda m: m["weights"].update(sha256=hashlib.sha256(data).hexdigest()))
 
@@ -122,8 +122,8 @@ def _missing(m: dict[str, Any]) -> None:
     del m["weights"]["sha256"]
 
 
-def _builder(m: dict[str, Any]) -> None:
-    m["builder"] = "weightc"
+def _compiler(m: dict[str, Any]) -> None:
+    m["compiler"] = "weightc"
 
 
 def _imports(m: dict[str, Any]) -> None:
@@ -147,13 +147,13 @@ def _training(m: dict[str, Any]) -> None:
             _rehash,
             "tensor out.bias: its bytes do not match the sha256 in the manifest's tensor table",
         ),
-        (_float16, "tensor out.bias: dtype is F16 / torch.float32, expected F32"),
+        (_float16, "tensor out.bias: dtype is F16 / torch.float32, expected f32"),
         (_origin, "weights.tensors.out.bias.origin is missing or malformed"),
         (_layers, "manifest.json and source.wgt disagree on the layers or the interface"),
         (_interface, "manifest.json and source.wgt disagree on the layers or the interface"),
         (_version, "artifact format_version is not 1; upgrade wgtpm to read it"),
         (_missing, "weights.sha256 is missing or malformed"),
-        (_builder, "builder is missing or malformed"),
+        (_compiler, "compiler is missing or malformed"),
         (_imports, "imports is missing or malformed, expected a list of import records"),
         (_training, "training.final_loss is missing or malformed"),
     ],
@@ -222,3 +222,21 @@ def test_corrupt_safetensors_with_matching_hash(tmp_path: Path, xor_artifact: Pa
     _edit_manifest(copy, lambda m: m["weights"].update(sha256=hashlib.sha256(data).hexdigest()))
     with pytest.raises(ArtifactError, match="not a valid safetensors file"):
         read_artifact(copy)
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_non_finite_tensors_are_refused(
+    tmp_path: Path, xor_artifact: Path, wgtpm: Any, value: float
+) -> None:
+    """A consistent forgery with NaN (or inf) weights must not run (issue 9: it printed NaN)."""
+    copy = _copy(xor_artifact, tmp_path)
+    tensors = dict(read_artifact(copy).tensors)
+    tensors["out.bias"] = torch.tensor([value])
+    _replace_weights(copy, tensors)
+    _edit_manifest(copy, lambda m: m["weights"]["tensors"]["out.bias"].pop("sha256"))
+    with pytest.raises(ArtifactError, match=r"tensor out\.bias: it holds NaN or infinite values"):
+        read_artifact(copy)
+    for args in (("run", str(copy), "--input", "[0, 1]"), ("verify", str(copy))):
+        r = wgtpm(*args)
+        assert r.code == 1 and r.out == ""
+        assert "holds NaN or infinite values" in r.err

@@ -119,7 +119,7 @@ def test_classifier_imports_a_frozen_layer_through_a_loopback_proxy(
 
     clf = open_artifact(app / "build" / "classifier")
     record = clf.manifest.imports[0]
-    assert (record["module"], record["version"], record["commit"]) == (BASE, "v0.1.0", COMMIT)
+    assert record["package"] == {"module": BASE, "version": "v0.1.0", "commit": COMMIT}
     published = json.loads(tree_file(tree, "xor/manifest.json"))
     assert record["source_weights_sha256"] == published["weights"]["sha256"]
     weights = safetensors_load(tree_file(tree, "xor/weights.safetensors"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -56,22 +57,21 @@ def test_frozen_module_import_keeps_the_weights_bit_identical(
     base_tensors = base_manifest["weights"]["tensors"]
     assert manifest["imports"] == [
         {
-            "artifact": "xor",
-            "commit": COMMIT,
-            "from": f"{BASE}/xor",
-            "frozen": True,
             "layer": "h1",
-            "module": BASE,
-            "path": None,
-            "pinned": False,
-            "source_layer": "h1",
+            "source": f"{BASE}/xor",
             "source_model": "xor",
+            "source_layer": "h1",
             "source_weights_sha256": base_manifest["weights"]["sha256"],
+            "source_manifest_sha256": hashlib.sha256(
+                (xor_artifact / "manifest.json").read_bytes()
+            ).hexdigest(),
+            "package": {"module": BASE, "version": "v0.1.0", "commit": COMMIT},
+            "pinned": False,
+            "frozen": True,
             "tensors": {
-                "h1.bias": base_tensors["h1.bias"]["sha256"],
                 "h1.weight": base_tensors["h1.weight"]["sha256"],
+                "h1.bias": base_tensors["h1.bias"]["sha256"],
             },
-            "version": "v0.1.0",
         }
     ]
     assert tensors["h1.weight"]["sha256"] == base_tensors["h1.weight"]["sha256"]
@@ -94,7 +94,11 @@ def test_pinned_path_import_and_chained_provenance(tmp_path: Path, xor_artifact:
     build_wgt(src, tmp_path / "build" / "clf")
     manifest = _manifest(tmp_path / "build" / "clf")
     record = manifest["imports"][0]
-    assert (record["path"], record["module"], record["pinned"]) == ("../vendored/xor", None, True)
+    assert (record["source"], record["package"], record["pinned"]) == (
+        "../vendored/xor",
+        None,
+        True,
+    )
     tensors = manifest["weights"]["tensors"]
     assert tensors["h1.weight"]["origin"] == "imported"  # no train statement: not trained here
     assert tensors["out.weight"]["origin"] == "random-init"

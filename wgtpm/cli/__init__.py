@@ -16,6 +16,7 @@ import traceback
 from collections.abc import Sequence
 from typing import Any
 
+from .. import __version__
 from .._errors import UsageError, WgtpmError
 
 __all__ = ["DEBUG_ENV", "main"]
@@ -59,6 +60,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         description="wgtpm resolves, locks, downloads and builds neural-network artifacts.",
     )
     parser.add_argument("-C", dest="chdir", metavar="DIR", help="run as if started in DIR")
+    parser.add_argument("--version", action="version", version=f"wgtpm {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     target = _Only(sub, only) if only else sub
     for name in COMMANDS:

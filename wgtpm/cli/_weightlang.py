@@ -33,9 +33,18 @@ BUILD_DIR = "build"
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("build", help="build the package's artifacts into build/")
+    p = sub.add_parser("build", help="build the package's artifacts into build/, or FILE.wgt")
     p.add_argument(
-        "artifacts", nargs="*", metavar="ARTIFACT", help="names from wgt.mod (default: all)"
+        "artifacts",
+        nargs="*",
+        metavar="ARTIFACT",
+        help="names from wgt.mod (default: all), or .wgt files to build on their own",
+    )
+    p.add_argument(
+        "-o",
+        "--out",
+        metavar="DIR",
+        help="with FILE.wgt: write the artifact to DIR/MODEL (default: build)",
     )
     p.set_defaults(run=_run_build)
 
@@ -98,6 +107,8 @@ def _run_build(args: argparse.Namespace) -> int:
     from .. import modfile
 
     root = Path.cwd()
+    if args.out or any(a.endswith(".wgt") for a in args.artifacts):
+        return _build_files(root, args.artifacts, Path(args.out or BUILD_DIR))
     try:
         data = (root / "wgt.mod").read_bytes()
     except FileNotFoundError:
@@ -112,6 +123,28 @@ def _run_build(args: argparse.Namespace) -> int:
         print(_build_one(root, artifact, resolver))
     if not selected:
         print("wgt.mod declares no artifacts; nothing to build", file=sys.stderr)
+    return 0
+
+
+def _build_files(root: Path, files: Sequence[str], out: Path) -> int:
+    """``wgtpm build FILE.wgt... [-o DIR]``: single files, in a package or not, to DIR/MODEL."""
+    from ..weightlang.build import build_file
+    from ..weightlang.report import build_line
+
+    names = [f for f in files if not f.endswith(".wgt")]
+    if not files:
+        raise UsageError("-o DIR needs the .wgt files to build: wgtpm build FILE.wgt -o DIR")
+    if names:
+        raise UsageError(
+            f"{', '.join(names)}: not .wgt files; build .wgt files on their own "
+            "(wgtpm build FILE.wgt [-o DIR]) or wgt.mod's artifacts (wgtpm build [ARTIFACT...]), "
+            "not both at once"
+        )
+    # Module imports resolve through the build list of the package here, if there is one.
+    resolver = _LazyResolver(root) if (root / "wgt.mod").is_file() else None
+    for file in files:
+        result = build_file(Path(file), out, resolver=resolver, name=file)
+        print(f"built {result.path} from {file}: {build_line(result.manifest)}")
     return 0
 
 
@@ -258,12 +291,12 @@ def _run_paw(path: Path, text: str, interpreter: str | None = None) -> str:
 
 
 def _run_inspect(args: argparse.Namespace) -> int:
-    from ..weightlang.manifest import canonical_json
+    from ..weightlang.manifest import manifest_bytes
     from ..weightlang.report import describe_manifest
 
     artifact = _open(args.artifact, warn=False)
     if args.json:
-        sys.stdout.write(canonical_json(dict(artifact.manifest.raw)).decode("utf-8"))
+        sys.stdout.write(manifest_bytes(artifact.manifest.raw).decode("ascii"))
     else:
         print(describe_manifest(str(artifact.path), artifact.manifest))
     return 0

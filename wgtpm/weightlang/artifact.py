@@ -1,17 +1,22 @@
 """Reading, verifying and writing WeightLang artifact directories.
 
-Writing is byte-stable: the safetensors header lists tensors in sorted order
-with sorted keys and no whitespace (padded with spaces to 8 bytes, as the
-format allows), tensor data follows in the same order, and the manifest is
-canonical JSON (:func:`wgtpm.weightlang.manifest.canonical_json`). The three
-files are written into a fresh hidden directory next to the destination and
-renamed into place, so no partial artifact is ever visible under its name.
+Writing is byte-stable and byte-compatible with the WeightLang 0.1.0
+prototype: the same tensors give the same ``weights.safetensors`` bytes, and
+so the same weights sha256 and ``sha256=`` pins, in both tools (see
+:func:`safetensors_bytes`); the manifest is written by
+:func:`wgtpm.weightlang.manifest.manifest_bytes`. The three files are written
+into a fresh hidden directory next to the destination, verified, and renamed
+into place (:func:`wgtpm._fs.replace_dir`), so no partial artifact is ever
+visible under its name.
 
-Reading never unpickles. :func:`read_artifact` checks, before any tensor is
-used: the manifest's format and fields; the sha256 of ``source.wgt`` and
+Reading never unpickles. :func:`read_artifact` makes every check the
+prototype's loader made, and more, before any tensor is used: the manifest's
+format, version and fields; the sha256 of ``source.wgt`` and
 ``weights.safetensors`` against the manifest; that the source still declares
-the manifest's layers and interface; that the tensor table, the layer list and
-the weights agree on every tensor's name, shape, dtype and sha256.
+the manifest's layers and interface; that the tensor table, the layer list
+and the weights agree on every tensor's name, shape and dtype (float32), and
+on its sha256 where the table records one; that every origin is known; and
+that no tensor holds NaN or an infinity.
 """
 
 from __future__ import annotations
@@ -19,10 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import struct
-import tempfile
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +34,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load as load_safetensors
 
 from .._errors import ParseError
+from .._fs import replace_dir, temp_dir
 from .check import layer_specs
 from .errors import ArtifactError, TamperedArtifactError
 from .manifest import FORMAT, MANIFEST_FILE, SOURCE_FILE, WEIGHTS_FILE, Manifest
@@ -52,27 +55,34 @@ def tensor_bytes(tensor: torch.Tensor) -> bytes:
     return bytes(array.astype("<f4", copy=False).tobytes())
 
 
-def safetensors_bytes(tensors: Mapping[str, torch.Tensor]) -> bytes:
-    """A byte-stable safetensors file holding ``tensors`` as float32.
+def safetensors_bytes(tensors: Mapping[str, torch.Tensor], model: str) -> bytes:
+    """The safetensors file of ``tensors`` (as float32) for model ``model``, byte for byte
+    as the WeightLang prototype writes it.
 
-    Layout: 8-byte little-endian header length, the header JSON
-    ``{"__metadata__":{"format":…},"h1.bias":{"data_offsets":[0,32],"dtype":"F32","shape":[8]},…}``
-    padded with spaces to a multiple of 8, then the tensors' bytes in name order.
+    Layout: the 8-byte little-endian length of the header; the header, compact
+    JSON (ASCII, no spaces) padded with spaces to a multiple of 8 bytes:
+    ``__metadata__`` first, holding ``format`` and ``model``, then one entry
+    per tensor in name order, each with its keys in the order ``dtype``,
+    ``shape``, ``data_offsets``; then the tensors' bytes in the same order.
+    For example (one line in the file)::
+
+        {"__metadata__":{"format":"weightlang.artifact","model":"xor"},
+         "h1.bias":{"dtype":"F32","shape":[8],"data_offsets":[0,32]},
+         "h1.weight":{"dtype":"F32","shape":[8,2],"data_offsets":[32,96]},…}
     """
-    header: dict[str, object] = {"__metadata__": {"format": FORMAT}}
+    header: dict[str, object] = {"__metadata__": {"format": FORMAT, "model": model}}
     blobs: list[bytes] = []
     offset = 0
     for name in sorted(tensors):
         data = tensor_bytes(tensors[name])
-        shape = list(tensors[name].shape)
         header[name] = {
-            "data_offsets": [offset, offset + len(data)],
             "dtype": "F32",
-            "shape": shape,
+            "shape": list(tensors[name].shape),
+            "data_offsets": [offset, offset + len(data)],
         }
         blobs.append(data)
         offset += len(data)
-    raw = json.dumps(header, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    raw = json.dumps(header, separators=(",", ":")).encode("ascii")
     raw += b" " * (-len(raw) % 8)
     return struct.pack("<Q", len(raw)) + raw + b"".join(blobs)
 
@@ -83,11 +93,12 @@ def sha256_hex(data: bytes) -> str:
 
 @dataclass(frozen=True)
 class StoredArtifact:
-    """A verified artifact directory: its manifest and its tensors by full name."""
+    """A verified artifact directory: its manifest, the manifest file's sha256, its tensors."""
 
     path: Path
     manifest: Manifest
     tensors: Mapping[str, torch.Tensor]
+    manifest_sha256: str
 
 
 def read_artifact(path: Path) -> StoredArtifact:
@@ -101,7 +112,8 @@ def read_artifact(path: Path) -> StoredArtifact:
         raise ArtifactError(
             where, f"no {MANIFEST_FILE} here; expected a WeightLang artifact directory"
         )
-    manifest = Manifest.from_bytes(where, _read(path, MANIFEST_FILE))
+    manifest_data = _read(path, MANIFEST_FILE)
+    manifest = Manifest.from_bytes(where, manifest_data)
     source = _read(path, SOURCE_FILE)
     if sha256_hex(source) != manifest.source_sha256:
         raise TamperedArtifactError(where, SOURCE_FILE, manifest.source_sha256, sha256_hex(source))
@@ -118,7 +130,7 @@ def read_artifact(path: Path) -> StoredArtifact:
             where, f"{WEIGHTS_FILE} is not a valid safetensors file ({exc})"
         ) from exc
     _check_tensors(where, manifest, tensors)
-    return StoredArtifact(path, manifest, tensors)
+    return StoredArtifact(path, manifest, tensors, sha256_hex(manifest_data))
 
 
 def _read(path: Path, name: str) -> bytes:
@@ -169,12 +181,14 @@ def _check_tensors(where: str, manifest: Manifest, tensors: Mapping[str, torch.T
     for name, shape in sorted(expected.items()):
         entry, tensor = manifest.tensors[name], tensors[name]
         problem = None
-        if entry.dtype != "F32" or tensor.dtype != torch.float32:
-            problem = f"dtype is {entry.dtype} / {tensor.dtype}, expected F32"
+        if entry.dtype != manifest.dtype or tensor.dtype != torch.float32:
+            problem = f"dtype is {entry.dtype} / {tensor.dtype}, expected {manifest.dtype}"
         elif entry.shape != shape or tuple(tensor.shape) != shape:
             problem = f"shape is {list(entry.shape)} in the manifest and {list(tensor.shape)} in the weights, the layer needs {list(shape)}"
-        elif sha256_hex(tensor_bytes(tensor)) != entry.sha256:
+        elif entry.sha256 is not None and sha256_hex(tensor_bytes(tensor)) != entry.sha256:
             problem = "its bytes do not match the sha256 in the manifest's tensor table"
+        elif not bool(torch.isfinite(tensor).all()):
+            problem = "it holds NaN or infinite values, so the model's outputs would be too"
         if problem:
             raise ArtifactError(where, f"tensor {name}: {problem}; rebuild the artifact")
 
@@ -193,9 +207,7 @@ def write_artifact(
         raise ArtifactError(
             str(dest), "exists and is not an artifact directory; move it away or pick another name"
         )
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent))
-    try:
+    with temp_dir(dest) as tmp:
         os.chmod(tmp, 0o755)
         for name, data in sorted(files.items()):
             with (tmp / name).open("wb") as fh:
@@ -204,22 +216,4 @@ def write_artifact(
                 os.fsync(fh.fileno())
         if verify is not None:
             verify(tmp)
-        _swap_into_place(tmp, dest)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
-def _swap_into_place(tmp: Path, dest: Path) -> None:
-    if not dest.exists():
-        os.rename(tmp, dest)
-        return
-    # A directory cannot be renamed over a non-empty one: move the old one aside first.
-    old = dest.parent / f".{dest.name}.{uuid.uuid4().hex}.old"
-    os.rename(dest, old)
-    try:
-        os.rename(tmp, dest)
-    except BaseException:
-        os.rename(old, dest)
-        raise
-    shutil.rmtree(old, ignore_errors=True)
+        replace_dir(tmp, dest)

@@ -11,12 +11,15 @@ The steps, each of which reports every problem it finds before stopping:
 4. write manifest, weights and source into a hidden directory, verify it as a
    loader would, and rename it into place (:mod:`~wgtpm.weightlang.artifact`).
 
-Building the same source with the same data, imports and torch version
-gives the same bytes.
+Building the same source with the same data, imports, torch and Python
+versions gives the same bytes (the manifest records both versions, as the
+prototype's did); the weights alone depend only on the source, data, imports
+and torch.
 """
 
 from __future__ import annotations
 
+import platform
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -33,6 +36,8 @@ from .check import check, layer_specs
 from .data import Dataset, load_data
 from .imports import ImportedLayer, resolve_imports
 from .manifest import (
+    BATCH_NOTE,
+    DTYPE,
     FORMAT,
     FORMAT_VERSION,
     IMPORTED,
@@ -44,15 +49,16 @@ from .manifest import (
     WEIGHTS_FILE,
     Interface,
     TensorEntry,
-    canonical_json,
+    manifest_bytes,
 )
 from .model import INIT_METHOD, build_module, init_parameters, set_generator
 from .syntax import Program, parse_bytes
-from .train import train, training_tensors
+from .train import train
 
-__all__ = ["BuildResult", "build_wgt", "load_program"]
+__all__ = ["BuildResult", "build_file", "build_wgt", "load_program"]
 
-BUILDER = "wgtpm-weightlang"
+#: The manifest's ``compiler.name`` (the prototype writes ``weightc``).
+COMPILER = "wgtpm"
 
 
 @dataclass(frozen=True)
@@ -103,17 +109,37 @@ def build_wgt(
     with _one_thread():
         module, training = _compile(program, datasets, imported)
     tensors = {k: v.detach().clone() for k, v in module.state_dict().items()}
-    weights = safetensors_bytes(tensors)
-    manifest = _manifest(program, datasets, imported, training, tensors)
+    weights = safetensors_bytes(tensors, program.model)
+    manifest = _manifest(program, datasets, imported, training)
     manifest["source"] = {"file": SOURCE_FILE, "sha256": sha256_hex(source_bytes)}
-    manifest["weights"]["sha256"] = sha256_hex(weights)
+    manifest["weights"] = {
+        "file": WEIGHTS_FILE,
+        "sha256": sha256_hex(weights),
+        "tensors": _tensor_table(imported, training is not None, tensors),
+    }
     files = {
-        MANIFEST_FILE: canonical_json(manifest),
+        MANIFEST_FILE: manifest_bytes(manifest),
         WEIGHTS_FILE: weights,
         SOURCE_FILE: source_bytes,
     }
     write_artifact(dest, files, verify=read_artifact)
     return BuildResult(dest, manifest)
+
+
+def build_file(
+    source: Path,
+    out_dir: Path,
+    *,
+    resolver: ModuleResolver | None = None,
+    name: str | None = None,
+) -> BuildResult:
+    """Build one .wgt file, in a package or not, into ``out_dir/MODEL`` (``MODEL`` from its
+    ``model`` statement), as the prototype's ``weightc build SOURCE -o DIR`` did.
+
+    Path imports need nothing more; module imports need ``resolver``.
+    """
+    program, _ = _read_program(source, name or str(source))
+    return build_wgt(source, out_dir / program.model, resolver=resolver, name=name)
 
 
 @contextmanager
@@ -143,10 +169,9 @@ def _compile(
     training = None
     if program.train is not None:
         rows = datasets[program.train.data].rows
-        x, y = training_tensors(rows, program.train.loss)
         set_generator(module, generator)
         try:
-            training = train(module, program.train, x, y, generator)
+            training = train(module, program.train, rows, generator)
         finally:
             set_generator(module, None)
     module.eval()
@@ -158,28 +183,31 @@ def _manifest(
     datasets: Mapping[str, Dataset],
     imported: Sequence[ImportedLayer],
     training: dict[str, Any] | None,
-    tensors: Mapping[str, torch.Tensor],
 ) -> dict[str, Any]:
-    """Everything of the manifest but the two file hashes (the caller adds them)."""
+    """The manifest but ``source`` and ``weights`` (the caller adds them).
+
+    :func:`~wgtpm.weightlang.manifest.manifest_bytes` puts the top-level keys
+    in the prototype's order; the nested ones are built in it here.
+    """
+    from .. import __version__
+
     return {
-        "builder": {"name": BUILDER, "torch": torch.__version__},
-        "data": {name: ds.record for name, ds in sorted(datasets.items())},
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
-        "imports": [layer.record for layer in imported],
-        "init": {"method": INIT_METHOD, "seed": program.seed},
+        "language_version": program.version,
+        "model": program.model,
+        "compiler": {"name": COMPILER, "version": __version__},
+        "built_with": {"torch": torch.__version__, "python": platform.python_version()},
         "interface": {
             "input": Interface(program.input.name, program.input.width).to_json(),
             "output": Interface(program.output.name, program.output.width).to_json(),
+            "batch": BATCH_NOTE,
         },
-        "language_version": program.version,
         "layers": [spec.to_json() for spec in layer_specs(program)],
-        "model": program.model,
+        "init": {"seed": program.seed, "method": INIT_METHOD},
+        "imports": [layer.record for layer in imported],
         "training": training,
-        "weights": {
-            "file": WEIGHTS_FILE,
-            "tensors": _tensor_table(imported, training is not None, tensors),
-        },
+        "data": {name: ds.record for name, ds in sorted(datasets.items())},
     }
 
 
@@ -192,13 +220,13 @@ def _tensor_table(
         sha = sha256_hex(tensor_bytes(value))
         layer = sources.get(name)
         if layer is None:
-            entry = TensorEntry("F32", tuple(value.shape), TRAINED if trained else RANDOM, sha)
+            entry = TensorEntry(DTYPE, tuple(value.shape), TRAINED if trained else RANDOM, sha)
         else:
             changed = trained and not layer.freeze
             origin = IMPORTED_TRAINED if changed else IMPORTED
             if not changed and sha != layer.record["tensors"][name]:
                 raise BuildError(f"internal error: the frozen imported tensor {name} changed")
-            entry = TensorEntry("F32", tuple(value.shape), origin, sha, layer.upstream[name])
+            entry = TensorEntry(DTYPE, tuple(value.shape), origin, sha, layer.upstream[name])
         if not bool(torch.isfinite(value).all()):
             raise BuildError(f"tensor {name} holds NaN or infinite values; the build is not usable")
         table[name] = entry.to_json()

@@ -11,6 +11,10 @@
 
     UserWarning
     └── UntrainedWeightsWarning  a loaded artifact holds tensors that were never trained
+
+``WgtError`` is the WeightLang 0.1.0 prototype's name for its one error
+class; here it names :class:`~wgtpm.WgtpmError`, the root of them all, so
+that ``except WgtError`` catches what it caught there.
 """
 
 from __future__ import annotations
@@ -24,7 +28,11 @@ __all__ = [
     "LayerImportError",
     "TamperedArtifactError",
     "UntrainedWeightsWarning",
+    "WgtError",
 ]
+
+#: The prototype's name for the root of the error hierarchy (see the module docstring).
+WgtError = WgtpmError
 
 
 class ArtifactError(WgtpmError):

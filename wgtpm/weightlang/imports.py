@@ -9,7 +9,8 @@ the built ``<dir>/build/xor`` is used when ``<dir>/xor`` is absent.
 to the .wgt file. Either way the artifact is fully verified
 (:func:`wgtpm.weightlang.artifact.read_artifact`), its weights' sha256 must
 equal the ``sha256=`` pin if there is one, and the source layer must have the
-target layer's operation and arguments.
+target layer's operation and arguments. The source may be a prototype
+artifact, a wgtpm one, or one in wgtpm's legacy format.
 
 Every import is resolved; all problems are raised together as one
 :class:`LayerImportError`. Each resolved import yields the manifest's import
@@ -27,7 +28,7 @@ import torch
 
 from .._errors import PositionedError, WgtpmError
 from ..deps import ModuleResolver, ResolvedModule, split_ref
-from .artifact import read_artifact
+from .artifact import read_artifact, sha256_hex, tensor_bytes
 from .errors import LayerImportError
 from .manifest import IMPORTED, MANIFEST_FILE, TensorEntry
 from .ops import LayerSpec
@@ -74,7 +75,7 @@ def resolve_imports(
 def _resolve(
     program: Program, imp: Import, base_dir: Path, resolver: ModuleResolver | None
 ) -> ImportedLayer:
-    directory, record = _locate(imp, base_dir, resolver)
+    directory, source_text, package = _locate(imp, base_dir, resolver)
     try:
         stored = read_artifact(directory)
     except WgtpmError as exc:
@@ -83,7 +84,7 @@ def _resolve(
     if imp.sha256 is not None and imp.sha256 != manifest.weights_sha256:
         raise _Fail(
             f"sha256 pin mismatch: the import pins sha256={imp.sha256} but {imp.source}"
-            f"{_at(record)} has weights sha256={manifest.weights_sha256}; "
+            f"{_at(package)} has weights sha256={manifest.weights_sha256}; "
             "if the new weights are intended, update the pin"
         )
     source = next((s for s in manifest.layers if s.name == imp.source_layer), None)
@@ -106,37 +107,34 @@ def _resolve(
         from_name = f"{imp.source_layer}{name[len(imp.layer) :]}"
         tensors[name] = stored.tensors[from_name]
         upstream[name] = _upstream(manifest.tensors[from_name])
-        hashes[name] = manifest.tensors[from_name].sha256
-    record.update(
-        layer=imp.layer,
-        source_layer=imp.source_layer,
-        source_model=manifest.model,
-        source_weights_sha256=manifest.weights_sha256,
-        pinned=imp.sha256 is not None,
-        frozen=imp.freeze,
-        tensors=hashes,
-    )
+        # Hashed here: a prototype artifact's tensor table has no per-tensor hashes.
+        hashes[name] = sha256_hex(tensor_bytes(stored.tensors[from_name]))
+    record = {
+        "layer": imp.layer,
+        "source": source_text,
+        "source_model": manifest.model,
+        "source_layer": imp.source_layer,
+        "source_weights_sha256": manifest.weights_sha256,
+        "source_manifest_sha256": stored.manifest_sha256,
+        "package": package,
+        "pinned": imp.sha256 is not None,
+        "frozen": imp.freeze,
+        "tensors": hashes,
+    }
     return ImportedLayer(imp.layer, imp.freeze, tensors, upstream, record)
 
 
 def _locate(
     imp: Import, base_dir: Path, resolver: ModuleResolver | None
-) -> tuple[Path, dict[str, Any]]:
-    """The artifact directory of ``imp`` and the provenance part of its record."""
-    record: dict[str, Any] = {
-        "from": str(imp.source),
-        "module": None,
-        "version": None,
-        "commit": None,
-    }
+) -> tuple[Path, str, dict[str, Any] | None]:
+    """The artifact directory of ``imp``, its record's ``source`` and ``package``."""
     if not isinstance(imp.source, ModuleSource):
-        record.update(path=imp.source.path, artifact=Path(imp.source.path).name)
         directory = base_dir / imp.source.path
         if not (directory / MANIFEST_FILE).is_file():
             raise _Fail(
                 f'no artifact at "{imp.source.path}" (no {MANIFEST_FILE} there), expected a built artifact directory'
             )
-        return directory, record
+        return directory, imp.source.path, None
     if resolver is None:
         raise _Fail(
             f"{imp.source} is a module import, but there is no build list here; "
@@ -146,20 +144,14 @@ def _locate(
         module, artifact = split_ref(imp.source.ref, resolver)
     except WgtpmError as exc:
         raise _Fail(str(exc)) from exc
-    record.update(
-        module=module.path,
-        version=module.version,
-        commit=module.commit,
-        path=None,
-        artifact=artifact,
-    )
+    package = {"module": module.path, "version": module.version, "commit": module.commit}
     found = artifact_in_module(module, artifact)
     if found is None or not (found / MANIFEST_FILE).is_file():
         raise _Fail(
             f"module {module.path}@{module.version} has no artifact {artifact}, expected one of: "
             f"{', '.join(_artifacts(module.dir)) or 'none'}"
         )
-    return found, record
+    return found, imp.source.ref, package
 
 
 def artifact_in_module(module: ResolvedModule, name: str) -> Path | None:
@@ -180,9 +172,9 @@ def _artifacts(directory: Path) -> list[str]:
     return sorted({p.parent.name for p in found})
 
 
-def _at(record: Mapping[str, Any]) -> str:
+def _at(package: Mapping[str, Any] | None) -> str:
     """`` (MODULE@VERSION)`` for a module import, else nothing."""
-    return f" ({record['module']}@{record['version']})" if record.get("module") else ""
+    return f" ({package['module']}@{package['version']})" if package else ""
 
 
 def _show(spec: LayerSpec) -> str:

@@ -1,77 +1,106 @@
-"""The manifest of a WeightLang artifact: its format, canonical bytes and validation.
+"""The manifest of a WeightLang artifact: the format, its byte layout and validation.
 
 An artifact is a directory of three files::
 
-    manifest.json         this format, canonical JSON (sorted keys, 2-space indent, "\\n" at the end)
-    weights.safetensors   every tensor, float32, names and header sorted (see artifact.py)
+    manifest.json         this format (see below)
+    weights.safetensors   every tensor, float32, header and data in name order (see artifact.py)
     source.wgt            the .wgt source, byte for byte
 
-A worked example (``…`` elides hashes; floats are Python's shortest repr)::
+The format is the WeightLang 0.1.0 prototype's (``weightc``):
+``"format": "weightlang.artifact"``, ``"format_version": 1``, its field names
+and meanings, so that either tool reads what the other writes. wgtpm writes
+a few more keys, which the prototype's reader ignores; here they are marked
+``(+)``. A worked example (``…`` elides hashes; floats are Python's repr)::
 
     {
-      "builder": {"name": "wgtpm-weightlang", "torch": "2.13.0+cpu"},
-      "data": {"xor": {"kind": "inline", "rows": 4, "sha256": "…"}},
-      "format": "wgtpm.weightlang.artifact",
+      "format": "weightlang.artifact",
       "format_version": 1,
-      "imports": [
-        {"artifact": "xor", "commit": "40 hex or null", "frozen": true, "from": "github.com/acme/xor-base/xor",
-         "layer": "h1", "module": "github.com/acme/xor-base", "path": null, "pinned": false,
-         "source_layer": "h1", "source_model": "xor", "source_weights_sha256": "…",
-         "tensors": {"h1.bias": "…", "h1.weight": "…"}, "version": "v0.1.0"}
-      ],
-      "init": {"method": "…", "seed": 0},
-      "interface": {"input": {"dtype": "f32", "name": "x", "shape": [2]},
-                    "output": {"dtype": "f32", "name": "y", "shape": [1]}},
       "language_version": "0.1",
-      "layers": [{"args": {"in": 2, "out": 8}, "name": "h1", "op": "linear"}, …],
-      "model": "xor",
+      "model": "classifier",
+      "compiler": {"name": "wgtpm", "version": "0.1.0"},
+      "built_with": {"torch": "2.13.0+cpu", "python": "3.12.3"},
       "source": {"file": "source.wgt", "sha256": "…"},
-      "training": {"batch": null, "data": "xor", "epochs": 500, "final_loss": 0.01, "initial_loss": 0.71,
-                   "loss": "bce", "lr": 0.05, "optimizer": "adam", "rows": 4, "steps": 500,
-                   "train_accuracy": 1.0},
+      "interface": {"input": {"name": "x", "dtype": "f32", "shape": [2]},
+                    "output": {"name": "y", "dtype": "f32", "shape": [1]},
+                    "batch": "optional leading dimension: [features] or [N, features]"},
+      "layers": [{"name": "h1", "op": "linear", "args": {"in": 2, "out": 8}}, …],
+      "init": {"seed": 1, "method": "…"},
+      "imports": [
+        {"layer": "h1", "source": "github.com/acme/xor-base/xor", "source_model": "xor",
+         "source_layer": "h1", "source_weights_sha256": "…", "source_manifest_sha256": "…",
+         "package": {"module": "github.com/acme/xor-base", "version": "v0.1.0", "commit": "… or null"},
+         "pinned": false, "frozen": true,
+         "tensors": {"h1.weight": "…", "h1.bias": "…"}}                         (+)
+      ],
+      "training": {"data": "xor", "data_sha256": "…", "rows": 4, "loss": "bce",
+                   "optimizer": "adam", "lr": 0.05, "epochs": 300, "batch": "full",
+                   "initial_loss": 0.71, "final_loss": 0.01, "note": "…",
+                   "train_accuracy": 1.0,
+                   "steps": 300},                                                (+)
       "weights": {"file": "weights.safetensors", "sha256": "…",
-                  "tensors": {"h1.bias": {"dtype": "F32", "origin": "imported", "sha256": "…",
-                                          "shape": [8], "upstream_origin": "trained"}, …}}
+                  "tensors": {"h1.weight": {"shape": [8, 2], "dtype": "f32", "origin": "imported",
+                                            "upstream_origin": "trained",
+                                            "sha256": "…"}, …}},                 (+ sha256)
+      "data": {"xor": {"kind": "inline", "rows": 4, "sha256": "…"}}             (+)
     }
 
-``training`` is null for a model without a ``train`` statement. A tensor's
-``origin`` is one of :data:`ORIGINS`; an imported tensor also records the
-``upstream_origin`` it had where it came from (following imports back), and
-each import record lists the sha256 of every tensor it copied. A tensor's
-``sha256`` is that of its bytes in weights.safetensors. Paths in the
-manifest are as written in the source, never absolute, so that two builds of
-the same source write the same bytes.
+``training`` is null for a model without a ``train`` statement; ``batch``
+is ``"full"`` or the ``batch=N`` of the source. ``data_sha256`` is the
+sha256 of the rows trained on, as the prototype hashed them: the compact
+sorted-key JSON ``{"inputs":[[0.0,1.0],…],"targets":[[1.0],…]}``; ``data``
+records every data set with the sha256 of its file (or of its inline rows).
+A tensor's ``origin`` is one of :data:`ORIGINS`; an imported tensor also has
+the ``upstream_origin`` it had where it came from (following imports back).
+A tensor's ``sha256`` is that of its little-endian float32 bytes; an import
+record's ``source`` is the module reference or the path as written in the
+source, and ``package`` is null for a path import. Paths are never absolute,
+so that two builds of the same source write the same bytes.
+
+Reading follows the prototype where it was lenient and is strict where it
+matters: the keys that wgtpm adds are optional (a prototype artifact has no
+per-tensor hashes and no ``data``), but checked whenever they are present.
+wgtpm's own earlier variant, ``"format": "wgtpm.weightlang.artifact"``
+(:data:`LEGACY_FORMAT`: sorted keys, dtype ``"F32"``, ``builder`` instead of
+``compiler``), is still read, so its weights and pins stay valid; it is never
+written.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .._fs import is_hex64
 from .errors import ArtifactError
 from .ops import OPS, LayerSpec
 from .syntax import IDENT
 
 __all__ = [
+    "BATCH_NOTE",
+    "DTYPE",
     "FORMAT",
     "FORMAT_VERSION",
+    "LEGACY_FORMAT",
     "MANIFEST_FILE",
     "ORIGINS",
     "SOURCE_FILE",
     "WEIGHTS_FILE",
     "Manifest",
     "TensorEntry",
-    "canonical_json",
+    "manifest_bytes",
 ]
 
-FORMAT = "wgtpm.weightlang.artifact"
+FORMAT = "weightlang.artifact"
+LEGACY_FORMAT = "wgtpm.weightlang.artifact"
 FORMAT_VERSION = 1
 MANIFEST_FILE = "manifest.json"
 WEIGHTS_FILE = "weights.safetensors"
 SOURCE_FILE = "source.wgt"
+#: The manifest's name for float32 (``"F32"`` in the legacy format and in safetensors headers).
+DTYPE = "f32"
+BATCH_NOTE = "optional leading dimension: [features] or [N, features]"
 
 RANDOM, TRAINED, IMPORTED, IMPORTED_TRAINED = (
     "random-init",
@@ -81,23 +110,48 @@ RANDOM, TRAINED, IMPORTED, IMPORTED_TRAINED = (
 )
 ORIGINS = (RANDOM, TRAINED, IMPORTED, IMPORTED_TRAINED)
 
-_HEX64 = re.compile(r"[0-9a-f]{64}\Z")
+# The prototype's top-level key order; wgtpm's extra keys follow, sorted.
+_KEY_ORDER = (
+    "format",
+    "format_version",
+    "language_version",
+    "model",
+    "compiler",
+    "built_with",
+    "source",
+    "interface",
+    "layers",
+    "init",
+    "imports",
+    "training",
+    "weights",
+)
 
 
-def canonical_json(obj: object) -> bytes:
-    """The one byte form of a manifest: sorted keys, 2-space indent, UTF-8, final newline."""
-    text = json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False)
-    return (text + "\n").encode("utf-8")
+def manifest_bytes(manifest: Mapping[str, Any]) -> bytes:
+    """The bytes of ``manifest.json``: the prototype's layout, not :func:`wgtpm._fs.canonical_json`.
+
+    The prototype writes ``json.dumps(manifest, indent=2)`` plus a newline,
+    with keys in the order it builds them (not sorted) and non-ASCII escaped.
+    wgtpm writes the same layout so that its manifests read, diff and hash
+    like the prototype's: top-level keys in the prototype's order
+    (:data:`_KEY_ORDER`) then wgtpm's extra keys sorted; nested objects in the
+    order given (the builder builds them in the prototype's order). NaN and
+    infinities are refused.
+    """
+    top = {k: manifest[k] for k in _KEY_ORDER if k in manifest}
+    top.update((k, manifest[k]) for k in sorted(manifest) if k not in top)
+    return (json.dumps(top, indent=2, allow_nan=False) + "\n").encode("ascii")
 
 
 @dataclass(frozen=True)
 class TensorEntry:
-    """One row of the manifest's tensor table."""
+    """One row of the manifest's tensor table; ``sha256`` is None in a prototype artifact."""
 
     dtype: str
     shape: tuple[int, ...]
     origin: str
-    sha256: str
+    sha256: str | None = None
     upstream_origin: str | None = None
 
     @property
@@ -106,31 +160,37 @@ class TensorEntry:
         return self.origin == RANDOM or (self.origin == IMPORTED and self.upstream_origin == RANDOM)
 
     def to_json(self) -> dict[str, Any]:
+        """The entry as written, in the prototype's key order plus wgtpm's ``sha256``."""
         out: dict[str, Any] = {
-            "dtype": self.dtype,
             "shape": list(self.shape),
+            "dtype": self.dtype,
             "origin": self.origin,
-            "sha256": self.sha256,
         }
         if self.upstream_origin is not None:
             out["upstream_origin"] = self.upstream_origin
+        if self.sha256 is not None:
+            out["sha256"] = self.sha256
         return out
 
 
 @dataclass(frozen=True)
 class Interface:
-    """An input or output: ``{"dtype": "f32", "name": "x", "shape": [2]}``."""
+    """An input or output: ``{"name": "x", "dtype": "f32", "shape": [2]}``."""
 
     name: str
     width: int
 
     def to_json(self) -> dict[str, Any]:
-        return {"dtype": "f32", "name": self.name, "shape": [self.width]}
+        return {"name": self.name, "dtype": DTYPE, "shape": [self.width]}
 
 
 @dataclass(frozen=True)
 class Manifest:
-    """A validated manifest: the fields verification and loading rely on, plus the raw JSON."""
+    """A validated manifest: the fields verification and loading rely on, plus the raw JSON.
+
+    ``manifest["weights"]["sha256"]`` reads the raw JSON, as the prototype's
+    ``Artifact.manifest`` dict did.
+    """
 
     raw: Mapping[str, Any]
     model: str
@@ -141,17 +201,33 @@ class Manifest:
     weights_sha256: str
     tensors: Mapping[str, TensorEntry]
 
+    def __getitem__(self, key: str) -> Any:
+        return self.raw[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.raw.get(key, default)
+
+    @property
+    def legacy(self) -> bool:
+        """Whether this is wgtpm's earlier variant (:data:`LEGACY_FORMAT`)."""
+        return bool(self.raw["format"] == LEGACY_FORMAT)
+
+    @property
+    def dtype(self) -> str:
+        """How this manifest names float32: ``f32``, or ``F32`` in the legacy format."""
+        return "F32" if self.legacy else DTYPE
+
     @property
     def untrained_tensors(self) -> list[str]:
         return sorted(name for name, t in self.tensors.items() if t.untrained)
 
     @property
     def imports(self) -> list[Mapping[str, Any]]:
-        return list(self.raw["imports"])
+        return list(self.raw.get("imports") or [])
 
     @property
     def training(self) -> Mapping[str, Any] | None:
-        training = self.raw["training"]
+        training = self.raw.get("training")
         return training if isinstance(training, Mapping) else None
 
     @classmethod
@@ -185,8 +261,13 @@ class _Reader:
             raise self.fail(f"{path}{key}", getattr(kind, "__name__", "a value"))
         return value
 
+    def optional(self, obj: dict[str, Any], key: str, kind: type, path: str = "") -> Any:
+        """``obj[key]`` if present and not null (then it must be a ``kind``), else None."""
+        return None if obj.get(key) is None else self.get(obj, key, kind, path)
+
     def manifest(self, raw: object) -> Manifest:
-        if self.get(raw, "format", str, "") != FORMAT:
+        fmt = self.get(raw, "format", str, "")
+        if fmt not in (FORMAT, LEGACY_FORMAT):
             raise self.fail("format", repr(FORMAT))
         if self.get(raw, "format_version", int, "") != FORMAT_VERSION:
             raise ArtifactError(
@@ -194,12 +275,16 @@ class _Reader:
                 f"artifact format_version is not {FORMAT_VERSION}; upgrade wgtpm to read it",
             )
         assert isinstance(raw, dict)
-        for key in ("builder", "data", "init"):
-            self.get(raw, key, dict, "")
-        if not all(isinstance(r, dict) for r in self.get(raw, "imports", list, "")):
+        legacy = fmt == LEGACY_FORMAT
+        # The provenance records: the prototype's, wgtpm's, and the legacy format's.
+        for key in ("compiler", "built_with", "init", "data", "builder"):
+            self.optional(raw, key, dict)
+        imports = self.optional(raw, "imports", list) or []
+        if not all(isinstance(r, dict) for r in imports):
             raise self.fail("imports", "a list of import records")
-        if raw.get("training") is not None:
-            self.training(self.get(raw, "training", dict, ""))
+        training = self.optional(raw, "training", dict)
+        if training is not None:
+            self.training(training)
         interface = self.get(raw, "interface", dict, "")
         layers = tuple(
             self.layer(obj, i) for i, obj in enumerate(self.get(raw, "layers", list, ""))
@@ -214,7 +299,9 @@ class _Reader:
             layers=layers,
             source_sha256=self.file_hash(raw, "source", SOURCE_FILE),
             weights_sha256=self.file_hash(raw, "weights", WEIGHTS_FILE),
-            tensors={name: self.tensor(entry, name) for name, entry in sorted(table.items())},
+            tensors={
+                name: self.tensor(entry, name, legacy) for name, entry in sorted(table.items())
+            },
         )
 
     def training(self, record: dict[str, Any]) -> None:
@@ -230,7 +317,7 @@ class _Reader:
 
     def sha256(self, obj: object, path: str) -> str:
         value = self.get(obj, "sha256", str, path)
-        if not _HEX64.match(value):
+        if not is_hex64(value):
             raise self.fail(f"{path}sha256", "64 lower-case hex digits")
         return str(value)
 
@@ -239,6 +326,8 @@ class _Reader:
         shape = self.get(spec, "shape", list, f"interface.{key}.")
         if len(shape) != 1 or not isinstance(shape[0], int) or shape[0] < 1:
             raise self.fail(f"interface.{key}.shape", "[N] with N >= 1")
+        if spec.get("dtype", DTYPE) != DTYPE:
+            raise self.fail(f"interface.{key}.dtype", repr(DTYPE))
         return Interface(self.get(spec, "name", str, f"interface.{key}."), shape[0])
 
     def layer(self, obj: object, index: int) -> LayerSpec:
@@ -255,7 +344,7 @@ class _Reader:
             raise self.fail(f"{path}args", f"the arguments of {op}: {', '.join(params) or 'none'}")
         return LayerSpec(name, op, args)
 
-    def tensor(self, obj: object, name: str) -> TensorEntry:
+    def tensor(self, obj: object, name: str, legacy: bool) -> TensorEntry:
         path = f"weights.tensors.{name}."
         shape = self.get(obj, "shape", list, path)
         if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
@@ -264,11 +353,13 @@ class _Reader:
         upstream = obj.get("upstream_origin") if isinstance(obj, dict) else None
         if origin not in ORIGINS or (upstream is not None and upstream not in ORIGINS):
             raise self.fail(f"{path}origin", " or ".join(ORIGINS))
+        # Per-tensor hashes are wgtpm's: optional in the prototype's format, always in the legacy one.
+        has_hash = legacy or (isinstance(obj, dict) and "sha256" in obj)
         return TensorEntry(
             self.get(obj, "dtype", str, path),
             tuple(shape),
             origin,
-            self.sha256(obj, path),
+            self.sha256(obj, path) if has_hash else None,
             upstream,
         )
 

@@ -3,7 +3,7 @@
 ``wgtpm inspect`` prints, for example::
 
     artifact   build/classifier
-    model      classifier (wgt 0.1; wgtpm-weightlang, torch 2.13.0+cpu)
+    model      classifier (wgt 0.1; wgtpm 0.1.0, torch 2.13.0+cpu, python 3.12.3)
     input      x: f32[2]
     output     y: f32[1]
     layers     h1 = linear(in=2, out=8) -> a1 = tanh -> out = linear(in=8, out=1) -> p = sigmoid
@@ -26,11 +26,17 @@ from typing import Any
 
 from .check import layer_specs
 from .data import Dataset
-from .manifest import Manifest
+from .manifest import FORMAT, LEGACY_FORMAT, Manifest
 from .ops import LayerSpec
 from .syntax import Program
 
-__all__ = ["describe_manifest", "describe_program", "parameter_count", "training_line"]
+__all__ = [
+    "build_line",
+    "describe_manifest",
+    "describe_program",
+    "parameter_count",
+    "training_line",
+]
 
 
 def parameter_count(layers: Iterable[LayerSpec]) -> int:
@@ -72,17 +78,25 @@ def training_line(training: Mapping[str, Any] | None) -> str:
     return text + f" on {training['rows']} rows"
 
 
+def build_line(manifest: Mapping[str, Any]) -> str:
+    """``weights sha256 5be1… (4 trained); training: loss 0.69 -> 0.0004, …`` after a build."""
+    weights = manifest["weights"]
+    origins: dict[str, int] = {}
+    for entry in weights["tensors"].values():
+        origins[entry["origin"]] = origins.get(entry["origin"], 0) + 1
+    counts = ", ".join(f"{n} {o}" for o, n in sorted(origins.items())) or "no tensors"
+    return (
+        f"weights sha256 {weights['sha256']} ({counts}); "
+        f"training: {training_line(manifest['training'])}"
+    )
+
+
 def describe_manifest(label: str, manifest: Manifest) -> str:
     """The text of ``wgtpm inspect`` (see the module docstring)."""
     raw = manifest.raw
-    builder = raw.get("builder", {})
     lines = [
         ("artifact", label),
-        (
-            "model",
-            f"{manifest.model} (wgt {raw.get('language_version')}; "
-            f"{builder.get('name')}, torch {builder.get('torch')})",
-        ),
+        ("model", f"{manifest.model} (wgt {raw.get('language_version')}; {_built_by(raw)})"),
         ("input", f"{manifest.input.name}: f32[{manifest.input.width}]"),
         ("output", f"{manifest.output.name}: f32[{manifest.output.width}]"),
         ("layers", _layers(manifest.layers)),
@@ -118,11 +132,31 @@ def describe_manifest(label: str, manifest: Manifest) -> str:
     return _columns(lines)
 
 
+def _built_by(raw: Mapping[str, Any]) -> str:
+    """``wgtpm 0.1.0, torch 2.13.0, python 3.12.3`` (or ``weightc 0.1.0, …`` for the prototype)."""
+    if raw.get("format") == LEGACY_FORMAT:
+        builder = raw.get("builder") or {}
+        return (
+            f"{builder.get('name')}, torch {builder.get('torch')}; "
+            f"wgtpm's legacy format {LEGACY_FORMAT}; rebuild to write {FORMAT}"
+        )
+    compiler, built = raw.get("compiler") or {}, raw.get("built_with") or {}
+    return (
+        f"{compiler.get('name')} {compiler.get('version')}, torch {built.get('torch')}, "
+        f"python {built.get('python')}"
+    )
+
+
 def _import_lines(record: Mapping[str, Any]) -> list[str]:
-    origin = f"{record.get('from')}.{record.get('source_layer')}"
-    if record.get("module"):
-        commit = f", commit {record['commit']}" if record.get("commit") else ""
-        origin += f" ({record['module']}@{record.get('version')}{commit})"
+    # The prototype's record has source and package; the legacy one had from, module, version, commit.
+    package = record.get("package") or (record if record.get("module") else None)
+    source = record.get("source") or record.get("from")
+    if package is None and not str(source).startswith('"'):
+        source = f'"{source}"'  # a path import, shown as it is written in .wgt
+    origin = f"{source}.{record.get('source_layer')}"
+    if package:
+        commit = f", commit {package['commit']}" if package.get("commit") else ""
+        origin += f" ({package.get('module')}@{package.get('version')}{commit})"
     flags = ", ".join(
         [
             "frozen" if record.get("frozen") else "trained further",

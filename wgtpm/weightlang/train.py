@@ -7,15 +7,18 @@ optimiser and are bit-identical afterwards. The loss is checked after every
 step: a NaN or infinity stops the build with a :class:`BuildError` instead of
 writing garbage weights.
 
-The training record (manifest ``training``) holds the settings and the loss
-on the whole training set before and after training, measured in eval mode
-(no dropout), and ``train_accuracy`` where it applies: ``bce`` counts each
-output thresholded at 0.5, ``ce`` each row's arg-max class. Both are
-measured on the training data and say nothing about generalisation.
+The training record (manifest ``training``, in the prototype's key order)
+holds the settings, the data's sha256, and the loss on the whole training
+set before and after training, measured in eval mode (no dropout), and
+``train_accuracy`` where it applies: ``bce`` counts each output thresholded
+at 0.5, ``ce`` each row's arg-max class. Both are measured on the training
+data and say nothing about generalisation (the record's ``note`` says so).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -26,7 +29,23 @@ from torch import nn
 from .._errors import BuildError
 from .syntax import Row, Train
 
-__all__ = ["train", "training_tensors"]
+__all__ = ["NOTE", "rows_sha256", "train", "training_tensors"]
+
+NOTE = "metrics are measured on the training data only; they say nothing about generalisation"
+
+
+def rows_sha256(rows: Sequence[Row]) -> str:
+    """The prototype's ``data_sha256``: sha256 of ``{"inputs":[[...]],"targets":[[...]]}``.
+
+    Compact JSON with sorted keys, every value a float:
+    ``{"inputs":[[0.0,1.0]],"targets":[[1.0]]}`` for the one row ``[0, 1] -> [1]``.
+    """
+    doc = {
+        "inputs": [[float(v) for v in r.inputs] for r in rows],
+        "targets": [[float(v) for v in r.targets] for r in rows],
+    }
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
 def training_tensors(rows: Sequence[Row], loss: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -62,9 +81,13 @@ def _batches(n: int, batch: int | None, generator: torch.Generator) -> Iterator[
 
 
 def train(
-    module: nn.Module, spec: Train, x: torch.Tensor, y: torch.Tensor, generator: torch.Generator
+    module: nn.Module,
+    spec: Train,
+    rows: Sequence[Row],
+    generator: torch.Generator,
 ) -> dict[str, Any]:
-    """Train ``module`` in place on ``x``, ``y`` as ``spec`` says; returns the training record."""
+    """Train ``module`` in place on ``rows`` as ``spec`` says; returns the training record."""
+    x, y = training_tensors(rows, spec.loss)
     loss_fn = _loss_fn(spec.loss)
     params = [p for p in module.parameters() if p.requires_grad]
     initial = _evaluate(module, loss_fn, x, y)
@@ -90,19 +113,21 @@ def train(
     _check_finite(spec, final, "after the last step")
     record: dict[str, Any] = {
         "data": spec.data,
+        "data_sha256": rows_sha256(rows),
         "rows": len(x),
         "loss": spec.loss,
         "optimizer": spec.optimizer,
         "lr": spec.lr,
         "epochs": spec.epochs,
-        "batch": spec.batch,
-        "steps": steps,
+        "batch": "full" if spec.batch is None else spec.batch,
         "initial_loss": initial,
         "final_loss": final,
+        "note": NOTE,
     }
     accuracy = _accuracy(module, spec.loss, x, y)
     if accuracy is not None:
         record["train_accuracy"] = accuracy
+    record["steps"] = steps
     return record
 
 
