@@ -37,7 +37,7 @@ from .protocol import parse_request_path, serve_protocol
 from .service import Registry
 from .tokens import parse_authorization
 
-__all__ = ["create_app", "open_registry"]
+__all__ = ["create_app", "from_env", "open_registry"]
 
 log = logging.getLogger("registry.app")
 _EMPTY_SHA = hashlib.sha256(b"").hexdigest()
@@ -96,8 +96,14 @@ async def _healthz(request: Request) -> Response:
     return JSONResponse({"status": "ok"}, headers={"Cache-Control": "no-store"})
 
 
-def create_app(config: Config | None = None, *, registry: Registry | None = None) -> Starlette:
-    """The registry as an ASGI app, on ``registry`` or on the stores ``config`` names."""
+def create_app(
+    config: Config | None = None, *, registry: Registry | None = None, close_registry: bool = False
+) -> Starlette:
+    """The registry as an ASGI app, on ``registry`` or on the stores ``config`` names.
+
+    Stores opened from ``config`` are closed at shutdown; a ``registry`` passed
+    in is closed too when ``close_registry`` is set.
+    """
     if (config is None) == (registry is None):
         raise ValueError("create_app needs a config or a registry (one of them)")
 
@@ -105,15 +111,22 @@ def create_app(config: Config | None = None, *, registry: Registry | None = None
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         if registry is not None:
             app.state.registry = registry
-            yield
+            try:
+                yield
+            finally:
+                if close_registry:
+                    await run_in_threadpool(registry.close)
+                    log.info("registry stopped: database and blob store closed")
             return
         assert config is not None
         reg = await run_in_threadpool(open_registry, config)
         app.state.registry = reg
+        log.info("registry started (database %s, blobs %s)", reg.meta_url(), reg.blobs.url)
         try:
             yield
         finally:
             await run_in_threadpool(reg.close)
+            log.info("registry stopped: database and blob store closed")
 
     app = Starlette(
         routes=[
@@ -128,3 +141,8 @@ def create_app(config: Config | None = None, *, registry: Registry | None = None
     if registry is not None:
         app.state.registry = registry
     return app
+
+
+def from_env() -> Starlette:
+    """The app configured by the environment (``uvicorn --factory registry.app:from_env``)."""
+    return create_app(Config())

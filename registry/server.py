@@ -1,8 +1,14 @@
 """Run the registry with uvicorn: what ``wgtpm registry serve`` does.
 
-uvicorn handles SIGTERM and SIGINT: it stops accepting connections, lets
-requests in flight finish (up to ``graceful_timeout`` seconds), then runs the
-app's lifespan shutdown, which closes the database and the blob store.
+uvicorn handles SIGTERM and SIGINT: it stops accepting connections and lets
+requests in flight finish (up to ``graceful_timeout`` seconds), runs the
+app's lifespan shutdown, which closes the database and the blob store, and
+then re-raises the signal, so the process ends as signalled (exit status 143
+for SIGTERM in a shell, as systemd and Kubernetes expect).
+
+To run it under another ASGI server or ``uvicorn --factory``, use
+:func:`registry.app.from_env`, configured by the environment variables of
+:mod:`registry.config`.
 """
 
 from __future__ import annotations
@@ -10,7 +16,7 @@ from __future__ import annotations
 import logging
 
 from .accesslog import configure
-from .app import create_app
+from .app import create_app, open_registry
 from .config import Config
 
 __all__ = ["serve"]
@@ -21,15 +27,19 @@ log = logging.getLogger("registry.server")
 def serve(
     config: Config, host: str = "127.0.0.1", port: int = 8080, graceful_timeout: int = 30
 ) -> None:
-    """Serve until SIGTERM or SIGINT."""
+    """Serve until SIGTERM or SIGINT; the stores are opened first (a bad ``--db`` or
+    ``--store`` fails here, with its reason) and closed after uvicorn has drained."""
     import uvicorn
 
     configure()
+    reg = open_registry(config)
     log.info(
-        "serving on http://%s:%d (db %s, store %s)", host, port, config.db_url(), config.store_url()
+        "serving on http://%s:%d (database %s, blobs %s)", host, port, reg.meta_url(), reg.blobs.url
     )
     uvicorn.run(
-        create_app(config),
+        # closed by the app's lifespan shutdown: uvicorn re-raises SIGTERM/SIGINT after
+        # draining, so code after run() would not run
+        create_app(registry=reg, close_registry=True),
         host=host,
         port=port,
         access_log=False,  # registry.accesslog writes JSON lines instead

@@ -105,6 +105,11 @@ class Registry:
     _indexes: OrderedDict[str, ReleaseIndex] = field(default_factory=OrderedDict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
+    def meta_url(self) -> str:
+        """The database's URL without its password (for logs)."""
+        engine = getattr(self.meta, "engine", None)
+        return engine.url.render_as_string(hide_password=True) if engine is not None else "?"
+
     def close(self) -> None:
         """Close both stores."""
         try:

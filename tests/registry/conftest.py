@@ -124,19 +124,36 @@ def _serve(app: object) -> Iterator[str]:
         sock.close()
 
 
-@pytest.fixture
-def live(tmp_path: Path) -> Iterator[Live]:
-    """The registry on SQLite and a folder, served by uvicorn; ``token`` may publish anything
-    under ``example.com``."""
+def _live(meta_url: str, blob_url: str, spool: Path) -> Iterator[Live]:
     from registry.app import create_app
-    from registry.blobs import FolderBlobStore
+    from registry.blobs import open_blob_store
     from registry.metadata import open_metadata_store
     from registry.service import Registry
 
-    reg = Registry(open_metadata_store(str(tmp_path / "r.db")), FolderBlobStore(tmp_path / "blobs"))
+    reg = Registry(open_metadata_store(meta_url), open_blob_store(blob_url, spool=spool))
     text, _ = reg.create_token("example.com", "publish")
     try:
         for url in _serve(create_app(registry=reg)):
             yield Live(url, reg, text)
     finally:
         reg.close()
+
+
+@pytest.fixture
+def live(tmp_path: Path) -> Iterator[Live]:
+    """The registry on SQLite and a folder, served by uvicorn; ``token`` may publish anything
+    under ``example.com``."""
+    yield from _live(f"sqlite:///{tmp_path / 'r.db'}", str(tmp_path / "blobs"), tmp_path / "spool")
+
+
+@pytest.fixture(params=["sqlite+folder", "postgresql+s3"])
+def live_any(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Live]:
+    """:func:`live` on SQLite and a folder, then on PostgreSQL and S3."""
+    if request.param == "sqlite+folder":
+        yield from _live(
+            f"sqlite:///{tmp_path / 'r.db'}", str(tmp_path / "blobs"), tmp_path / "spool"
+        )
+        return
+    pg: PostgresServer = request.getfixturevalue("postgres")
+    db = pg.create_database(f"t{next(_db_names)}_{uuid.uuid4().hex[:8]}")
+    yield from _live(db, request.getfixturevalue("s3_url"), tmp_path / "spool")
