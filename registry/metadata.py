@@ -306,7 +306,12 @@ def create_engine(url: str) -> Engine:
     """An engine for ``url`` with the settings the store relies on."""
     url = normalise_url(url)
     if url.startswith("sqlite"):
-        engine = sa.create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+        engine = sa.create_engine(
+            url,
+            connect_args={"timeout": 30, "check_same_thread": False},
+            pool_size=10,
+            max_overflow=40,  # one per worker thread at most (anyio's default pool is 40)
+        )
         sa.event.listen(engine, "connect", _sqlite_pragmas)
         sa.event.listen(engine, "begin", _sqlite_begin)
         return engine

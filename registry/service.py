@@ -324,17 +324,21 @@ class Registry:
         cutoff = datetime.now(timezone.utc) - timedelta(seconds=UPLOAD_TTL_SECONDS)
         self.meta.delete_uploads_before(cutoff.strftime("%Y-%m-%dT%H:%M:%SZ"))
 
-    def upload(self, upload_id: str, token: TokenRecord | None) -> UploadState:
-        """The session ``upload_id`` and the files it still lacks."""
+    def _open_upload(self, upload_id: str, token: TokenRecord | None) -> UploadRecord:
+        """The live upload session ``upload_id``, if ``token`` may publish its module."""
         rec = self.meta.get_upload(upload_id)
-        if rec is None:
+        cutoff = datetime.now(timezone.utc) - timedelta(seconds=UPLOAD_TTL_SECONDS)
+        if rec is None or rec.created < cutoff.strftime("%Y-%m-%dT%H:%M:%SZ"):
             raise NotFoundError(
-                f"no upload {upload_id[:80]!r} (committed, expired or never started)"
+                f"no upload {upload_id[:80]!r} (committed, expired or never started): "
+                "start a new one"
             )
         self._may_publish(token, rec.module)
-        cutoff = datetime.now(timezone.utc) - timedelta(seconds=UPLOAD_TTL_SECONDS)
-        if rec.created < cutoff.strftime("%Y-%m-%dT%H:%M:%SZ"):
-            raise NotFoundError(f"upload {upload_id} expired; start a new one")
+        return rec
+
+    def upload(self, upload_id: str, token: TokenRecord | None) -> UploadState:
+        """The session ``upload_id`` and the files it still lacks."""
+        rec = self._open_upload(upload_id, token)
         idx = self._index(rec.index_sha256, rec.module, rec.version)
         return UploadState(rec, self._missing(idx))
 
@@ -347,12 +351,7 @@ class Registry:
         path: str | None = None,
     ) -> FileRecord:
         """The index entry an uploaded body must match, named by sha256 or by path."""
-        rec = self.meta.get_upload(upload_id)
-        if rec is None:
-            raise NotFoundError(
-                f"no upload {upload_id[:80]!r} (committed, expired or never started)"
-            )
-        self._may_publish(token, rec.module)
+        rec = self._open_upload(upload_id, token)
         idx = self._index(rec.index_sha256, rec.module, rec.version)
         for e in idx.files:
             if (sha256 is not None and e.sha256 == sha256) or (path is not None and e.path == path):
@@ -364,12 +363,7 @@ class Registry:
         self, upload_id: str, token: TokenRecord | None, h1: str | None = None
     ) -> CommitOutcome:
         """Check the upload is complete and correct, then record the version atomically."""
-        rec = self.meta.get_upload(upload_id)
-        if rec is None:
-            raise NotFoundError(
-                f"no upload {upload_id[:80]!r} (committed, expired or never started)"
-            )
-        self._may_publish(token, rec.module)
+        rec = self._open_upload(upload_id, token)
         idx = self._index(rec.index_sha256, rec.module, rec.version)
         got = idx.h1()
         if got != rec.h1 or (h1 is not None and h1 != got):

@@ -40,6 +40,14 @@ def test_migrations_run_once(meta_url: str, store: SqlMetadataStore) -> None:
     store.commit_version(version())
     again = open_metadata_store(meta_url)  # a second process starting: nothing to do, nothing lost
     assert again.list_versions(M) == ["v0.1.0"]
+    import sqlalchemy as sa
+
+    from registry.migrations import HEAD
+
+    with again.engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalars().all() == [
+            HEAD
+        ]
     again.close()
 
 

@@ -280,9 +280,22 @@ def test_private_modules_need_a_read_token(client: TestClient, reg: Registry, to
     assert r.json()["private"] and client.get(f"/{M}/@v/v0.2.0.info").status_code == 404
 
 
-def test_unknown_upload_and_bad_json(client: TestClient, token: str) -> None:
+def test_unknown_and_expired_uploads_and_bad_json(
+    client: TestClient, reg: Registry, token: str
+) -> None:
+    from registry.metadata import UploadRecord
+
     assert client.get("/api/v1/uploads/nope", headers=auth(token)).status_code == 404
     assert client.post("/api/v1/uploads/nope/commit", headers=auth(token)).status_code == 404
+    reg.meta.add_upload(
+        UploadRecord("old", M, "v0.1.0", "h1:x=", "a" * 64, created="2000-01-01T00:00:00Z")
+    )
+    for r in (
+        client.get("/api/v1/uploads/old", headers=auth(token)),
+        client.put("/api/v1/uploads/old/files/" + "a" * 64, content=b"x", headers=auth(token)),
+        client.post("/api/v1/uploads/old/commit", headers=auth(token)),
+    ):
+        assert r.status_code == 404 and "start a new one" in r.json()["error"]
     r = client.post("/api/v1/uploads", content=b"[1,", headers=auth(token))
     assert r.status_code == 400 and "not JSON" in r.json()["error"]
     r = client.post(
