@@ -15,6 +15,8 @@ Start it with ``wgtpm registry serve``; the publish API is specified in
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ._errors import (
     BadRequestError,
     BlobNotFoundError,
@@ -28,11 +30,36 @@ from ._errors import (
     TooLargeError,
     UnauthorizedError,
 )
-from .blobs import BlobStore, BlobWriter, FolderBlobStore, open_blob_store
-from .config import Config
 from .limits import Limits
-from .metadata import MetadataStore, SqlMetadataStore, open_metadata_store
-from .service import Registry
+
+if TYPE_CHECKING:
+    from .blobs import BlobStore, BlobWriter, FolderBlobStore, open_blob_store
+    from .config import Config
+    from .metadata import MetadataStore, SqlMetadataStore, open_metadata_store
+    from .service import Registry
+
+# Loaded on first use, so that the pure parts (errors, limits, tokens) import
+# without SQLAlchemy or boto3.
+_LAZY = {
+    "BlobStore": "blobs",
+    "BlobWriter": "blobs",
+    "FolderBlobStore": "blobs",
+    "open_blob_store": "blobs",
+    "Config": "config",
+    "MetadataStore": "metadata",
+    "SqlMetadataStore": "metadata",
+    "open_metadata_store": "metadata",
+    "Registry": "service",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module 'registry' has no attribute {name!r}")
+
 
 __all__ = [
     "BadRequestError",

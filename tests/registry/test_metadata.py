@@ -215,3 +215,42 @@ def test_concurrent_startups_migrate_once(meta_url: str) -> None:
     assert opened[-1].list_versions(M) == ["v0.1.0"]
     for s in opened:
         s.close()
+
+
+def _commit_in_process(url: str, h1: str, barrier: object, results: object) -> None:
+    store = open_metadata_store(url, migrate=False)
+    barrier.wait()  # type: ignore[attr-defined]
+    try:
+        out = store.commit_version(version(h1=h1))
+        results.put("created" if out.created else f"noop:{out.version.h1}")  # type: ignore[attr-defined]
+    except ConflictError as exc:
+        results.put(f"conflict:{exc.committed_h1}")  # type: ignore[attr-defined]
+    finally:
+        store.close()
+
+
+def test_commit_race_across_processes(meta_url: str) -> None:
+    """Three processes commit one version at once, two with the same bytes: one creates
+    it, the same bytes are a no-op, the other bytes a conflict naming the winner."""
+    import multiprocessing
+
+    open_metadata_store(meta_url).close()  # migrated once, before the race
+    ctx = multiprocessing.get_context("spawn")
+    barrier, results = ctx.Barrier(3), ctx.Queue()
+    h1s = ["h1:SAME=", "h1:SAME=", "h1:OTHER="]
+    procs = [
+        ctx.Process(target=_commit_in_process, args=(meta_url, h, barrier, results)) for h in h1s
+    ]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    got = sorted(results.get(timeout=5) for _ in procs)
+    store = open_metadata_store(meta_url, migrate=False)
+    winner = store.get_version(M, "v0.1.0").h1  # type: ignore[union-attr]
+    store.close()
+    if winner == "h1:SAME=":
+        assert got == sorted(["created", "noop:h1:SAME=", "conflict:h1:SAME="])
+    else:
+        assert got == sorted(["created", "conflict:h1:OTHER=", "conflict:h1:OTHER="])
