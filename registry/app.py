@@ -73,7 +73,7 @@ async def _error(request: Request, exc: Exception) -> Response:
 
 async def _protocol(request: Request) -> Response:
     reg: Registry = request.app.state.registry
-    req = parse_request_path(request.url.path)
+    req = parse_request_path("/" + request.path_params["path"])  # relative to any root_path
     if req is None:
         return PlainTextResponse("not found: not a proxy-protocol URL\n", status_code=404)
     cred = parse_authorization(request.headers.get("authorization"))

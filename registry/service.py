@@ -253,6 +253,14 @@ class Registry:
         mod = idx.entry(MOD_FILE)
         if mod is None:
             raise BadRequestError(f"{module}@{version}: the index must list {MOD_FILE}")
+        if idx.time is not None:
+            try:
+                datetime.fromisoformat(idx.time.replace("Z", "+00:00"))
+            except ValueError:
+                raise BadRequestError(
+                    f"{module}@{version}: the index's time {idx.time[:40]!r} is not RFC 3339 "
+                    "(like 2026-11-29T12:00:00Z)"
+                ) from None
         if mod.size > lim.max_mod_size:
             raise TooLargeError(f"{MOD_FILE} has {mod.size} bytes; the limit is {lim.max_mod_size}")
         for e in idx.files:

@@ -159,3 +159,15 @@ def test_not_found_and_gone(client: TestClient, path: str, status: int) -> None:
 def test_only_get_and_head(client: TestClient) -> None:
     assert client.post(f"/{E}/@v/list").status_code == 405
     assert client.get("/healthz").json() == {"status": "ok"}
+
+
+def test_served_under_a_root_path(tmp_path: Path) -> None:
+    """Behind a reverse proxy at /reg (uvicorn --root-path /reg), URLs keep working."""
+    reg = Registry(open_metadata_store(str(tmp_path / "r.db")), FolderBlobStore(tmp_path / "b"))
+    tok = reg.create_token("example.com", "publish")[0]
+    with TestClient(create_app(registry=reg), root_path="/reg") as c:
+        fs = {"wgt.mod": modtext(M), "w/data.bin": DATA}
+        assert publish(c, tok, M, "v0.1.0", fs).status_code == 201
+        assert c.get(f"/reg/{E}/@v/list").text == "v0.1.0\n"
+        assert c.get(f"/reg/{E}/@v/v0.1.0/w/data.bin").content == DATA
+    reg.close()

@@ -184,6 +184,7 @@ def test_wrong_bytes_are_refused_and_not_stored(
             "unsafe file path",
         ),
         (lambda d: d.update(schema=2), 400, "schema"),
+        (lambda d: d.update(time="yesterday"), 400, "RFC 3339"),
     ],
 )
 def test_bad_indexes(client: TestClient, token: str, mutate, status: int, words: str) -> None:  # type: ignore[no-untyped-def]
