@@ -21,7 +21,7 @@ from typing import IO, Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["AccessLog", "JsonFormatter", "configure"]
+__all__ = ["UVICORN_LOG_CONFIG", "AccessLog", "JsonFormatter", "configure"]
 
 logger = logging.getLogger("registry.access")
 
@@ -54,6 +54,26 @@ def configure(stream: IO[str] | None = None, level: int = logging.INFO) -> None:
     root.handlers[:] = [handler]
     root.setLevel(level)
     root.propagate = False
+
+
+# uvicorn's own messages (startup errors, tracebacks of bugs) as JSON lines too.
+UVICORN_LOG_CONFIG: dict[str, Any] = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"json": {"()": "registry.accesslog.JsonFormatter"}},
+    "handlers": {
+        "stderr": {
+            "class": "logging.StreamHandler",
+            "formatter": "json",
+            "stream": "ext://sys.stderr",
+        }
+    },
+    "loggers": {
+        "uvicorn": {"handlers": ["stderr"], "level": "WARNING", "propagate": False},
+        "uvicorn.error": {"level": "WARNING"},
+        "uvicorn.access": {"handlers": [], "level": "WARNING", "propagate": False},
+    },
+}
 
 
 class AccessLog:

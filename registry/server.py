@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 
-from .accesslog import configure
+from .accesslog import UVICORN_LOG_CONFIG, configure
 from .app import create_app, open_registry
 from .config import Config
 
@@ -43,7 +43,7 @@ def serve(
         host=host,
         port=port,
         access_log=False,  # registry.accesslog writes JSON lines instead
-        log_level="warning",
+        log_config=UVICORN_LOG_CONFIG,
         lifespan="on",
         timeout_graceful_shutdown=graceful_timeout,
         proxy_headers=True,

@@ -102,8 +102,10 @@ class Registry:
     blobs: BlobStore
     limits: Limits = field(default_factory=Limits)
     on_commit: list[Callable[[VersionRecord], None]] = field(default_factory=list)
-    _indexes: OrderedDict[str, ReleaseIndex] = field(default_factory=OrderedDict, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _indexes: OrderedDict[str, ReleaseIndex] = field(
+        default_factory=OrderedDict, init=False, repr=False
+    )  # parsed indexes of open uploads, by sha256 (parsing 10,000 entries per PUT is slow)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def meta_url(self) -> str:
         """The database's URL without its password (for logs)."""
