@@ -45,7 +45,9 @@ def postgres() -> Iterator[PostgresServer]:
 
 @pytest.fixture(scope="session")
 def s3_endpoint() -> Iterator[str]:
-    from moto.server import ThreadedMotoServer
+    ThreadedMotoServer = pytest.importorskip(
+        "moto.server", reason="moto[server] is not installed (pip install 'wgtpm[registry]')"
+    ).ThreadedMotoServer
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("AWS_ACCESS_KEY_ID", "testing")

@@ -119,9 +119,7 @@ class PostgresServer:
         """A new empty database; returns its URL."""
         import psycopg
 
-        with psycopg.connect(
-            self.url.replace("postgresql://", "postgresql://", 1), autocommit=True
-        ) as conn:
+        with psycopg.connect(self.url, autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{name}"')  # type: ignore[arg-type]
         return self.url.rsplit("/", 1)[0] + "/" + name
 
