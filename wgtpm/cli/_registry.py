@@ -48,8 +48,10 @@ def register(sub: Any) -> None:
     rsub = p.add_subparsers(dest="registrycmd", metavar="SUBCOMMAND")
 
     s = rsub.add_parser("serve", help="serve the proxy protocol and the publish API (uvicorn)")
-    s.add_argument("--host", default=os.environ.get("WGTPM_REGISTRY_HOST", "127.0.0.1"))
-    s.add_argument("--port", type=int, default=int(os.environ.get("WGTPM_REGISTRY_PORT", "8080")))
+    s.add_argument(
+        "--host", help="address to listen on (default: $WGTPM_REGISTRY_HOST, else 127.0.0.1)"
+    )
+    s.add_argument("--port", type=int, help="port (default: $WGTPM_REGISTRY_PORT, else 8080)")
     _storage_flags(s, store=True)
     s.set_defaults(run=_serve)
 
@@ -100,8 +102,15 @@ def _serve(args: argparse.Namespace) -> int:
     from registry import RegistryError
     from registry.server import serve
 
+    host = args.host or os.environ.get("WGTPM_REGISTRY_HOST") or "127.0.0.1"
+    port = args.port
+    if port is None:
+        env = os.environ.get("WGTPM_REGISTRY_PORT", "8080")
+        if not env.isdigit():
+            raise UsageError(f"WGTPM_REGISTRY_PORT={env!r} is not a port number")
+        port = int(env)
     try:
-        serve(config, host=args.host, port=args.port)
+        serve(config, host=host, port=port)
     except RegistryError as exc:
         raise _registry_error(exc) from exc
     return 0
