@@ -99,3 +99,40 @@ def test_ranges_and_healthz_over_a_real_socket(live: Live) -> None:
         )
         assert r.status_code == 206 and r.content == body[100:]
         assert http.get("/example.com/acme/!top/@v/v1.0.0.info").json()["Version"] == "v1.0.0"
+
+
+def test_concurrent_publishes_over_http(live: Live) -> None:
+    """Eight clients publish at once: six versions sharing a blob, and two racing for one
+    version with other bytes. Nothing is lost; exactly one of the racers wins."""
+    import threading
+
+    shared = b"\x05" * 20000
+    jobs = [
+        (f"v0.{i}.0", {"wgt.mod": mod(BASE), "shared.bin": shared, "own.bin": bytes([i]) * 100})
+        for i in range(6)
+    ]
+    jobs += [("v1.0.0", {"wgt.mod": mod(BASE), "own.bin": tag * 100}) for tag in (b"a", b"b")]
+    statuses: dict[int, int] = {}
+    barrier = threading.Barrier(len(jobs))
+
+    def run(i: int) -> None:
+        version, fs = jobs[i]
+        with httpx.Client(base_url=live.url, timeout=30) as http:
+            barrier.wait()
+            statuses[i] = publish(http, live.token, BASE, version, fs).status_code
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(jobs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [statuses[i] for i in range(6)] == [201] * 6
+    assert sorted(statuses[i] for i in (6, 7)) == [201, 409]
+    with httpx.Client(base_url=live.url) as http:
+        listed = http.get(f"/{BASE}/@v/list").text.split()
+        assert listed == [f"v0.{i}.0" for i in range(6)] + ["v1.0.0"]
+        for version, fs in jobs[:6]:
+            assert http.get(f"/{BASE}/@v/{version}/own.bin").content == fs["own.bin"]
+            assert http.get(f"/{BASE}/@v/{version}/shared.bin").content == shared
+        winner = http.get(f"/{BASE}/@v/v1.0.0/own.bin").content
+        assert winner in (b"a" * 100, b"b" * 100)
