@@ -16,7 +16,6 @@ with ``api`` or ``healthz``. The stores are closed when the server shuts down
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 from collections.abc import AsyncIterator
 
@@ -40,7 +39,6 @@ from .tokens import parse_authorization
 __all__ = ["create_app", "from_env", "open_registry"]
 
 log = logging.getLogger("registry.app")
-_EMPTY_SHA = hashlib.sha256(b"").hexdigest()
 
 
 def open_registry(config: Config) -> Registry:
@@ -86,7 +84,7 @@ async def _healthz(request: Request) -> Response:
 
     def check() -> None:
         reg.meta.ping()
-        reg.blobs.size(_EMPTY_SHA)
+        reg.blobs.check()
 
     try:
         await run_in_threadpool(check)

@@ -32,7 +32,13 @@ from typing import BinaryIO
 
 from wgtpm._fs import is_hex64
 
-from ._errors import BadRequestError, BlobNotFoundError, HashMismatchError, TooLargeError
+from ._errors import (
+    BadRequestError,
+    BlobNotFoundError,
+    HashMismatchError,
+    StoreError,
+    TooLargeError,
+)
 
 __all__ = ["CHUNK", "BlobStore", "BlobWriter", "FolderBlobStore", "open_blob_store"]
 
@@ -154,6 +160,10 @@ class BlobStore(abc.ABC):
             raise TooLargeError(f"blob {sha256} has {n} bytes, more than {max_size}")
         return b"".join(self.get(sha256))
 
+    @abc.abstractmethod
+    def check(self) -> None:
+        """Raise :class:`StoreError` unless the store can be used (for ``/healthz``)."""
+
     def close(self) -> None:  # noqa: B027 - a store with nothing to release keeps this
         """Release connections and files."""
 
@@ -206,6 +216,11 @@ class FolderBlobStore(BlobStore):
 
     def writer(self, sha256: str, max_size: int | None = None) -> BlobWriter:
         return _FolderWriter(self, sha256, max_size)
+
+    def check(self) -> None:
+        for d in (self.root / "sha256", self.root / "tmp"):
+            if not os.access(d, os.W_OK | os.X_OK):
+                raise StoreError(f"blob folder {d} is missing or not writable")
 
 
 def _read_file(f: BinaryIO, length: int | None) -> Iterator[bytes]:

@@ -115,6 +115,12 @@ class S3BlobStore(BlobStore):
     def writer(self, sha256: str, max_size: int | None = None) -> BlobWriter:
         return _S3Writer(self, sha256, max_size)
 
+    def check(self) -> None:
+        try:
+            self.client.head_bucket(Bucket=self.bucket)
+        except Exception as exc:
+            raise StoreError(f"S3 bucket {self.bucket} is not reachable: {exc}") from exc
+
     def close(self) -> None:
         self.client.close()
 

@@ -30,6 +30,7 @@ def store(blob_url: str, tmp_path: Path) -> BlobStore:
 
 
 def test_missing_blob(store: BlobStore) -> None:
+    store.check()
     assert store.size(SHA) is None
     assert not store.has(SHA)
     with pytest.raises(BlobNotFoundError):

@@ -171,3 +171,32 @@ def test_served_under_a_root_path(tmp_path: Path) -> None:
         assert c.get(f"/reg/{E}/@v/list").text == "v0.1.0\n"
         assert c.get(f"/reg/{E}/@v/v0.1.0/w/data.bin").content == DATA
     reg.close()
+
+
+def test_healthz_is_503_when_a_store_fails(tmp_path: Path, s3_url: str) -> None:
+    from registry import open_blob_store
+
+    missing_bucket = "s3://no-such-bucket-" + s3_url.split("/")[2][-8:] + "/blobs"
+    reg = Registry(open_metadata_store(str(tmp_path / "r.db")), open_blob_store(missing_bucket))
+    with TestClient(create_app(registry=reg)) as c:
+        r = c.get("/healthz")
+        assert r.status_code == 503 and r.json()["status"] == "unavailable"
+    reg.close()
+
+
+def test_default_config_follows_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from registry import Config
+
+    monkeypatch.setenv("WGTPM_REGISTRY_DATA", str(tmp_path / "d"))
+    monkeypatch.delenv("WGTPM_REGISTRY_DB", raising=False)
+    monkeypatch.delenv("WGTPM_REGISTRY_STORE", raising=False)
+    c = Config()
+    assert c.data == tmp_path / "d"
+    assert c.db_url() == f"sqlite:///{tmp_path / 'd' / 'registry.db'}"
+    assert c.store_url() == str(tmp_path / "d" / "blobs")
+    monkeypatch.setenv("WGTPM_REGISTRY_DB", "postgresql://db/x")
+    monkeypatch.setenv("WGTPM_REGISTRY_STORE", "s3://b/p")
+    assert (Config().db_url(), Config().store_url()) == ("postgresql://db/x", "s3://b/p")
+    assert Config(db="sqlite:///other.db").db_url() == "sqlite:///other.db"
