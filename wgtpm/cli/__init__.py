@@ -30,6 +30,7 @@ COMMANDS: tuple[str, ...] = (
     "wgtpm.cli._cache",
     "wgtpm.cli._weightlang",
     "wgtpm.cli._paw",
+    "wgtpm.cli._registry",
 )
 
 

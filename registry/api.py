@@ -1,0 +1,182 @@
+"""The publishing API, under ``/api/v1/`` (specified in ``registry/api.md``).
+
+Every route needs ``Authorization: Bearer TOKEN`` with scope ``publish`` and
+a prefix that covers the module. Bodies and answers are JSON, except file
+uploads, whose body is the file's bytes. Errors are ``{"error": message}``
+with the status of :mod:`registry._errors`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import BaseRoute, Route
+
+from . import limits
+from ._errors import BadRequestError, TooLargeError
+from .metadata import CommitOutcome, FileRecord, TokenRecord
+from .service import Registry, UploadState
+
+__all__ = ["routes"]
+
+PREFIX = "/api/v1"
+
+
+def _registry(request: Request) -> Registry:
+    reg: Registry = request.app.state.registry
+    return reg
+
+
+async def _token(request: Request) -> TokenRecord | None:
+    from .tokens import parse_authorization
+
+    cred = parse_authorization(request.headers.get("authorization"))
+    return await run_in_threadpool(_registry(request).authenticate, cred)
+
+
+async def _json_body(request: Request) -> dict[str, Any]:
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limits.MAX_REQUEST_JSON:
+            raise TooLargeError(
+                f"a JSON request body may have at most {limits.MAX_REQUEST_JSON} bytes"
+            )
+    if not body:
+        return {}
+    try:
+        doc = json.loads(bytes(body))
+    except ValueError as exc:
+        raise BadRequestError(f"the body is not JSON: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise BadRequestError("the body must be a JSON object")
+    return doc
+
+
+def _str(doc: dict[str, Any], key: str, required: bool = True) -> str | None:
+    value = doc.get(key)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str):
+        raise BadRequestError(f"{key!r} must be a string")
+    return value
+
+
+def _file(f: FileRecord) -> dict[str, Any]:
+    return {"path": f.path, "size": f.size, "sha256": f.sha256}
+
+
+def _state(state: UploadState) -> dict[str, Any]:
+    u = state.upload
+    if state.committed is not None:
+        return {"module": u.module, "version": u.version, "h1": u.h1, "committed": True}
+    base = f"{PREFIX}/uploads/{u.id}"
+    return {
+        "upload": u.id,
+        "module": u.module,
+        "version": u.version,
+        "h1": u.h1,
+        "private": u.private,
+        "committed": False,
+        "missing": [_file(f) for f in state.missing],
+        "files_url": f"{base}/files/",
+        "paths_url": f"{base}/paths/",
+        "commit_url": f"{base}/commit",
+    }
+
+
+def _outcome(out: CommitOutcome) -> dict[str, Any]:
+    v = out.version
+    return {
+        "module": v.module,
+        "version": v.version,
+        "h1": v.h1,
+        "mod_h1": v.mod_h1,
+        "private": v.private,
+        "created": out.created,
+        "committed": True,
+    }
+
+
+async def start_upload(request: Request) -> JSONResponse:
+    token = await _token(request)
+    doc = await _json_body(request)
+    module, version = _str(doc, "module"), _str(doc, "version")
+    index = doc.get("index")
+    if isinstance(index, str):
+        data = index.encode("utf-8")
+    elif isinstance(index, dict):
+        from wgtpm._fs import canonical_json
+
+        data = canonical_json(index, pretty=True)
+    else:
+        raise BadRequestError("'index' must be the wgt.index.json text (a string) or object")
+    private = doc.get("private", False)
+    if not isinstance(private, bool):
+        raise BadRequestError("'private' must be true or false")
+    assert module is not None and version is not None
+    state = await run_in_threadpool(
+        lambda: _registry(request).start_upload(
+            token, module, version, data, private=private, h1=_str(doc, "h1", required=False)
+        )
+    )
+    return JSONResponse(_state(state), status_code=200 if state.committed else 201)
+
+
+async def get_upload(request: Request) -> JSONResponse:
+    token = await _token(request)
+    state = await run_in_threadpool(_registry(request).upload, request.path_params["id"], token)
+    return JSONResponse(_state(state))
+
+
+async def put_file(request: Request) -> JSONResponse:
+    """Stream the body into the blob store; it lands only if its sha256 matches."""
+    token = await _token(request)
+    reg = _registry(request)
+    uid = request.path_params["id"]
+    sha, path = request.path_params.get("sha256"), request.path_params.get("path")
+    entry = await run_in_threadpool(lambda: reg.file_entry(uid, token, sha256=sha, path=path))
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > entry.size:
+        raise TooLargeError(
+            f"{entry.path}: the index says {entry.size} bytes, the body has {declared}"
+        )
+    if await run_in_threadpool(reg.blobs.size, entry.sha256) == entry.size:
+        return JSONResponse({**_file(entry), "stored": False})  # already there (deduplicated)
+    writer = await run_in_threadpool(reg.blobs.writer, entry.sha256, entry.size)
+    try:
+        # Appending to a local spool file is fast enough to do on the event loop; the
+        # fsync and rename (or the S3 upload) in commit() go to a thread.
+        async for chunk in request.stream():
+            writer.write(chunk)
+        if writer.size != entry.size:
+            raise BadRequestError(
+                f"{entry.path}: the index says {entry.size} bytes, the body had {writer.size}"
+            )
+        await run_in_threadpool(writer.commit)
+    finally:
+        writer.abort()
+    return JSONResponse({**_file(entry), "stored": True}, status_code=201)
+
+
+async def commit(request: Request) -> JSONResponse:
+    token = await _token(request)
+    doc = await _json_body(request)
+    h1 = _str(doc, "h1", required=False)
+    out = await run_in_threadpool(_registry(request).commit, request.path_params["id"], token, h1)
+    return JSONResponse(_outcome(out), status_code=201 if out.created else 200)
+
+
+def routes() -> list[BaseRoute]:
+    """The API's routes, to mount before the protocol's catch-all."""
+    return [
+        Route(f"{PREFIX}/uploads", start_upload, methods=["POST"]),
+        Route(f"{PREFIX}/uploads/{{id}}", get_upload, methods=["GET"]),
+        Route(f"{PREFIX}/uploads/{{id}}/files/{{sha256}}", put_file, methods=["PUT"]),
+        Route(f"{PREFIX}/uploads/{{id}}/paths/{{path:path}}", put_file, methods=["PUT"]),
+        Route(f"{PREFIX}/uploads/{{id}}/commit", commit, methods=["POST"]),
+    ]

@@ -1,0 +1,146 @@
+"""The ASGI application: the proxy protocol, the publishing API and ``/healthz``.
+
+::
+
+    app = create_app(Config(data=Path("/srv/registry")))   # opens the stores at startup
+    app = create_app(registry=Registry(meta, blobs))       # or serve stores you opened
+
+Routes: ``/healthz`` (200 ``{"status": "ok"}`` when the database and the blob
+store answer, else 503), ``/api/v1/...`` (:mod:`registry.api`), and every
+other GET or HEAD is a proxy-protocol URL (:mod:`registry.protocol`).
+Module paths start with a host name holding a dot, so they never collide
+with ``api`` or ``healthz``. The stores are closed when the server shuts down
+(uvicorn's lifespan, on SIGTERM or SIGINT).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from . import api
+from ._errors import RegistryError, StoreError, UnauthorizedError
+from .accesslog import AccessLog
+from .blobs import open_blob_store
+from .config import Config
+from .metadata import open_metadata_store
+from .protocol import parse_request_path, serve_protocol
+from .service import Registry
+from .tokens import parse_authorization
+
+__all__ = ["create_app", "from_env", "open_registry"]
+
+log = logging.getLogger("registry.app")
+
+
+def open_registry(config: Config) -> Registry:
+    """Open (and migrate) the database and open the blob store that ``config`` names."""
+    config.data.mkdir(parents=True, exist_ok=True)
+    meta = open_metadata_store(config.db_url())
+    try:
+        blobs = open_blob_store(
+            config.store_url(), endpoint=config.s3_endpoint, spool=config.data / "spool"
+        )
+    except BaseException:
+        meta.close()
+        raise
+    return Registry(meta, blobs, config.limits)
+
+
+async def _error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RegistryError)
+    if exc.status >= 500:
+        log.error("%s %s: %s", request.method, request.url.path, exc, exc_info=exc)
+    headers = (
+        {"WWW-Authenticate": 'Bearer realm="wgtpm-registry"'}
+        if isinstance(exc, UnauthorizedError)
+        else None
+    )
+    if request.url.path.startswith(api.PREFIX + "/"):
+        return JSONResponse({"error": str(exc)}, status_code=exc.status, headers=headers)
+    return PlainTextResponse(f"{exc}\n", status_code=exc.status, headers=headers)
+
+
+async def _protocol(request: Request) -> Response:
+    reg: Registry = request.app.state.registry
+    req = parse_request_path("/" + request.path_params["path"])  # relative to any root_path
+    if req is None:
+        return PlainTextResponse("not found: not a proxy-protocol URL\n", status_code=404)
+    cred = parse_authorization(request.headers.get("authorization"))
+    token = await run_in_threadpool(reg.authenticate, cred)
+    return await serve_protocol(request, reg, req, token)
+
+
+async def _healthz(request: Request) -> Response:
+    reg: Registry = request.app.state.registry
+
+    def check() -> None:
+        reg.meta.ping()
+        reg.blobs.check()
+
+    try:
+        await run_in_threadpool(check)
+    except (StoreError, OSError) as exc:
+        log.error("health check failed: %s", exc)
+        return JSONResponse({"status": "unavailable", "error": str(exc)}, status_code=503)
+    return JSONResponse({"status": "ok"}, headers={"Cache-Control": "no-store"})
+
+
+def create_app(
+    config: Config | None = None, *, registry: Registry | None = None, close_registry: bool = False
+) -> Starlette:
+    """The registry as an ASGI app, on ``registry`` or on the stores ``config`` names.
+
+    Stores opened from ``config`` are closed at shutdown; a ``registry`` passed
+    in is closed too when ``close_registry`` is set.
+    """
+    if (config is None) == (registry is None):
+        raise ValueError("create_app needs a config or a registry (one of them)")
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if registry is not None:
+            app.state.registry = registry
+            try:
+                yield
+            finally:
+                if close_registry:
+                    await run_in_threadpool(registry.close)
+                    log.info("registry stopped: database and blob store closed")
+            return
+        assert config is not None
+        reg = await run_in_threadpool(open_registry, config)
+        app.state.registry = reg
+        log.info("registry started (database %s, blobs %s)", reg.meta_url(), reg.blobs.url)
+        try:
+            yield
+        finally:
+            await run_in_threadpool(reg.close)
+            log.info("registry stopped: database and blob store closed")
+
+    app = Starlette(
+        routes=[
+            Route("/healthz", _healthz, methods=["GET"]),
+            *api.routes(),
+            Route("/{path:path}", _protocol, methods=["GET", "HEAD"]),
+        ],
+        middleware=[Middleware(AccessLog)],
+        exception_handlers={RegistryError: _error},
+        lifespan=lifespan,
+    )
+    if registry is not None:
+        app.state.registry = registry
+    return app
+
+
+def from_env() -> Starlette:
+    """The app configured by the environment (``uvicorn --factory registry.app:from_env``)."""
+    return create_app(Config())

@@ -1,0 +1,59 @@
+"""Where the registry keeps its data, from flags or the environment.
+
+=====================  ==============================  ==========================================
+flag                   environment                     default
+=====================  ==============================  ==========================================
+``--data DIR``         ``WGTPM_REGISTRY_DATA``         platformdirs user data dir ``/wgtpm-registry``
+``--db URL``           ``WGTPM_REGISTRY_DB``           ``sqlite:///DATA/registry.db``
+``--store URL``        ``WGTPM_REGISTRY_STORE``        ``DATA/blobs`` (a folder)
+``--s3-endpoint URL``  ``AWS_ENDPOINT_URL``            AWS itself
+=====================  ==============================  ==========================================
+
+``--db`` takes ``postgresql://user:pass@host/db`` for PostgreSQL (through
+psycopg 3); ``--store`` takes ``s3://bucket/prefix``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .limits import Limits
+
+__all__ = ["Config", "default_data_dir"]
+
+
+def default_data_dir() -> Path:
+    """``$WGTPM_REGISTRY_DATA``, else the platform's user data dir + ``wgtpm-registry``."""
+    env = os.environ.get("WGTPM_REGISTRY_DATA")
+    if env:
+        return Path(env)
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("wgtpm-registry", appauthor=False))
+
+
+@dataclass(frozen=True)
+class Config:
+    """One registry's storage settings."""
+
+    data: Path = field(default_factory=default_data_dir)
+    db: str | None = None
+    store: str | None = None
+    s3_endpoint: str | None = None
+    limits: Limits = field(default_factory=Limits)
+
+    def db_url(self) -> str:
+        return (
+            self.db
+            or os.environ.get("WGTPM_REGISTRY_DB")
+            or f"sqlite:///{self.data.absolute() / 'registry.db'}"
+        )
+
+    def store_url(self) -> str:
+        return (
+            self.store
+            or os.environ.get("WGTPM_REGISTRY_STORE")
+            or str(self.data.absolute() / "blobs")
+        )

@@ -1,0 +1,552 @@
+"""The registry's metadata in SQL, through SQLAlchemy Core: SQLite or PostgreSQL.
+
+Tables (created and upgraded by the Alembic migrations in
+``registry/migrations/``, run at startup by :func:`open_metadata_store`)::
+
+    modules   id, path UNIQUE, private, created
+    versions  id, module_id -> modules, version, h1, mod_h1, index_sha256,
+              time, commit, committed, created;  UNIQUE (module_id, version)
+    files     version_id -> versions, path, size, sha256;  PRIMARY KEY (version_id, path)
+    uploads   id, module, version, h1, index_sha256, private, token_id, created
+    tokens    id, secret_sha256 UNIQUE, prefix, scope, created, revoked
+
+Times are ISO 8601 UTC strings (``2026-12-01T01:33:53Z``), the same on both
+databases. ``modules.private`` is fixed by the first publish of a module.
+``versions.committed`` is true for every version the publish API records;
+the caching proxy (later) may hold rows that are still being filled, and
+readers only ever see committed rows.
+
+Committing a version is one transaction that inserts the version and its
+files; ``UNIQUE (module_id, version)`` makes it race-free across processes
+and replicas: whoever commits second finds the first's row, and gets a no-op
+when the h1s agree and :class:`ConflictError` when they do not. On SQLite
+write transactions start with ``BEGIN IMMEDIATE`` (WAL mode, a busy
+timeout), so concurrent writers queue instead of failing.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+
+from ._errors import ConflictError, StoreError
+
+__all__ = [
+    "CommitOutcome",
+    "FileRecord",
+    "MetadataStore",
+    "ModuleRecord",
+    "NewVersion",
+    "SqlMetadataStore",
+    "TokenRecord",
+    "UploadRecord",
+    "VersionRecord",
+    "metadata",
+    "now",
+    "open_metadata_store",
+]
+
+metadata = sa.MetaData()
+
+modules = sa.Table(
+    "modules",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("path", sa.String(512), nullable=False, unique=True),
+    sa.Column("private", sa.Boolean, nullable=False),
+    sa.Column("created", sa.String(32), nullable=False),
+)
+
+versions = sa.Table(
+    "versions",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("module_id", sa.Integer, sa.ForeignKey("modules.id"), nullable=False),
+    sa.Column("version", sa.String(300), nullable=False),
+    sa.Column("h1", sa.String(64), nullable=False),
+    sa.Column("mod_h1", sa.String(64), nullable=False),
+    sa.Column("index_sha256", sa.String(64), nullable=False),
+    sa.Column("time", sa.String(64)),
+    sa.Column("commit", sa.String(64)),
+    sa.Column("committed", sa.Boolean, nullable=False),
+    sa.Column("created", sa.String(32), nullable=False),
+    sa.UniqueConstraint("module_id", "version", name="uq_versions_module_version"),
+)
+
+files = sa.Table(
+    "files",
+    metadata,
+    sa.Column(
+        "version_id",
+        sa.Integer,
+        sa.ForeignKey("versions.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    sa.Column("path", sa.Text, primary_key=True),
+    sa.Column("size", sa.BigInteger, nullable=False),
+    sa.Column("sha256", sa.String(64), nullable=False, index=True),
+)
+
+uploads = sa.Table(
+    "uploads",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("module", sa.String(512), nullable=False),
+    sa.Column("version", sa.String(300), nullable=False),
+    sa.Column("h1", sa.String(64), nullable=False),
+    sa.Column("index_sha256", sa.String(64), nullable=False),
+    sa.Column("private", sa.Boolean, nullable=False),
+    sa.Column("token_id", sa.String(64)),
+    sa.Column("created", sa.String(32), nullable=False, index=True),
+)
+
+tokens = sa.Table(
+    "tokens",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("secret_sha256", sa.String(64), nullable=False, unique=True),
+    sa.Column("prefix", sa.String(512), nullable=False),
+    sa.Column("scope", sa.String(16), nullable=False),
+    sa.Column("created", sa.String(32), nullable=False),
+    sa.Column("revoked", sa.String(32)),
+)
+
+
+def now() -> str:
+    """The current UTC time as the tables store it."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True)
+class ModuleRecord:
+    path: str
+    private: bool
+    created: str
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    """One file of a committed version."""
+
+    path: str
+    size: int
+    sha256: str
+
+
+@dataclass(frozen=True)
+class VersionRecord:
+    """A committed ``module@version``."""
+
+    module: str
+    version: str
+    h1: str
+    mod_h1: str
+    index_sha256: str
+    time: str | None
+    commit: str | None
+    private: bool
+    created: str
+
+
+@dataclass(frozen=True)
+class NewVersion:
+    """What :meth:`MetadataStore.commit_version` records."""
+
+    module: str
+    version: str
+    h1: str
+    mod_h1: str
+    index_sha256: str
+    files: Sequence[FileRecord]
+    time: str | None = None
+    commit: str | None = None
+    private: bool = False
+
+
+@dataclass(frozen=True)
+class CommitOutcome:
+    """The committed version, and whether this call created it (``False``: it was there)."""
+
+    version: VersionRecord
+    created: bool
+
+
+@dataclass(frozen=True)
+class UploadRecord:
+    """An upload session: the index is stored, files may still be missing."""
+
+    id: str
+    module: str
+    version: str
+    h1: str
+    index_sha256: str
+    private: bool = False
+    token_id: str | None = None
+    created: str = field(default_factory=now)
+
+
+@dataclass(frozen=True)
+class TokenRecord:
+    """A token as stored: only the sha256 of its secret."""
+
+    id: str
+    secret_sha256: str
+    prefix: str
+    scope: str
+    created: str = field(default_factory=now)
+    revoked: str | None = None
+
+
+class MetadataStore(abc.ABC):
+    """What the registry keeps besides blobs. Every implementation passes
+    ``tests/registry/test_metadata.py``."""
+
+    @abc.abstractmethod
+    def get_module(self, path: str) -> ModuleRecord | None: ...
+
+    @abc.abstractmethod
+    def list_versions(self, module: str) -> list[str]:
+        """The committed versions of ``module``, in no particular order."""
+
+    @abc.abstractmethod
+    def get_version(self, module: str, version: str) -> VersionRecord | None: ...
+
+    @abc.abstractmethod
+    def list_files(self, module: str, version: str) -> list[FileRecord]:
+        """The files of a committed version, sorted by path."""
+
+    @abc.abstractmethod
+    def get_file(self, module: str, version: str, path: str) -> FileRecord | None: ...
+
+    @abc.abstractmethod
+    def commit_version(self, new: NewVersion) -> CommitOutcome:
+        """Record ``new`` atomically; a no-op when it is there with the same h1s.
+
+        Raises :class:`ConflictError` when it is there with other h1s. A new
+        module takes ``new.private``; an existing one keeps its flag.
+        """
+
+    @abc.abstractmethod
+    def add_upload(self, upload: UploadRecord) -> None: ...
+
+    @abc.abstractmethod
+    def get_upload(self, upload_id: str) -> UploadRecord | None: ...
+
+    @abc.abstractmethod
+    def delete_upload(self, upload_id: str) -> None: ...
+
+    @abc.abstractmethod
+    def delete_uploads_before(self, created: str) -> int:
+        """Forget upload sessions started before ``created``; returns how many."""
+
+    @abc.abstractmethod
+    def add_token(self, token: TokenRecord) -> None: ...
+
+    @abc.abstractmethod
+    def get_token(self, token_id: str) -> TokenRecord | None: ...
+
+    @abc.abstractmethod
+    def list_tokens(self) -> list[TokenRecord]: ...
+
+    @abc.abstractmethod
+    def revoke_token(self, token_id: str) -> bool:
+        """Mark the token revoked; ``False`` when there is no such token."""
+
+    @abc.abstractmethod
+    def ping(self) -> None:
+        """Raise :class:`StoreError` unless the database answers."""
+
+    def close(self) -> None:  # noqa: B027 - optional
+        """Release connections."""
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    dbapi_conn.isolation_level = None  # SQLAlchemy's "begin" hook below issues BEGIN
+    cur = dbapi_conn.cursor()
+    for pragma in (
+        "PRAGMA journal_mode=WAL",
+        "PRAGMA synchronous=NORMAL",
+        "PRAGMA foreign_keys=ON",
+        "PRAGMA busy_timeout=30000",
+    ):
+        cur.execute(pragma)
+    cur.close()
+
+
+def _sqlite_begin(conn: Connection) -> None:
+    conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.info.get("wgt_write") else "BEGIN")
+
+
+def _inserted_id(res: sa.CursorResult[Any]) -> int:
+    pk = res.inserted_primary_key
+    assert pk is not None, "an INSERT of one row has a primary key"
+    return int(pk[0])
+
+
+def normalise_url(url: str) -> str:
+    """``postgresql://`` (and ``postgres://``) through psycopg 3; a bare path as SQLite."""
+    for scheme in ("postgresql://", "postgres://"):
+        if url.startswith(scheme):
+            return "postgresql+psycopg://" + url[len(scheme) :]
+    if "://" not in url:
+        return "sqlite:///" + str(Path(url).absolute())
+    return url
+
+
+def create_engine(url: str) -> Engine:
+    """An engine for ``url`` with the settings the store relies on."""
+    url = normalise_url(url)
+    if url.startswith("sqlite"):
+        engine = sa.create_engine(
+            url,
+            connect_args={"timeout": 30, "check_same_thread": False},
+            pool_size=10,
+            max_overflow=40,  # one per worker thread at most (anyio's default pool is 40)
+        )
+        sa.event.listen(engine, "connect", _sqlite_pragmas)
+        sa.event.listen(engine, "begin", _sqlite_begin)
+        return engine
+    return sa.create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+
+
+class SqlMetadataStore(MetadataStore):
+    """:class:`MetadataStore` on any database SQLAlchemy reaches (SQLite, PostgreSQL)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    @contextmanager
+    def _tx(self, write: bool = False) -> Iterator[Connection]:
+        try:
+            with self.engine.connect() as conn:
+                conn.info["wgt_write"] = write
+                with conn.begin():
+                    yield conn
+        except (ConflictError, IntegrityError):
+            raise
+        except SQLAlchemyError as exc:
+            raise StoreError(f"database error: {exc}") from exc
+
+    # -- modules, versions, files
+
+    def get_module(self, path: str) -> ModuleRecord | None:
+        with self._tx() as conn:
+            row = conn.execute(
+                sa.select(modules.c.path, modules.c.private, modules.c.created).where(
+                    modules.c.path == path
+                )
+            ).one_or_none()
+        return None if row is None else ModuleRecord(row.path, bool(row.private), row.created)
+
+    def list_versions(self, module: str) -> list[str]:
+        q = (
+            sa.select(versions.c.version)
+            .join(modules, versions.c.module_id == modules.c.id)
+            .where(modules.c.path == module, versions.c.committed.is_(True))
+        )
+        with self._tx() as conn:
+            return [r.version for r in conn.execute(q)]
+
+    def _version_query(self) -> sa.Select[Any]:
+        return sa.select(
+            versions.c.id,
+            modules.c.path,
+            versions.c.version,
+            versions.c.h1,
+            versions.c.mod_h1,
+            versions.c.index_sha256,
+            versions.c.time,
+            versions.c.commit,
+            modules.c.private,
+            versions.c.created,
+        ).join(modules, versions.c.module_id == modules.c.id)
+
+    @staticmethod
+    def _version_record(row: Any) -> VersionRecord:
+        return VersionRecord(
+            module=row.path,
+            version=row.version,
+            h1=row.h1,
+            mod_h1=row.mod_h1,
+            index_sha256=row.index_sha256,
+            time=row.time,
+            commit=row.commit,
+            private=bool(row.private),
+            created=row.created,
+        )
+
+    def _find_version(self, conn: Connection, module: str, version: str) -> Any:
+        q = self._version_query().where(
+            modules.c.path == module,
+            versions.c.version == version,
+            versions.c.committed.is_(True),
+        )
+        return conn.execute(q).one_or_none()
+
+    def get_version(self, module: str, version: str) -> VersionRecord | None:
+        with self._tx() as conn:
+            row = self._find_version(conn, module, version)
+        return None if row is None else self._version_record(row)
+
+    def _files_query(self, module: str, version: str) -> sa.Select[Any]:
+        return (
+            sa.select(files.c.path, files.c.size, files.c.sha256)
+            .join(versions, files.c.version_id == versions.c.id)
+            .join(modules, versions.c.module_id == modules.c.id)
+            .where(
+                modules.c.path == module,
+                versions.c.version == version,
+                versions.c.committed.is_(True),
+            )
+        )
+
+    def list_files(self, module: str, version: str) -> list[FileRecord]:
+        with self._tx() as conn:
+            rows = conn.execute(self._files_query(module, version).order_by(files.c.path))
+            return [FileRecord(r.path, int(r.size), r.sha256) for r in rows]
+
+    def get_file(self, module: str, version: str, path: str) -> FileRecord | None:
+        with self._tx() as conn:
+            r = conn.execute(
+                self._files_query(module, version).where(files.c.path == path)
+            ).one_or_none()
+        return None if r is None else FileRecord(r.path, int(r.size), r.sha256)
+
+    def commit_version(self, new: NewVersion) -> CommitOutcome:
+        for _ in range(5):
+            try:
+                with self._tx(write=True) as conn:
+                    row = self._find_version(conn, new.module, new.version)
+                    if row is not None:
+                        return self._same_or_conflict(self._version_record(row), new)
+                    module_id = self._module_id(conn, new.module, new.private)
+                    stamp = now()
+                    res = conn.execute(
+                        versions.insert().values(
+                            module_id=module_id,
+                            version=new.version,
+                            h1=new.h1,
+                            mod_h1=new.mod_h1,
+                            index_sha256=new.index_sha256,
+                            time=new.time,
+                            commit=new.commit,
+                            committed=True,
+                            created=stamp,
+                        )
+                    )
+                    version_id = _inserted_id(res)
+                    if new.files:
+                        conn.execute(
+                            files.insert(),
+                            [
+                                {
+                                    "version_id": version_id,
+                                    "path": f.path,
+                                    "size": f.size,
+                                    "sha256": f.sha256,
+                                }
+                                for f in new.files
+                            ],
+                        )
+                    row = self._find_version(conn, new.module, new.version)
+                    return CommitOutcome(self._version_record(row), created=True)
+            except IntegrityError:
+                continue  # another process committed the module or version first: look again
+        raise StoreError(f"could not commit {new.module}@{new.version}: the database kept refusing")
+
+    @staticmethod
+    def _same_or_conflict(have: VersionRecord, new: NewVersion) -> CommitOutcome:
+        if have.h1 != new.h1 or have.mod_h1 != new.mod_h1:
+            raise ConflictError(new.module, new.version, have.h1, new.h1)
+        return CommitOutcome(have, created=False)
+
+    @staticmethod
+    def _module_id(conn: Connection, path: str, private: bool) -> int:
+        mid = conn.execute(sa.select(modules.c.id).where(modules.c.path == path)).scalar()
+        if mid is None:
+            res = conn.execute(modules.insert().values(path=path, private=private, created=now()))
+            mid = _inserted_id(res)
+        return int(mid)
+
+    # -- uploads
+
+    def add_upload(self, upload: UploadRecord) -> None:
+        with self._tx(write=True) as conn:
+            conn.execute(uploads.insert().values(**upload.__dict__))
+
+    def get_upload(self, upload_id: str) -> UploadRecord | None:
+        with self._tx() as conn:
+            row = conn.execute(sa.select(uploads).where(uploads.c.id == upload_id)).one_or_none()
+        if row is None:
+            return None
+        m = row._mapping
+        return UploadRecord(**{**m, "private": bool(m["private"])})
+
+    def delete_upload(self, upload_id: str) -> None:
+        with self._tx(write=True) as conn:
+            conn.execute(uploads.delete().where(uploads.c.id == upload_id))
+
+    def delete_uploads_before(self, created: str) -> int:
+        with self._tx(write=True) as conn:
+            return conn.execute(uploads.delete().where(uploads.c.created < created)).rowcount
+
+    # -- tokens
+
+    def add_token(self, token: TokenRecord) -> None:
+        with self._tx(write=True) as conn:
+            conn.execute(tokens.insert().values(**token.__dict__))
+
+    def get_token(self, token_id: str) -> TokenRecord | None:
+        with self._tx() as conn:
+            row = conn.execute(sa.select(tokens).where(tokens.c.id == token_id)).one_or_none()
+        return None if row is None else TokenRecord(**row._mapping)
+
+    def list_tokens(self) -> list[TokenRecord]:
+        with self._tx() as conn:
+            rows = conn.execute(sa.select(tokens).order_by(tokens.c.created, tokens.c.id))
+            return [TokenRecord(**r._mapping) for r in rows]
+
+    def revoke_token(self, token_id: str) -> bool:
+        with self._tx(write=True) as conn:
+            res = conn.execute(
+                tokens.update()
+                .where(tokens.c.id == token_id, tokens.c.revoked.is_(None))
+                .values(revoked=now())
+            )
+            if res.rowcount:
+                return True
+            return (
+                conn.execute(sa.select(tokens.c.id).where(tokens.c.id == token_id)).first()
+                is not None
+            )
+
+    def ping(self) -> None:
+        with self._tx() as conn:
+            conn.execute(sa.text("SELECT 1"))
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def open_metadata_store(url: str, *, migrate: bool = True) -> SqlMetadataStore:
+    """The store at ``url`` (``sqlite:///PATH``, a bare path, or ``postgresql://...``),
+    upgraded to the newest schema first unless ``migrate`` is off."""
+    engine = create_engine(url)
+    if migrate:
+        from .migrations import upgrade
+
+        try:
+            upgrade(engine)
+        except SQLAlchemyError as exc:
+            engine.dispose()
+            raise StoreError(f"migrating the database at {engine.url!r}: {exc}") from exc
+    return SqlMetadataStore(engine)

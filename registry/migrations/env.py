@@ -1,0 +1,10 @@
+"""Alembic's environment: migrate the connection :func:`registry.migrations.upgrade` passes."""
+
+from __future__ import annotations
+
+from alembic import context
+
+connection = context.config.attributes["connection"]
+context.configure(connection=connection, target_metadata=None)
+with context.begin_transaction():
+    context.run_migrations()

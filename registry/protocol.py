@@ -1,0 +1,213 @@
+"""The proxy protocol (DESIGN.md section 7) over the modules the registry hosts.
+
+Plain GETs (and HEADs), ``$module`` escaped as Go escapes module paths
+(``!`` + lower case for a capital), ``$version`` a full version::
+
+    /$module/@v/list                 release versions, one per line (no pseudo-versions)
+    /$module/@v/$version.info        {"Version", "Time", "Commit"}
+    /$module/@v/$version.mod         wgt.mod
+    /$module/@v/$version.index.json  the index, byte for byte as published
+    /$module/@v/$version/$path       a file of the release
+    /$module/@latest                 the .info of the highest release
+
+Statuses: 200 (206 for a satisfiable ``Range``, 304 for a matching
+``If-None-Match``, 416 for an unsatisfiable range); 404 for a module or
+version that is not here (or private and no read token was sent: both look
+alike so private names do not leak); 410 for what can never be here: a
+malformed module path or version, or a file a committed version does not
+list (versions never change). Version content (``.info``, ``.mod``,
+``.index.json``, files) carries ``ETag`` (its sha256; for ``.info`` the
+sha256 of the document) and ``Cache-Control: public, max-age=31536000,
+immutable`` (``private`` for a private module); ``list`` and ``@latest``
+are ``no-cache`` with an ``ETag`` for revalidation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from wgtpm._errors import WgtpmError
+from wgtpm.module import unescape_path
+
+from ._errors import BlobNotFoundError, GoneError, StoreError
+from .metadata import TokenRecord
+from .service import Registry
+
+__all__ = ["ProtocolRequest", "parse_request_path", "serve_protocol"]
+
+IMMUTABLE = "max-age=31536000, immutable"
+_RANGE = re.compile(r"bytes=(\d*)-(\d*)\Z")
+_KINDS = ((".info", "info"), (".mod", "mod"), (".index.json", "index"))
+
+
+@dataclass(frozen=True)
+class ProtocolRequest:
+    """What a protocol URL asks for: ``kind`` is list, latest, info, mod, index or file."""
+
+    module: str
+    kind: str
+    version: str = ""
+    path: str = ""
+
+
+def _unescape_version(s: str) -> str:
+    out, bang = [], False
+    for ch in s:
+        if bang:
+            if not "a" <= ch <= "z":
+                raise GoneError(f"malformed escaped version {s!r}")
+            out.append(ch.upper())
+            bang = False
+        elif ch == "!":
+            bang = True
+        elif "A" <= ch <= "Z":
+            raise GoneError(f"escaped version {s!r} holds an upper-case letter")
+        else:
+            out.append(ch)
+    if bang or not out:
+        raise GoneError(f"malformed escaped version {s!r}")
+    return "".join(out)
+
+
+def parse_request_path(path: str) -> ProtocolRequest | None:
+    """Read a (percent-decoded) request path; ``None`` when it is no protocol URL.
+
+    >>> parse_request_path("/example.com/!acme/m/@v/v1.0.0/w/x.bin")
+    ProtocolRequest(module='example.com/Acme/m', kind='file', version='v1.0.0', path='w/x.bin')
+
+    Raises :class:`GoneError` for a malformed module path or version.
+    """
+    path = path.lstrip("/")
+    if path.endswith("/@latest"):
+        return ProtocolRequest(_module(path[: -len("/@latest")]), "latest")
+    esc, sep, rest = path.partition("/@v/")
+    if not sep or not rest:
+        return None
+    module = _module(esc)
+    if rest == "list":
+        return ProtocolRequest(module, "list")
+    if "/" in rest:
+        v, _, name = rest.partition("/")
+        if not name:
+            return None
+        return ProtocolRequest(module, "file", _unescape_version(v), name)
+    for suffix, kind in _KINDS:
+        if rest.endswith(suffix) and len(rest) > len(suffix):
+            return ProtocolRequest(module, kind, _unescape_version(rest[: -len(suffix)]))
+    return None
+
+
+def _module(escaped: str) -> str:
+    try:
+        return unescape_path(escaped)
+    except WgtpmError as exc:
+        raise GoneError(str(exc)) from exc
+
+
+def _etag(sha256: str) -> str:
+    return f'"{sha256}"'
+
+
+def _not_modified(request: Request, etag: str) -> bool:
+    inm = request.headers.get("if-none-match")
+    return inm is not None and (inm.strip() == "*" or etag in [t.strip() for t in inm.split(",")])
+
+
+def _range(header: str | None, size: int) -> tuple[int, int] | bool | None:
+    """(start, end exclusive) of a single ``bytes=`` range; ``None`` to send it all; ``False``
+    when it cannot be satisfied."""
+    if not header:
+        return None
+    m = _RANGE.match(header.strip())
+    if not m or (not m.group(1) and not m.group(2)):
+        return None  # several ranges or another unit: ignoring Range is allowed (RFC 9110 14.2)
+    a, b = m.group(1), m.group(2)
+    if not a:  # the last N bytes
+        n = int(b)
+        return (max(0, size - n), size) if n > 0 and size > 0 else False
+    start = int(a)
+    end = size if not b else min(int(b) + 1, size)
+    if start >= size or (b and int(b) < start):
+        return False
+    return start, end
+
+
+async def serve_bytes_of(
+    request: Request, reg: Registry, sha256: str, size: int, content_type: str, private: bool
+) -> Response:
+    """Serve blob ``sha256`` (``size`` bytes) with ETag, Range and immutable caching."""
+    etag = _etag(sha256)
+    headers = {
+        "ETag": etag,
+        "Cache-Control": ("private, " if private else "public, ") + IMMUTABLE,
+        "Accept-Ranges": "bytes",
+    }
+    if _not_modified(request, etag):
+        return Response(status_code=304, headers=headers)
+    rng = _range(request.headers.get("range"), size)
+    if_range = request.headers.get("if-range")
+    if rng is not None and if_range is not None and if_range.strip() != etag:
+        rng = None  # the client's partial copy is of other bytes: send them all
+    if rng is False:
+        headers["Content-Range"] = f"bytes */{size}"
+        return Response(status_code=416, headers=headers)
+    status, start, end = 200, 0, size
+    if isinstance(rng, tuple):
+        status, (start, end) = 206, rng
+        headers["Content-Range"] = f"bytes {start}-{end - 1}/{size}"
+    headers["Content-Length"] = str(end - start)
+    if request.method == "HEAD":
+        return Response(status_code=status, headers=headers, media_type=content_type)
+    try:
+        chunks: Iterator[bytes] = await run_in_threadpool(reg.blobs.get, sha256, start, end - start)
+    except BlobNotFoundError as exc:  # listed by a committed version: the store lost it
+        raise StoreError(f"blob {sha256} is missing from {reg.blobs.url}") from exc
+    return StreamingResponse(chunks, status_code=status, headers=headers, media_type=content_type)
+
+
+def _text(request: Request, body: bytes, content_type: str, cache: str) -> Response:
+    etag = _etag(hashlib.sha256(body).hexdigest())
+    headers = {"ETag": etag, "Cache-Control": cache}
+    if _not_modified(request, etag):
+        return Response(status_code=304, headers=headers)
+    if request.method == "HEAD":
+        headers["Content-Length"] = str(len(body))
+        return Response(status_code=200, headers=headers, media_type=content_type)
+    return Response(body, headers=headers, media_type=content_type)
+
+
+async def serve_protocol(
+    request: Request, reg: Registry, req: ProtocolRequest, token: TokenRecord | None
+) -> Response:
+    """Answer one protocol request; errors are raised as :mod:`registry._errors`."""
+    if req.kind == "list":
+        vs = await run_in_threadpool(reg.versions, req.module, token)
+        return _text(request, "".join(v + "\n" for v in vs).encode(), "text/plain", "no-cache")
+    if req.kind == "latest":
+        v = await run_in_threadpool(reg.latest, req.module, token)
+        return _text(request, reg.info(v), "application/json", "no-cache")
+    if req.kind == "file":
+        v, f = await run_in_threadpool(reg.file, req.module, req.version, req.path, token)
+        return await serve_bytes_of(
+            request, reg, f.sha256, f.size, "application/octet-stream", v.private
+        )
+    v = await run_in_threadpool(reg.version, req.module, req.version, token)
+    cache = ("private, " if v.private else "public, ") + IMMUTABLE
+    if req.kind == "info":
+        return _text(request, reg.info(v), "application/json", cache)
+    if req.kind == "mod":
+        m = await run_in_threadpool(reg.mod_entry, v)
+        return await serve_bytes_of(
+            request, reg, m.sha256, m.size, "text/plain; charset=utf-8", v.private
+        )
+    size = await run_in_threadpool(reg.blobs.size, v.index_sha256)
+    if size is None:
+        raise StoreError(f"{v.module}@{v.version}: the index blob {v.index_sha256} is missing")
+    return await serve_bytes_of(request, reg, v.index_sha256, size, "application/json", v.private)

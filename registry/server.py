@@ -1,0 +1,50 @@
+"""Run the registry with uvicorn: what ``wgtpm registry serve`` does.
+
+uvicorn handles SIGTERM and SIGINT: it stops accepting connections and lets
+requests in flight finish (up to ``graceful_timeout`` seconds), runs the
+app's lifespan shutdown, which closes the database and the blob store, and
+then re-raises the signal, so the process ends as signalled (exit status 143
+for SIGTERM in a shell, as systemd and Kubernetes expect).
+
+To run it under another ASGI server or ``uvicorn --factory``, use
+:func:`registry.app.from_env`, configured by the environment variables of
+:mod:`registry.config`.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from .accesslog import UVICORN_LOG_CONFIG, configure
+from .app import create_app, open_registry
+from .config import Config
+
+__all__ = ["serve"]
+
+log = logging.getLogger("registry.server")
+
+
+def serve(
+    config: Config, host: str = "127.0.0.1", port: int = 8080, graceful_timeout: int = 30
+) -> None:
+    """Serve until SIGTERM or SIGINT; the stores are opened first (a bad ``--db`` or
+    ``--store`` fails here, with its reason) and closed after uvicorn has drained."""
+    import uvicorn
+
+    configure()
+    reg = open_registry(config)
+    log.info(
+        "serving on http://%s:%d (database %s, blobs %s)", host, port, reg.meta_url(), reg.blobs.url
+    )
+    uvicorn.run(
+        # closed by the app's lifespan shutdown: uvicorn re-raises SIGTERM/SIGINT after
+        # draining, so code after run() would not run
+        create_app(registry=reg, close_registry=True),
+        host=host,
+        port=port,
+        access_log=False,  # registry.accesslog writes JSON lines instead
+        log_config=UVICORN_LOG_CONFIG,
+        lifespan="on",
+        timeout_graceful_shutdown=graceful_timeout,
+        proxy_headers=True,
+    )

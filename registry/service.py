@@ -1,0 +1,420 @@
+"""The registry's behaviour, without HTTP: reading hosted modules and publishing them.
+
+:class:`Registry` joins a :class:`~registry.metadata.MetadataStore` and a
+:class:`~registry.blobs.BlobStore`. The HTTP layers (:mod:`registry.protocol`
+for the proxy protocol, :mod:`registry.api` for publishing) translate
+requests into these calls and :mod:`registry._errors` into statuses.
+
+Publishing is three steps (the routes are in ``registry/api.md``):
+
+1. :meth:`Registry.start_upload` checks the token, the module path, the
+   version and the index (``wgtpm.index.parse`` for that module and version,
+   ``wgt.mod`` listed, the limits), stores the index bytes as a blob, and
+   says which files the store does not hold yet.
+2. :meth:`Registry.file_entry` names the index entry an uploaded body must
+   match; the caller streams it into ``blobs.writer(sha256, size)``, which
+   publishes it only when its sha256 matches.
+3. :meth:`Registry.commit` checks that every file is stored with the size
+   and sha256 of its entry, that ``wgt.mod`` names the module, and that the
+   h1 agrees; then records the version in one transaction. The same h1 again
+   is a no-op; another h1 is a :class:`ConflictError` naming both.
+
+Seams for later work: ``on_commit`` listeners run after a version is first
+recorded (the checksum log appends its two wgt.sum lines there); reads go
+through :meth:`Registry.version` and friends, which a caching proxy would
+back with an upstream source when the module is not hosted here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+
+from wgtpm import dirhash
+from wgtpm import version as _v
+from wgtpm._errors import WgtpmError
+from wgtpm.index import ReleaseIndex, parse
+from wgtpm.module import check_path, check_path_major
+
+from . import tokens as _tokens
+from ._errors import (
+    BadRequestError,
+    ConflictError,
+    ForbiddenError,
+    GoneError,
+    NotFoundError,
+    TooLargeError,
+    UnauthorizedError,
+)
+from .blobs import BlobStore
+from .limits import UPLOAD_TTL_SECONDS, Limits
+from .metadata import (
+    CommitOutcome,
+    FileRecord,
+    MetadataStore,
+    NewVersion,
+    TokenRecord,
+    UploadRecord,
+    VersionRecord,
+    now,
+)
+
+__all__ = ["MOD_FILE", "Registry", "UploadState", "create_token"]
+
+MOD_FILE = "wgt.mod"
+_DUMMY_SHA = "0" * 64  # compared against when a token id is unknown, to keep timing even
+
+
+def create_token(meta: MetadataStore, prefix: str, scope: str) -> tuple[str, TokenRecord]:
+    """A new token for ``prefix`` and ``scope``; the string is shown once and never stored."""
+    if scope not in _tokens.SCOPES:
+        raise BadRequestError(f"scope must be one of {', '.join(_tokens.SCOPES)}, not {scope!r}")
+    if not prefix or "," in prefix or prefix != prefix.strip() or prefix.startswith("/"):
+        raise BadRequestError(
+            f"a token prefix is a module path prefix like example.com/team, not {prefix!r}"
+        )
+    text, cred = _tokens.new_token()
+    rec = TokenRecord(cred.id, _tokens.hash_secret(cred.secret), prefix.rstrip("/"), scope)
+    meta.add_token(rec)
+    return text, rec
+
+
+@dataclass(frozen=True)
+class UploadState:
+    """An upload session as the API reports it."""
+
+    upload: UploadRecord
+    missing: list[FileRecord]
+    committed: VersionRecord | None = None
+
+
+@dataclass
+class Registry:
+    """Hosted modules on one metadata store and one blob store."""
+
+    meta: MetadataStore
+    blobs: BlobStore
+    limits: Limits = field(default_factory=Limits)
+    on_commit: list[Callable[[VersionRecord], None]] = field(default_factory=list)
+    _indexes: OrderedDict[str, ReleaseIndex] = field(
+        default_factory=OrderedDict, init=False, repr=False
+    )  # parsed indexes of open uploads, by sha256 (parsing 10,000 entries per PUT is slow)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def meta_url(self) -> str:
+        """The database's URL without its password (for logs)."""
+        engine = getattr(self.meta, "engine", None)
+        return engine.url.render_as_string(hide_password=True) if engine is not None else "?"
+
+    def close(self) -> None:
+        """Close both stores."""
+        try:
+            self.blobs.close()
+        finally:
+            self.meta.close()
+
+    # -- tokens
+
+    def create_token(self, prefix: str, scope: str) -> tuple[str, TokenRecord]:
+        """A new token for ``prefix`` and ``scope`` (see :func:`create_token`)."""
+        return create_token(self.meta, prefix, scope)
+
+    def authenticate(self, cred: _tokens.Credentials | None) -> TokenRecord | None:
+        """The stored token for ``cred``; ``None`` without credentials.
+
+        Raises :class:`UnauthorizedError` for a token that is malformed,
+        unknown or revoked.
+        """
+        if cred is None:
+            return None
+        rec = self.meta.get_token(cred.id) if cred.id else None
+        ok = _tokens.secret_matches(cred.secret, rec.secret_sha256 if rec else _DUMMY_SHA)
+        if rec is None or not ok or rec.revoked is not None:
+            raise UnauthorizedError("the token is not valid (unknown, mistyped or revoked)")
+        return rec
+
+    @staticmethod
+    def _may_publish(token: TokenRecord | None, module: str) -> None:
+        if token is None:
+            raise UnauthorizedError("publishing needs a token: send Authorization: Bearer TOKEN")
+        if token.scope != "publish":
+            raise ForbiddenError(
+                f"token {token.id} has scope {token.scope}; publishing needs publish"
+            )
+        if not _tokens.covers(token.prefix, module):
+            raise ForbiddenError(
+                f"token {token.id} is for {token.prefix}, which does not cover {module}"
+            )
+
+    @staticmethod
+    def _may_read(token: TokenRecord | None, module: str, private: bool) -> bool:
+        return not private or (token is not None and _tokens.covers(token.prefix, module))
+
+    # -- reading
+
+    def _visible(self, module: str, token: TokenRecord | None) -> None:
+        """404 for a module that is not here, or private and not covered by ``token``.
+
+        Both answer alike, so a private module's name does not leak.
+        """
+        try:
+            check_path(module)
+        except WgtpmError as exc:
+            raise GoneError(str(exc)) from exc
+        rec = self.meta.get_module(module)
+        if rec is None or not self._may_read(token, module, rec.private):
+            raise NotFoundError(
+                f"{module}: no such module here (a private module needs a read token)"
+            )
+
+    def versions(self, module: str, token: TokenRecord | None = None) -> list[str]:
+        """The release versions of ``module`` (no pseudo-versions), lowest first."""
+        self._visible(module, token)
+        return [v for v in _v.sort_versions(self.meta.list_versions(module)) if not _v.is_pseudo(v)]
+
+    def latest(self, module: str, token: TokenRecord | None = None) -> VersionRecord:
+        """The highest release, else the highest pre-release, else the newest pseudo-version."""
+        self._visible(module, token)
+        vs = _v.sort_versions(self.meta.list_versions(module))
+        if not vs:
+            raise NotFoundError(f"{module}: no versions")
+        tagged = [v for v in vs if not _v.is_pseudo(v)]
+        best = ([v for v in tagged if not _v.is_prerelease(v)] or tagged or vs)[-1]
+        return self.version(module, best, token)
+
+    def version(self, module: str, version: str, token: TokenRecord | None = None) -> VersionRecord:
+        """The committed ``module@version``."""
+        self._visible(module, token)
+        if not _v.is_valid(version):
+            raise NotFoundError(f"{module}@{version}: not a version this registry can resolve")
+        rec = self.meta.get_version(module, version)
+        if rec is None:
+            raise NotFoundError(f"{module}@{version}: no such version here")
+        return rec
+
+    def file(
+        self, module: str, version: str, path: str, token: TokenRecord | None = None
+    ) -> tuple[VersionRecord, FileRecord]:
+        """One file of ``module@version``; :class:`GoneError` when the version lacks it."""
+        v = self.version(module, version, token)
+        rec = self.meta.get_file(module, version, path)
+        if rec is None:
+            raise GoneError(f"{module}@{version} has no file {path!r}")
+        return v, rec
+
+    def mod_entry(self, v: VersionRecord) -> FileRecord:
+        rec = self.meta.get_file(v.module, v.version, MOD_FILE)
+        if rec is None:  # every committed version lists it; a broken row is a server bug
+            raise NotFoundError(f"{v.module}@{v.version}: no {MOD_FILE}")
+        return rec
+
+    @staticmethod
+    def info(v: VersionRecord) -> bytes:
+        """The ``.info`` document: ``{"Version", "Time", "Commit"}``."""
+        doc: dict[str, str] = {"Version": v.version, "Time": v.time or v.created}
+        if v.commit:
+            doc["Commit"] = v.commit
+        return (json.dumps(doc) + "\n").encode()
+
+    # -- publishing
+
+    def _index(self, sha256: str, module: str, version: str) -> ReleaseIndex:
+        with self._lock:
+            idx = self._indexes.get(sha256)
+            if idx is not None and idx.module == module and idx.version == version:
+                self._indexes.move_to_end(sha256)
+                return idx
+        data = self.blobs.read(sha256, self.limits.max_index_size)
+        idx = self._check_index(data, module, version)
+        with self._lock:
+            self._indexes[sha256] = idx
+            while len(self._indexes) > 64:
+                self._indexes.popitem(last=False)
+        return idx
+
+    def _check_index(self, data: bytes, module: str, version: str) -> ReleaseIndex:
+        lim = self.limits
+        if len(data) > lim.max_index_size:
+            raise TooLargeError(
+                f"the index has {len(data)} bytes; the limit is {lim.max_index_size}"
+            )
+        try:
+            idx = parse(data, module, version)
+        except WgtpmError as exc:
+            raise BadRequestError(str(exc)) from exc
+        if len(idx.files) > lim.max_files_per_version:
+            raise TooLargeError(
+                f"{module}@{version} lists {len(idx.files)} files; the limit is {lim.max_files_per_version}"
+            )
+        mod = idx.entry(MOD_FILE)
+        if mod is None:
+            raise BadRequestError(f"{module}@{version}: the index must list {MOD_FILE}")
+        if idx.time is not None:
+            try:
+                datetime.fromisoformat(idx.time.replace("Z", "+00:00"))
+            except ValueError:
+                raise BadRequestError(
+                    f"{module}@{version}: the index's time {idx.time[:40]!r} is not RFC 3339 "
+                    "(like 2026-11-29T12:00:00Z)"
+                ) from None
+        if mod.size > lim.max_mod_size:
+            raise TooLargeError(f"{MOD_FILE} has {mod.size} bytes; the limit is {lim.max_mod_size}")
+        for e in idx.files:
+            if e.size > lim.max_file_size:
+                raise TooLargeError(
+                    f"{e.path} has {e.size} bytes; the limit per file is {lim.max_file_size}"
+                )
+        total = sum(e.size for e in idx.files)
+        if total > lim.max_version_size:
+            raise TooLargeError(
+                f"{module}@{version} has {total} bytes in all; the limit per version is {lim.max_version_size}"
+            )
+        return idx
+
+    def start_upload(
+        self,
+        token: TokenRecord | None,
+        module: str,
+        version: str,
+        index: bytes,
+        *,
+        private: bool = False,
+        h1: str | None = None,
+    ) -> UploadState:
+        """Open an upload of ``module@version`` with its ``wgt.index.json`` bytes.
+
+        When the version is already committed with the same h1 the state
+        says so and nothing is opened; with another h1 it is a conflict.
+        """
+        self._may_publish(token, module)
+        assert token is not None
+        try:
+            check_path(module)
+            check_path_major(module, version)
+        except WgtpmError as exc:
+            raise BadRequestError(str(exc)) from exc
+        idx = self._check_index(index, module, version)
+        got = idx.h1()
+        if h1 is not None and h1 != got:
+            raise BadRequestError(f"the index hashes to {got}, not the {h1} the request names")
+        have = self.meta.get_version(module, version)
+        rec = UploadRecord(
+            id=secrets.token_hex(16),
+            module=module,
+            version=version,
+            h1=got,
+            index_sha256=hashlib.sha256(index).hexdigest(),
+            private=private,
+            token_id=token.id,
+        )
+        if have is not None:
+            if have.h1 != got:
+                raise ConflictError(module, version, have.h1, got)
+            return UploadState(rec, [], committed=have)
+        self._expire_uploads()
+        self.blobs.put(rec.index_sha256, [index], max_size=self.limits.max_index_size)
+        self.meta.add_upload(rec)
+        return UploadState(rec, self._missing(idx))
+
+    def _missing(self, idx: ReleaseIndex) -> list[FileRecord]:
+        out, seen = [], set()
+        for e in sorted(idx.files, key=lambda e: e.path):
+            if e.sha256 not in seen and self.blobs.size(e.sha256) != e.size:
+                out.append(FileRecord(e.path, e.size, e.sha256))
+            seen.add(e.sha256)
+        return out
+
+    def _expire_uploads(self) -> None:
+        cutoff = datetime.now(timezone.utc) - timedelta(seconds=UPLOAD_TTL_SECONDS)
+        self.meta.delete_uploads_before(cutoff.strftime("%Y-%m-%dT%H:%M:%SZ"))
+
+    def _open_upload(self, upload_id: str, token: TokenRecord | None) -> UploadRecord:
+        """The live upload session ``upload_id``, if ``token`` may publish its module."""
+        rec = self.meta.get_upload(upload_id)
+        cutoff = datetime.now(timezone.utc) - timedelta(seconds=UPLOAD_TTL_SECONDS)
+        if rec is None or rec.created < cutoff.strftime("%Y-%m-%dT%H:%M:%SZ"):
+            raise NotFoundError(
+                f"no upload {upload_id[:80]!r} (committed, expired or never started): "
+                "start a new one"
+            )
+        self._may_publish(token, rec.module)
+        return rec
+
+    def upload(self, upload_id: str, token: TokenRecord | None) -> UploadState:
+        """The session ``upload_id`` and the files it still lacks."""
+        rec = self._open_upload(upload_id, token)
+        idx = self._index(rec.index_sha256, rec.module, rec.version)
+        return UploadState(rec, self._missing(idx))
+
+    def file_entry(
+        self,
+        upload_id: str,
+        token: TokenRecord | None,
+        *,
+        sha256: str | None = None,
+        path: str | None = None,
+    ) -> FileRecord:
+        """The index entry an uploaded body must match, named by sha256 or by path."""
+        rec = self._open_upload(upload_id, token)
+        idx = self._index(rec.index_sha256, rec.module, rec.version)
+        for e in idx.files:
+            if (sha256 is not None and e.sha256 == sha256) or (path is not None and e.path == path):
+                return FileRecord(e.path, e.size, e.sha256)
+        what = f"sha256 {sha256}" if sha256 is not None else f"path {path!r}"
+        raise BadRequestError(f"{rec.module}@{rec.version}: the index lists no file with {what}")
+
+    def commit(
+        self, upload_id: str, token: TokenRecord | None, h1: str | None = None
+    ) -> CommitOutcome:
+        """Check the upload is complete and correct, then record the version atomically."""
+        rec = self._open_upload(upload_id, token)
+        idx = self._index(rec.index_sha256, rec.module, rec.version)
+        got = idx.h1()
+        if got != rec.h1 or (h1 is not None and h1 != got):
+            raise BadRequestError(f"the index hashes to {got}, not {h1 or rec.h1}")
+        missing = self._missing(idx)
+        if missing:
+            names = ", ".join(m.path for m in missing[:20])
+            more = f" and {len(missing) - 20} more" if len(missing) > 20 else ""
+            raise BadRequestError(f"{len(missing)} files are not uploaded yet: {names}{more}")
+        mod = idx.entry(MOD_FILE)
+        assert mod is not None
+        self._check_mod(
+            rec.module, rec.version, self.blobs.read(mod.sha256, self.limits.max_mod_size)
+        )
+        outcome = self.meta.commit_version(
+            NewVersion(
+                module=rec.module,
+                version=rec.version,
+                h1=got,
+                mod_h1=dirhash.hash1([(MOD_FILE, mod.sha256)]),
+                index_sha256=rec.index_sha256,
+                files=[FileRecord(e.path, e.size, e.sha256) for e in idx.files],
+                time=idx.time or now(),
+                commit=idx.commit,
+                private=rec.private,
+            )
+        )
+        self.meta.delete_upload(upload_id)
+        if outcome.created:
+            for listener in self.on_commit:
+                listener(outcome.version)
+        return outcome
+
+    @staticmethod
+    def _check_mod(module: str, version: str, data: bytes) -> None:
+        from wgtpm import modfile
+
+        try:
+            mf = modfile.parse(data, f"{module}@{version}/{MOD_FILE}")
+        except WgtpmError as exc:
+            raise BadRequestError(f"{MOD_FILE} does not parse: {exc}") from exc
+        declared = mf.module.path if mf.module else None
+        if declared != module:
+            raise BadRequestError(f"{MOD_FILE} declares module {declared}, not {module}")

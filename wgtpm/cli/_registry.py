@@ -1,0 +1,167 @@
+"""``wgtpm registry serve|token``: run a registry and manage its tokens.
+
+Imports nothing of the server (starlette, sqlalchemy, uvicorn, boto3) until
+a command runs, so the rest of ``wgtpm`` starts as fast without the
+``registry`` extra installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .._errors import UsageError, WgtpmError
+
+if TYPE_CHECKING:
+    from registry.config import Config
+
+__all__ = ["register"]
+
+
+def _storage_flags(p: Any, store: bool) -> None:
+    p.add_argument(
+        "--data",
+        metavar="DIR",
+        help="data folder (default: $WGTPM_REGISTRY_DATA, else the user data dir)",
+    )
+    p.add_argument(
+        "--db",
+        metavar="URL",
+        help="database: sqlite:///PATH or postgresql://... (default: SQLite in DIR)",
+    )
+    if store:
+        p.add_argument(
+            "--store",
+            metavar="URL",
+            help="blobs: a folder or s3://bucket/prefix (default: DIR/blobs)",
+        )
+        p.add_argument(
+            "--s3-endpoint", metavar="URL", help="S3 endpoint (default: $AWS_ENDPOINT_URL)"
+        )
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("registry", help="run a wgtpm registry and manage its tokens")
+    rsub = p.add_subparsers(dest="registrycmd", metavar="SUBCOMMAND")
+
+    s = rsub.add_parser("serve", help="serve the proxy protocol and the publish API (uvicorn)")
+    s.add_argument(
+        "--host", help="address to listen on (default: $WGTPM_REGISTRY_HOST, else 127.0.0.1)"
+    )
+    s.add_argument("--port", type=int, help="port (default: $WGTPM_REGISTRY_PORT, else 8080)")
+    _storage_flags(s, store=True)
+    s.set_defaults(run=_serve)
+
+    t = rsub.add_parser("token", help="create, list and revoke access tokens")
+    tsub = t.add_subparsers(dest="tokencmd", metavar="SUBCOMMAND")
+    c = tsub.add_parser("create", help="create a token; prints it as the last line (shown once)")
+    c.add_argument(
+        "--prefix",
+        required=True,
+        metavar="MODULE_PREFIX",
+        help="modules it covers, e.g. example.com/team",
+    )
+    c.add_argument("--scope", choices=("publish", "read"), default="publish")
+    _storage_flags(c, store=False)
+    c.set_defaults(run=_token_create)
+    ls = tsub.add_parser("list", help="list tokens (never their secrets)")
+    _storage_flags(ls, store=False)
+    ls.set_defaults(run=_token_list)
+    r = tsub.add_parser("revoke", help="revoke a token by its id")
+    r.add_argument("id")
+    _storage_flags(r, store=False)
+    r.set_defaults(run=_token_revoke)
+    t.set_defaults(run=lambda a: (t.print_help(sys.stderr), 2)[1])
+    p.set_defaults(run=lambda a: (p.print_help(sys.stderr), 2)[1])
+
+
+def _config(args: argparse.Namespace) -> Config:
+    try:
+        from registry.config import Config, default_data_dir
+    except ImportError as exc:
+        raise UsageError(
+            f"the registry needs its extra: pip install 'wgtpm[registry]' ({exc})"
+        ) from exc
+    return Config(
+        data=Path(args.data) if args.data else default_data_dir(),
+        db=args.db,
+        store=getattr(args, "store", None),
+        s3_endpoint=getattr(args, "s3_endpoint", None),
+    )
+
+
+def _registry_error(exc: Exception) -> WgtpmError:
+    return WgtpmError(f"registry: {exc}")
+
+
+def _serve(args: argparse.Namespace) -> int:
+    config = _config(args)
+    from registry import RegistryError
+    from registry.server import serve
+
+    host = args.host or os.environ.get("WGTPM_REGISTRY_HOST") or "127.0.0.1"
+    port = args.port
+    if port is None:
+        env = os.environ.get("WGTPM_REGISTRY_PORT", "8080")
+        if not env.isdigit():
+            raise UsageError(f"WGTPM_REGISTRY_PORT={env!r} is not a port number")
+        port = int(env)
+    try:
+        serve(config, host=host, port=port)
+    except RegistryError as exc:
+        raise _registry_error(exc) from exc
+    return 0
+
+
+def _with_meta(args: argparse.Namespace, fn: Any) -> int:
+    config = _config(args)
+    from registry import RegistryError
+    from registry.metadata import open_metadata_store
+
+    try:
+        config.data.mkdir(parents=True, exist_ok=True)
+        meta = open_metadata_store(config.db_url())
+        try:
+            code: int = fn(meta)
+        finally:
+            meta.close()
+    except RegistryError as exc:
+        raise _registry_error(exc) from exc
+    return code
+
+
+def _token_create(args: argparse.Namespace) -> int:
+    from registry.service import create_token
+
+    def run(meta: Any) -> int:
+        text, rec = create_token(meta, args.prefix, args.scope)
+        print(
+            f"token {rec.id}: scope {rec.scope}, prefix {rec.prefix} (shown once; keep it secret)"
+        )
+        print(text)
+        return 0
+
+    return _with_meta(args, run)
+
+
+def _token_list(args: argparse.Namespace) -> int:
+    def run(meta: Any) -> int:
+        for t in meta.list_tokens():
+            state = f"revoked {t.revoked}" if t.revoked else "active"
+            print(f"{t.id}  {t.scope:<7}  {t.prefix}  created {t.created}  {state}")
+        return 0
+
+    return _with_meta(args, run)
+
+
+def _token_revoke(args: argparse.Namespace) -> int:
+    def run(meta: Any) -> int:
+        if not meta.revoke_token(args.id):
+            raise UsageError(f"no token {args.id!r} (see wgtpm registry token list)")
+        print(f"revoked {args.id}")
+        return 0
+
+    return _with_meta(args, run)
