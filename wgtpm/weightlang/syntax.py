@@ -86,7 +86,9 @@ MAX_EPOCHS = 10_000_000
 
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
-_INT = re.compile(r"[+-]?[0-9]+\Z")
+# At most 19 digits: every integer of the language fits in 64 bits, and Python refuses
+# to read numbers of over 4,300 digits.
+_INT = re.compile(r"[+-]?[0-9]{1,19}\Z")
 _FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\Z")
 _HEX64 = re.compile(r"[0-9a-fA-F]{64}\Z")
 
