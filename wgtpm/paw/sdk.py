@@ -40,7 +40,6 @@ from typing import Any
 from .._errors import UsageError
 from .._fs import sha256_file
 from ..deps import ModuleResolver, split_ref
-from .gguf_adapter import read_gguf_info
 from .runtime import BaseModelFile, base_model_file
 from .shape import InterpreterShape
 from .validate import ValidProgram, validate_file
@@ -252,6 +251,8 @@ def install_artifact(
 
 def _gguf_shape(path: Path) -> InterpreterShape | None:
     """The qwen3 hyperparameters of a base-model GGUF, when it has them."""
+    from .gguf_adapter import read_gguf_info
+
     try:
         return InterpreterShape.from_gguf_fields(read_gguf_info(path).fields)
     except (OSError, ValueError):

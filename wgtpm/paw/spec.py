@@ -63,7 +63,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import ParseError, Position, PositionedError
-from .gguf_adapter import QUANTIZATIONS, quantization_block
+from .adapter_format import QUANTIZATIONS, quantization_block
 from .runtime import QWEN3_RUNTIME_ID
 from .shape import TARGET_MODULES
 
