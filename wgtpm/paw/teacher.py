@@ -22,7 +22,6 @@ import json
 import math
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -32,8 +31,8 @@ from typing import Any
 import httpx
 
 from .._errors import BuildError
+from .._fs import canonical_json, write_atomic
 from .examples import Example
-from .identity import canonical_json
 from .spec import TeacherModel, TeacherSpec
 
 __all__ = ["PROMPT_VERSION", "default_cache_dir", "synthesize"]
@@ -201,14 +200,7 @@ class _Caller:
             {"examples": [{"input": e.input, "output": e.output} for e in examples]},
             ensure_ascii=False,
         )
-        fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(body)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomic(path, body.encode("utf-8"))
 
 
 def parse_answer(body: bytes) -> list[Example]:
