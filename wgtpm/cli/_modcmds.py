@@ -189,6 +189,8 @@ def _get(args: argparse.Namespace) -> int:
 
 def _paw_install(project: Any, build: list[Any]) -> list[str]:
     """Install every ``paw`` artifact of the build list into the PAW SDK's cache."""
+    from ..build import release_artifacts
+    from ..kinds import PAW
     from ..paw.sdk import install_artifact
 
     resolver = project.resolver()
@@ -198,7 +200,8 @@ def _paw_install(project: Any, build: list[Any]) -> list[str]:
         if target is None:
             continue
         idx = project.fetcher.index(*target)
-        for art in sorted({e.artifact for e in idx.files if e.kind == "paw" and e.artifact}):
+        programs = [a for a, kind in release_artifacts(idx).items() if kind == PAW]
+        for art in sorted(programs):
             inst = install_artifact(f"{m.path}/{art}", resolver)
             print(
                 f"wgtpm: installed {m.path}/{art} as PAW program {inst.program_id}", file=sys.stderr

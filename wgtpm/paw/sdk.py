@@ -33,8 +33,9 @@ from typing import Any
 
 from .._errors import UsageError
 from .._fs import FileLock, replace_dir, sha256_file, temp_dir
+from ..build import BUNDLE_SUFFIX, module_artifact
 from ..deps import ModuleResolver, split_ref
-from ..index import parse as parse_index
+from ..kinds import PAW
 from .runtime import BaseModelFile, base_model_file
 from .shape import InterpreterShape
 from .validate import ValidProgram, validate_file
@@ -193,21 +194,19 @@ def find_base_model(meta: Mapping[str, Any], resolver: ModuleResolver) -> Path |
 
 
 def artifact_file(ref: str, resolver: ModuleResolver) -> Path:
-    """The ``.paw`` file of ``MODULE/ARTIFACT``, by the release index or as ``ARTIFACT.paw``."""
+    """The ``.paw`` file of ``MODULE/ARTIFACT``: by the release index, else ``ARTIFACT.paw``.
+
+    :func:`wgtpm.build.module_artifact` finds it; anything but a ``paw``
+    artifact under that name is an error.
+    """
     module, artifact = split_ref(ref, resolver)
-    index_file = module.dir / "wgt.index.json"
-    if index_file.is_file():
-        idx = parse_index(index_file.read_bytes(), module.path, module.version)
-        for entry in idx.files:
-            if entry.artifact == artifact and entry.kind == "paw":
-                return module.dir / entry.path
-    candidate = module.dir / f"{artifact}.paw"
-    if candidate.is_file():
-        return candidate
-    found = sorted(p.name for p in module.dir.glob("*.paw"))
+    found = module_artifact(module, artifact)
+    if found is not None and found.kind == PAW and found.path.is_file():
+        return found.path
+    programs = sorted(p.name for p in module.dir.glob(f"*{BUNDLE_SUFFIX}"))
     raise UsageError(
         f"{module.path}@{module.version} has no PAW program artifact {artifact!r}"
-        + (f"; it has {', '.join(found)}" if found else "")
+        + (f"; it has {', '.join(programs)}" if programs else "")
     )
 
 

@@ -21,9 +21,8 @@ import hashlib
 import json
 import math
 import os
-import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ import httpx
 
 from .._errors import BuildError
 from .._fs import canonical_json, write_atomic
+from .._report import SILENT, Reporter
 from .examples import Example
 from .spec import TeacherModel, TeacherSpec
 
@@ -66,11 +66,13 @@ def synthesize(
     *,
     seed: int,
     cache_dir: Path,
-    log: Callable[[str], None] | None = None,
+    reporter: Reporter = SILENT,
     transport: httpx.BaseTransport | None = None,
 ) -> list[Example]:
-    """The examples of every teacher model, in the order the models are listed."""
-    say = log or _stderr
+    """The examples of every teacher model, in the order the models are listed.
+
+    After each wave of calls, ``reporter.notice`` gets ``teacher MODEL: N/M examples``.
+    """
     key = os.environ.get(teacher.api_key_env, "")
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     limits = httpx.Limits(max_connections=teacher.concurrency)
@@ -85,7 +87,7 @@ def synthesize(
         caller = _Caller(client, pool, spec_text, teacher, seed, cache_dir)
         out: list[Example] = []
         for model in teacher.models:
-            out += caller.collect(model, say)
+            out += caller.collect(model, reporter)
     return out
 
 
@@ -107,7 +109,7 @@ class _Caller:
         self.cache_dir = cache_dir
         self.endpoint = teacher.url.rstrip("/") + "/chat/completions"
 
-    def collect(self, model: TeacherModel, say: Callable[[str], None]) -> list[Example]:
+    def collect(self, model: TeacherModel, reporter: Reporter) -> list[Example]:
         """``model.examples`` distinct (by input) examples from ``model``, in call order."""
         per_call = self.teacher.examples_per_call
         budget = 2 * math.ceil(model.examples / per_call) + 8
@@ -130,7 +132,7 @@ class _Caller:
                         inputs.add(example.input)
                         examples.append(example)
             index += wave
-            say(
+            reporter.notice(
                 f"teacher {model.name}: {min(len(examples), model.examples)}/{model.examples} examples"
             )
         return examples[: model.examples]
@@ -232,7 +234,3 @@ def _examples_of(value: Any) -> list[Example]:
         and isinstance(item.get("input"), str)
         and isinstance(item.get("output"), str)
     ]
-
-
-def _stderr(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
