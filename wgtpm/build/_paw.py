@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .._errors import BuildError, WgtpmError
+from .._errors import BuildError
 from .._fs import temp_dir
 from .._report import Reporter
 from ..deps import ModuleResolver
@@ -80,7 +80,7 @@ def _copy_checked(target: Target, out: Path) -> str:
             f"artifact {target.name}: cannot read {target.source} ({exc.strerror})"
         ) from exc
     try:
-        from ..paw.bundle import read_bundle
+        from ..paw.bundle import BundleError, read_bundle
         from ..paw.validate import check_bundle
     except ImportError as exc:
         raise BuildError(
@@ -96,7 +96,8 @@ def _copy_checked(target: Target, out: Path) -> str:
             os.fsync(f.fileno())
         try:
             program = check_bundle(read_bundle(copy), source=target.source)
-        except WgtpmError as exc:
-            raise BuildError(f"artifact {target.name}: {exc}") from exc
+        except BundleError as exc:
+            named = BundleError(target.source, exc.problems)  # the source, not the private copy
+            raise BuildError(f"artifact {target.name}: {named}") from exc
         os.replace(copy, out)
     return program.program_id
