@@ -33,3 +33,20 @@ def test_import_loads_nothing_heavy(module: str) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env, cwd=ROOT
     ).stdout
     assert json.loads(out) == [], f"import {module} loaded {out.strip()}"
+
+
+def test_modfile_reads_the_kinds_table_without_the_builders() -> None:
+    code = (
+        "import json, sys, wgtpm.modfile; "
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('wgtpm.'))))"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env, cwd=ROOT
+    ).stdout
+    loaded = json.loads(out)
+    assert "wgtpm.kinds" in loaded
+    assert not [m for m in loaded if m.startswith(("wgtpm.build", "wgtpm.paw", "wgtpm.weightlang"))]

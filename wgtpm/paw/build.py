@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import BuildError, ResolveError
+from .._fs import sha256_file
 from .._report import SILENT, Reporter
 from ..deps import ModuleResolver, split_ref
 from .bundle import BundleError, read_bundle, source_date_epoch, write_bundle
@@ -158,14 +159,10 @@ def _runtime(
         return qwen3_runtime(), None
     assert rt.base_model is not None
     path, provider, repo, url, record = _base_model_source(spec, rt.base_model, resolver)
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        while block := f.read(1 << 20):
-            digest.update(block)
     base = BaseModelFile(
         file=path.name,
         size_bytes=path.stat().st_size,
-        sha256=digest.hexdigest(),
+        sha256=sha256_file(path),
         provider="huggingface" if (rt.repo or repo) and not rt.url else provider,
         repo=rt.repo or repo,
         url=rt.url or url,
