@@ -76,8 +76,8 @@ def locate_artifact(
     """Artifact ``name`` among the module files in ``root`` (see the module docstring)."""
     if index is not None:
         entries = [e for e in index.files if e.artifact == name]
-        if entries:
-            kind = entries[0].kind or ""
+        kind = entries[0].kind if entries else None
+        if kind:  # entries without a kind say nothing: the files on disk decide
             builder_for_kind(kind)  # an unknown kind is an error, not a plain file
             paths = tuple(e.path for e in entries)
             return LocatedArtifact(name, kind, root / _artifact_path(name, paths), paths)
