@@ -121,41 +121,32 @@ class ProxyTree:
     ) -> ReleaseIndex:
         """Publish the package in ``pkg`` after ``wgtpm build``: its wgt.mod and artifacts.
 
-        A ``.wgt`` artifact NAME ships ``build/NAME/*`` as ``NAME/...``, a
-        ``.pawspec`` one ``build/NAME.paw`` as ``NAME.paw``, anything else its
-        source file as it is.
+        Each artifact ships what its kind's builder says it outputs
+        (:meth:`wgtpm.build.Builder.outputs`): a ``.wgt`` artifact NAME ships
+        ``build/NAME/*`` as ``NAME/...``, a ``paw`` one (``.pawspec`` or a
+        prebuilt ``.paw``) ``build/NAME.paw`` as ``NAME.paw``, anything else
+        its source file as it is.
         """
         from . import modfile
+        from .build import BUILD_DIR, Target, builder_for_source
 
         mf = modfile.parse((pkg / "wgt.mod").read_bytes(), str(pkg / "wgt.mod"))
         assert mf.module is not None
         files: dict[str, bytes] = {"wgt.mod": (pkg / "wgt.mod").read_bytes()}
         arts: dict[str, tuple[str, str]] = {}
         for a in mf.artifacts:
-            if a.kind == "wgt":
-                out = pkg / "build" / a.name
-                if not out.is_dir():
-                    raise ModuleError(
-                        mf.module.path,
-                        version,
-                        f"artifact {a.name}: {out} is missing; run 'wgtpm build' first",
-                    )
-                for f in sorted(out.iterdir()):
-                    files[f"{a.name}/{f.name}"] = f.read_bytes()
-                    arts[f"{a.name}/{f.name}"] = (a.name, "wgt")
-            elif a.kind == "paw":
-                out = pkg / "build" / f"{a.name}.paw"
-                if not out.is_file():
-                    raise ModuleError(
-                        mf.module.path,
-                        version,
-                        f"artifact {a.name}: {out} is missing; run 'wgtpm build' first",
-                    )
-                files[f"{a.name}.paw"] = out.read_bytes()
-                arts[f"{a.name}.paw"] = (a.name, "paw")
-            else:
-                files[a.source] = (pkg / a.source).read_bytes()
-                arts[a.source] = (a.name, "file")
+            builder = builder_for_source(a.source)
+            outputs = builder.outputs(Target(pkg, a.name, a.source, pkg / BUILD_DIR))
+            if outputs is None:
+                raise ModuleError(
+                    mf.module.path,
+                    version,
+                    f"artifact {a.name}: its outputs are missing from {pkg / BUILD_DIR}; "
+                    "run 'wgtpm build' first",
+                )
+            for logical, path in outputs.items():
+                files[logical] = path.read_bytes()
+                arts[logical] = (a.name, builder.kind)
         return self.add(mf.module.path, version, files, time=time, commit=commit, artifacts=arts)
 
     def set_latest(self, module: str, version: str) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from wgtpm._report import Silent
 from wgtpm.deps import MapResolver, ResolvedModule
 from wgtpm.paw.tiny import make_tiny_qwen3, write_base_gguf
 
@@ -80,6 +81,16 @@ def write_package(directory: Path, *, spec_extra: str = "", recipe: str = FAST_R
     return spec
 
 
+class Notices(Silent):
+    """A reporter that keeps the notice lines, as the CLI would print them."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def notice(self, message: str) -> None:
+        self.lines.append(message)
+
+
 @dataclass(frozen=True)
 class Built:
     spec: Path
@@ -94,9 +105,9 @@ def fruit(tmp_path_factory: pytest.TempPathFactory, resolver: MapResolver) -> Bu
 
     root = tmp_path_factory.mktemp("fruit")
     spec = write_package(root / "pkg")
-    log: list[str] = []
-    paw = build_program(spec, root / "out" / "fruit.paw", resolver, name="fruit", log=log.append)
-    return Built(spec, paw, log)
+    notices = Notices()
+    paw = build_program(spec, root / "out" / "fruit.paw", resolver, name="fruit", reporter=notices)
+    return Built(spec, paw, notices.lines)
 
 
 @pytest.fixture
@@ -104,6 +115,6 @@ def rebuild(resolver: MapResolver) -> Callable[[Path, Path], Path]:
     from wgtpm.paw.build import build_program
 
     def run(spec: Path, out: Path) -> Path:
-        return build_program(spec, out, resolver, name="fruit", log=lambda _: None)
+        return build_program(spec, out, resolver, name="fruit")
 
     return run

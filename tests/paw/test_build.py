@@ -102,9 +102,7 @@ def test_local_interpreter_and_f32(tmp_path: Path, tiny_dir: Path, base_dir: Pat
     )
     spec.write_text(text)
     (tmp_path / "pkg" / "base.gguf").write_bytes((base_dir / "tiny-qwen3.gguf").read_bytes())
-    out = build_program(
-        spec, tmp_path / "f32.paw", MapResolver({}), name="fruit", log=lambda _: None
-    )
+    out = build_program(spec, tmp_path / "f32.paw", MapResolver({}), name="fruit")
     program = validate_file(out)
     assert program.adapter.types == ("F32",)
     assert program.bundle.meta["compile_by_training"]["interpreter"] == {"dir": str(tiny_dir)}
@@ -144,7 +142,7 @@ def test_build_errors_say_what_to_fix(
     spec = write_package(tmp_path / "pkg", recipe=_short_recipe(""))
     spec.write_text(edit(spec.read_text()))
     with pytest.raises(BuildError, match=re.escape(message)):
-        build_program(spec, tmp_path / "x.paw", resolver, name="fruit", log=lambda _: None)
+        build_program(spec, tmp_path / "x.paw", resolver, name="fruit")
     assert not (tmp_path / "x.paw").exists()
 
 
@@ -153,6 +151,6 @@ def test_bad_examples_file_names_the_line(tmp_path: Path, resolver: MapResolver)
     bad = '{"input": "red", "output": "apple"}\n{"input": 3}\nnot json\n'
     (tmp_path / "pkg" / "fruit.jsonl").write_text(bad)
     with pytest.raises(ParseError) as info:
-        build_program(spec, tmp_path / "x.paw", resolver, name="fruit", log=lambda _: None)
+        build_program(spec, tmp_path / "x.paw", resolver, name="fruit")
     where = [(Path(e.pos.file).name, e.pos.line) for e in info.value.errors]
     assert where == [("fruit.jsonl", 2), ("fruit.jsonl", 3)]

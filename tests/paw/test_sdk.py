@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -14,6 +15,7 @@ from programasweights.local_program import import_local_program
 from tests.paw.conftest import BASE_FILE, BASE_MODULE, Built
 from wgtpm._errors import UsageError
 from wgtpm.deps import MapResolver, ResolvedModule
+from wgtpm.index import IndexEntry, build_index
 from wgtpm.paw.bundle import BundleError, read_bundle, write_bundle
 from wgtpm.paw.runtime import QWEN3_RUNTIME, qwen3_runtime
 from wgtpm.paw.sdk import install_artifact, install_program
@@ -71,8 +73,12 @@ def test_install_from_the_build_list(
     release = tmp_path / "release"
     release.mkdir()
     (release / "fruit.paw").write_bytes(fruit.paw.read_bytes())
-    (release / "wgt.index.json").write_text(
-        json.dumps({"files": [{"path": "fruit.paw", "artifact": "fruit", "kind": "paw"}]})
+    data = fruit.paw.read_bytes()
+    entry = IndexEntry("fruit.paw", len(data), hashlib.sha256(data).hexdigest(), "fruit", "paw")
+    (release / "wgt.index.json").write_bytes(
+        build_index(
+            "example.com/acme/programs", "v0.1.0", [entry], time="2026-12-01T00:00:00Z"
+        ).to_json()
     )
     mods = {p: resolver.module(p) for p in resolver.modules()}
     mods["example.com/acme/programs"] = ResolvedModule(

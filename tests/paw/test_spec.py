@@ -164,6 +164,51 @@ ERRORS = [
 ]
 
 
+# Dotted, quoted and spread-out keys: each error on the line that wrote the key.
+KEY_POSITIONS = [
+    (MINIMAL + "\nrecipe.steps = 0\n", 5, "recipe.steps: must be positive"),
+    (MINIMAL + "recipe . lora_alpha = -1\n", 4, "recipe.lora_alpha: must be positive"),
+    (MINIMAL + '"recipe".device = "tpu"\n', 4, "recipe.device: 'tpu' is not one of"),
+    (MINIMAL + "recipe.'warmup' = 1.5\n", 4, "warmup: is a fraction of the steps"),
+    (MINIMAL + "recipe.stepz = 1\n", 4, "recipe.stepz: unknown key; did you mean steps?"),
+    (MINIMAL + "recipe.a.b = 1\n", 4, "recipe.a: unknown key"),
+    (MINIMAL + "[recipe]\nseed = 1\n[teacher]\nretries = -1\n", 7, "teacher.retries: must not"),
+    (
+        MINIMAL + "teacher.models = [\n  { name = 'x = [', examples = 0 },\n]\n",
+        4,
+        "teacher.models",
+    ),
+    (
+        MINIMAL + '[teacher]\nurl = "http://h/#" # steps = 1\n\nconcurrency = 0\n',
+        7,
+        "teacher.concurrency: must be positive",
+    ),
+    (
+        MINIMAL + "[recipe]\nlearning_rate = 1e-3\n[teacher]\ntimeout = 0.0\n",
+        7,
+        "teacher.timeout: must be positive",
+    ),
+    (
+        "spec = '''\n[recipe]\nsteps = 0\n'''\n" + MINIMAL.split("\n", 1)[1] + "steps = 1\n",
+        7,
+        "steps: unknown key",
+    ),
+    (MINIMAL + "[[recipe]]\nsteps = 1\n", 4, "recipe: must be a table"),
+    (MINIMAL + "[runtime]\nn_ctx = 0\n", 5, "runtime.n_ctx: must be positive"),
+    (MINIMAL + 'runtime.id = "tiny"\n', 4, "runtime.base_model: runtime 'tiny' needs"),
+]
+
+
+@pytest.mark.parametrize(("text", "line", "message"), KEY_POSITIONS)
+def test_errors_name_the_line_of_their_key(
+    tmp_path: Path, text: str, line: int, message: str
+) -> None:
+    with pytest.raises(ParseError) as info:
+        parse_spec(text, tmp_path / "t.pawspec")
+    found = [(e.pos.line, e.message) for e in info.value.errors]
+    assert any(ln == line and message in m for ln, m in found), found
+
+
 @pytest.mark.parametrize(("text", "line", "col", "message"), ERRORS)
 def test_errors_have_positions(
     tmp_path: Path, text: str, line: int, col: int, message: str

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.paw.conftest import FAST_RECIPE, write_package
+from tests.paw.conftest import FAST_RECIPE, Notices, write_package
 from tests.servers import Fault
 from tests.servers.openai_compat import OpenAICompatServer
 from wgtpm._errors import BuildError
@@ -64,9 +64,9 @@ def test_examples_come_in_call_order_and_are_cached(
     api: OpenAICompatServer, tmp_path: Path
 ) -> None:
     teacher = _teacher(api, models=(TeacherModel("big", 6), TeacherModel("small", 4)))
-    logs: list[str] = []
+    notices = Notices()
     first = synthesize(
-        "Map colours to fruit.", teacher, seed=7, cache_dir=tmp_path, log=logs.append
+        "Map colours to fruit.", teacher, seed=7, cache_dir=tmp_path, reporter=notices
     )
     assert first[:6] == [
         Example(f"{COLOURS[k % 6]} {k}", FRUITS[COLOURS[k % 6]]) for k in range(21, 27)
@@ -76,12 +76,10 @@ def test_examples_come_in_call_order_and_are_cached(
     assert {r["model"] for r in api.requests} == {"big", "small"}
     assert sorted(r["seed"] for r in api.requests if r["model"] == "big") == [7, 8]
     assert all(r["response_format"] == {"type": "json_object"} for r in api.requests)
-    assert "teacher big: 6/6 examples" in logs
+    assert "teacher big: 6/6 examples" in notices.lines
     # A rerun is answered from the cache: the same examples, no request.
     count = len(api.requests)
-    again = synthesize(
-        "Map colours to fruit.", teacher, seed=7, cache_dir=tmp_path, log=lambda _: None
-    )
+    again = synthesize("Map colours to fruit.", teacher, seed=7, cache_dir=tmp_path)
     assert again == first and len(api.requests) == count
     assert examples_sha256(again) == examples_sha256(first)
 
@@ -96,7 +94,6 @@ def test_retries_on_500_and_malformed_answers(api: OpenAICompatServer, tmp_path:
         _teacher(api, concurrency=1, retries=5),
         seed=0,
         cache_dir=tmp_path,
-        log=lambda _: None,
     )
     assert len(examples) == 6
     assert len(api.log.where(status=500)) == 2
@@ -106,7 +103,7 @@ def test_retries_on_500_and_malformed_answers(api: OpenAICompatServer, tmp_path:
 def test_gives_up_after_the_retries(api: OpenAICompatServer, tmp_path: Path) -> None:
     api.inject(Fault.error("/v1/chat/completions", 503, times=-1))
     with pytest.raises(BuildError, match=r"call \d failed 3 times \(last: HTTP 503\)"):
-        synthesize("spec", _teacher(api, retries=2), seed=0, cache_dir=tmp_path, log=lambda _: None)
+        synthesize("spec", _teacher(api, retries=2), seed=0, cache_dir=tmp_path)
 
 
 def test_auth_errors_stop_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -118,7 +115,6 @@ def test_auth_errors_stop_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
                 _teacher(api, api_key_env="TEACHER_KEY"),
                 seed=0,
                 cache_dir=tmp_path,
-                log=lambda _: None,
             )
         assert len(api.log) == 2  # one per call of the first wave, no retries
         monkeypatch.setenv("TEACHER_KEY", "sk-right")
@@ -129,7 +125,6 @@ def test_auth_errors_stop_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
                     _teacher(api, api_key_env="TEACHER_KEY"),
                     seed=0,
                     cache_dir=tmp_path,
-                    log=lambda _: None,
                 )
             )
             == 6
@@ -145,7 +140,7 @@ def test_a_teacher_that_repeats_itself_is_an_error(tmp_path: Path) -> None:
         OpenAICompatServer(lambda m, s, n: same * n) as api,
         pytest.raises(BuildError, match=re.escape("only 1 of 6 distinct examples")),
     ):
-        synthesize("spec", _teacher(api), seed=0, cache_dir=tmp_path, log=lambda _: None)
+        synthesize("spec", _teacher(api), seed=0, cache_dir=tmp_path)
 
 
 def test_teacher_build(api: OpenAICompatServer, tmp_path: Path, resolver: MapResolver) -> None:
@@ -165,15 +160,11 @@ retry_backoff = 0.0
     api.inject(Fault.error("/v1/chat/completions", 500, times=1))
     api.misbehave("body")
     cache = tmp_path / "teacher-cache"
-    first = build_program(
-        spec, tmp_path / "a.paw", resolver, name="fruit", log=lambda _: None, teacher_cache=cache
-    )
+    first = build_program(spec, tmp_path / "a.paw", resolver, name="fruit", teacher_cache=cache)
     meta = json.loads(__import__("zipfile").ZipFile(first).read("meta.json"))
     recorded = meta["compile_by_training"]["examples"]
     assert recorded["count"] == 4 and recorded["teacher"] == [{"model": "small", "examples": 4}]
     requests = len(api.requests)
-    second = build_program(
-        spec, tmp_path / "b.paw", resolver, name="fruit", log=lambda _: None, teacher_cache=cache
-    )
+    second = build_program(spec, tmp_path / "b.paw", resolver, name="fruit", teacher_cache=cache)
     assert len(api.requests) == requests  # every answer came from the cache
     assert second.read_bytes() == first.read_bytes()

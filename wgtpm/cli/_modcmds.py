@@ -204,6 +204,8 @@ def _get(args: argparse.Namespace) -> int:
 
 def _paw_install(project: Project, build: list[ModuleVersion]) -> list[str]:
     """Install every ``paw`` artifact of the build list into the PAW SDK's cache."""
+    from ..build import release_artifacts
+    from ..kinds import PAW
     from ..modload.buildlist import Fetched
     from ..modload.resolver import ProjectResolver
     from ..paw.sdk import install_artifact
@@ -215,7 +217,8 @@ def _paw_install(project: Project, build: list[ModuleVersion]) -> list[str]:
         if not isinstance(origin, Fetched):
             continue
         idx = project.index(origin)
-        for art in sorted({e.artifact for e in idx.files if e.kind == "paw" and e.artifact}):
+        programs = [a for a, kind in release_artifacts(idx).items() if kind == PAW]
+        for art in sorted(programs):
             inst = install_artifact(f"{m.path}/{art}", resolver)
             print(
                 f"wgtpm: installed {m.path}/{art} as PAW program {inst.program_id}", file=sys.stderr

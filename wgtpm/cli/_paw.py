@@ -82,10 +82,11 @@ def _shape(args: argparse.Namespace) -> InterpreterShape | None:
 
 
 def _run_install(args: argparse.Namespace) -> int:
+    from ..kinds import PAW, kind_of_source
     from ..paw import sdk
 
     target = Path(args.target)
-    if args.target.endswith(".paw") or target.is_file():
+    if kind_of_source(args.target) == PAW or target.is_file():
         installed = sdk.install_program(
             target, cache_dir=args.cache_dir, base_model=args.base_model
         )

@@ -22,14 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import BuildError, UsageError, WgtpmError
 from ..deps import ModuleResolver, ResolvedModule
+from ..kinds import PAW, kind_of_source
 
 if TYPE_CHECKING:
     from ..modfile import Artifact as ModArtifact
     from ..weightlang.api import Artifact
 
 __all__ = ["register", "verify_artifact"]
-
-BUILD_DIR = "build"
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -105,22 +104,25 @@ class _LazyResolver:
 
 def _run_build(args: argparse.Namespace) -> int:
     from .. import modfile
+    from ..build import BUILD_DIR, Target, build_artifact
 
     root = Path.cwd()
     if args.out or any(a.endswith(".wgt") for a in args.artifacts):
         return _build_files(root, args.artifacts, Path(args.out or BUILD_DIR))
     try:
         data = (root / "wgt.mod").read_bytes()
-    except FileNotFoundError:
+    except FileNotFoundError as exc:
         raise UsageError(
             f"no wgt.mod in {root}: run 'wgtpm build' in a package directory "
             "(or 'wgtpm check FILE.wgt' for a single file)"
-        ) from None
+        ) from exc
     mf = modfile.parse(data, "wgt.mod")
     selected = _select(mf.artifacts, args.artifacts)
     resolver = _LazyResolver(root)
+    reporter = _NoticePrinter()
     for artifact in selected:
-        print(_build_one(root, artifact, resolver))
+        target = Target(root, artifact.name, artifact.source, root / BUILD_DIR)
+        print(build_artifact(target, resolver, reporter).summary)
     if not selected:
         print("wgt.mod declares no artifacts; nothing to build", file=sys.stderr)
     return 0
@@ -148,6 +150,25 @@ def _build_files(root: Path, files: Sequence[str], out: Path) -> int:
     return 0
 
 
+class _NoticePrinter:
+    """Renders a builder's reports: each notice one stderr line as it is, warnings prefixed."""
+
+    def notice(self, message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    def warning(self, message: str) -> None:
+        print(f"wgtpm: warning: {message}", file=sys.stderr, flush=True)
+
+    def start(self, label: str, total: int) -> None:
+        pass
+
+    def advance(self, label: str, n: int) -> None:
+        pass
+
+    def finish(self, label: str) -> None:
+        pass
+
+
 def _select(declared: Sequence[ModArtifact], names: Sequence[str]) -> list[ModArtifact]:
     by_name = {a.name: a for a in declared}
     unknown = [n for n in names if n not in by_name]
@@ -155,61 +176,6 @@ def _select(declared: Sequence[ModArtifact], names: Sequence[str]) -> list[ModAr
         known = ", ".join(by_name) or "none"
         raise UsageError(f"wgt.mod declares no artifact {', '.join(unknown)}; it declares: {known}")
     return [by_name[n] for n in names] if names else list(declared)
-
-
-def _build_one(root: Path, artifact: ModArtifact, resolver: ModuleResolver) -> str:
-    """Build one ``artifact`` line by its kind; returns the line to print."""
-    if artifact.kind == "wgt":
-        return _build_model(root, artifact, resolver)
-    if artifact.kind == "paw":
-        out = _build_paw(root, artifact, resolver)
-        return f"built {out.relative_to(root)} from {artifact.source}"
-    return _copy_file(root, artifact)
-
-
-def _build_model(root: Path, artifact: ModArtifact, resolver: ModuleResolver) -> str:
-    from ..weightlang.build import build_wgt
-    from ..weightlang.report import training_line
-
-    dest = root / BUILD_DIR / artifact.name
-    result = build_wgt(root / artifact.source, dest, resolver=resolver, name=artifact.source)
-    weights = result.manifest["weights"]
-    origins: dict[str, int] = {}
-    for entry in weights["tensors"].values():
-        origins[entry["origin"]] = origins.get(entry["origin"], 0) + 1
-    counts = ", ".join(f"{n} {o}" for o, n in sorted(origins.items())) or "no tensors"
-    return (
-        f"built {BUILD_DIR}/{artifact.name} from {artifact.source}: weights sha256 "
-        f"{weights['sha256']} ({counts}); training: {training_line(result.manifest['training'])}"
-    )
-
-
-def _build_paw(root: Path, artifact: ModArtifact, resolver: ModuleResolver) -> Path:
-    try:
-        from ..paw.build import build_program
-    except ImportError as exc:
-        raise BuildError(
-            f"artifact {artifact.name}: building PAW programs needs the paw extra: "
-            f"pip install 'wgtpm[paw]' ({exc})"
-        ) from exc
-    out = root / BUILD_DIR / f"{artifact.name}.paw"
-    return Path(build_program(root / artifact.source, out, resolver, name=artifact.name))
-
-
-def _copy_file(root: Path, artifact: ModArtifact) -> str:
-    """Ship a file as it is: ``build/<its path>``, written atomically."""
-    from .._fs import write_atomic
-
-    try:
-        data = (root / artifact.source).read_bytes()
-    except OSError as exc:
-        raise BuildError(
-            f"artifact {artifact.name}: cannot read {artifact.source} ({exc.strerror})"
-        ) from exc
-    dest = root / BUILD_DIR / artifact.source
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(dest, data)
-    return f"copied {artifact.source} to {BUILD_DIR}/{artifact.source}"
 
 
 # --- check -------------------------------------------------------------------
@@ -247,7 +213,7 @@ def _open(ref: str, *, warn: bool) -> Artifact:
     from ..weightlang.api import open_artifact
 
     path = _locate(ref)
-    if path.suffix == ".paw":
+    if kind_of_source(path.name) == PAW:
         raise UsageError(f"{ref} is a PAW program, not a WeightLang artifact")
     return open_artifact(path, warn_untrained=warn)
 
@@ -256,7 +222,7 @@ def _run_run(args: argparse.Namespace) -> int:
     from ..weightlang.api import open_artifact
 
     path = _locate(args.artifact)
-    if path.suffix == ".paw":
+    if kind_of_source(path.name) == PAW:
         print(_run_paw(path, args.input, args.interpreter))
         return 0
     with _warnings_to_stderr():

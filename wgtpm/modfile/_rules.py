@@ -27,6 +27,7 @@ from .. import module as _module
 from .. import version as _version
 from .._errors import ModuleError, ParseError, PositionedError
 from ..index import check_file_path
+from ..kinds import kind_of_source
 from ._syntax import (
     Block,
     Comment,
@@ -120,12 +121,11 @@ class Artifact:
 
     @property
     def kind(self) -> str:
-        """``wgt`` (compiled and trained), ``paw`` (finetuned) or ``file`` (shipped as it is)."""
-        if self.source.endswith(".wgt"):
-            return "wgt"
-        if self.source.endswith(".pawspec"):
-            return "paw"
-        return "file"
+        """``wgt`` (compiled and trained), ``paw`` (finetuned, or prebuilt) or ``file`` (as it is).
+
+        The kind follows from the source's suffix: :func:`wgtpm.kinds.kind_of_source`.
+        """
+        return kind_of_source(self.source)
 
 
 def is_local_path(p: str) -> bool:

@@ -12,7 +12,8 @@ by the ``programasweights`` SDK through llama.cpp.
 - :func:`run_program` runs a bundle in pure Python; :mod:`~wgtpm.paw.sdk`
   installs one into the SDK's cache for offline use.
 
-Importing this package loads neither torch nor transformers nor gguf.
+Importing this package loads neither numpy nor torch nor transformers nor gguf
+(tests/test_light_imports.py keeps it so).
 """
 
 from .build import build_program

@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .._errors import BuildError, ResolveError
+from .._fs import sha256_file
+from .._report import SILENT, Reporter
 from ..deps import ModuleResolver, split_ref
 from .bundle import BundleError, read_bundle, source_date_epoch, write_bundle
 from .examples import Example, examples_sha256, read_jsonl
@@ -38,8 +38,6 @@ from .spec import PawSpec, load_spec
 from .validate import check_bundle
 
 __all__ = ["build_program"]
-
-Log = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -55,21 +53,22 @@ def build_program(
     resolver: ModuleResolver,
     *,
     name: str,
-    log: Log | None = None,
+    reporter: Reporter = SILENT,
     teacher_cache: Path | None = None,
 ) -> Path:
     """Build the program ``spec_path`` describes into ``out_path``; returns ``out_path``.
 
     ``name`` is the artifact's name in wgt.mod (for messages only: the program
-    ID does not depend on it). Raises :class:`~wgtpm.ParseError` for a bad
-    spec or examples file and :class:`~wgtpm.BuildError` for anything else.
+    ID does not depend on it). Each step is a ``reporter.notice`` line starting
+    ``paw NAME:``. Raises :class:`~wgtpm.ParseError` for a bad spec or examples
+    file and :class:`~wgtpm.BuildError` for anything else.
     """
-    say = log or _stderr
+    say = reporter.notice
     spec = load_spec(spec_path)
     interpreter = _find_interpreter(spec, resolver)
     tokenizer = _tokenizer(interpreter.dir)
     runtime, base_record = _runtime(spec, interpreter, resolver, tokenizer)
-    examples = _examples(spec, say, name, teacher_cache)
+    examples = _examples(spec, _Prefixed(reporter, f"paw {name}: "), teacher_cache)
     template = render_chat(tokenizer, raw_prompt(spec.pseudo_program))
     say(f"paw {name}: training a rank-{spec.recipe.lora_rank} LoRA on {len(examples)} examples")
 
@@ -160,14 +159,10 @@ def _runtime(
         return qwen3_runtime(), None
     assert rt.base_model is not None
     path, provider, repo, url, record = _base_model_source(spec, rt.base_model, resolver)
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        while block := f.read(1 << 20):
-            digest.update(block)
     base = BaseModelFile(
         file=path.name,
         size_bytes=path.stat().st_size,
-        sha256=digest.hexdigest(),
+        sha256=sha256_file(path),
         provider="huggingface" if (rt.repo or repo) and not rt.url else provider,
         repo=rt.repo or repo,
         url=rt.url or url,
@@ -220,7 +215,7 @@ def _base_model_source(
     return path, provider, repo, url, record
 
 
-def _examples(spec: PawSpec, say: Log, name: str, teacher_cache: Path | None) -> list[Example]:
+def _examples(spec: PawSpec, reporter: Reporter, teacher_cache: Path | None) -> list[Example]:
     examples: list[Example] = []
     if spec.examples is not None:
         examples += read_jsonl(spec.examples)
@@ -232,7 +227,7 @@ def _examples(spec: PawSpec, say: Log, name: str, teacher_cache: Path | None) ->
             spec.teacher,
             seed=spec.recipe.seed,
             cache_dir=teacher_cache or default_cache_dir(),
-            log=lambda m: say(f"paw {name}: {m}"),
+            reporter=reporter,
         )
     return examples
 
@@ -308,5 +303,23 @@ def _members(
     return members
 
 
-def _stderr(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+class _Prefixed:
+    """A reporter that puts ``prefix`` before every message to ``inner``."""
+
+    def __init__(self, inner: Reporter, prefix: str) -> None:
+        self._inner, self._prefix = inner, prefix
+
+    def notice(self, message: str) -> None:
+        self._inner.notice(self._prefix + message)
+
+    def warning(self, message: str) -> None:
+        self._inner.warning(self._prefix + message)
+
+    def start(self, label: str, total: int) -> None:
+        self._inner.start(label, total)
+
+    def advance(self, label: str, n: int) -> None:
+        self._inner.advance(label, n)
+
+    def finish(self, label: str) -> None:
+        self._inner.finish(label)

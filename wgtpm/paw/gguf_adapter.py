@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .adapter_format import QUANTIZATIONS, TENSOR_NAME_RE, quantization_block
 from .shape import GGUF_MODULE_NAMES
 
 __all__ = [
@@ -48,23 +49,12 @@ FloatArray = npt.NDArray[np.float32]
 #: (layer, peft module name) -> (lora_A of shape (r, in), lora_B of shape (out, r)).
 LoraPairs = Mapping[tuple[int, str], tuple[FloatArray, FloatArray]]
 
-#: Tensor types an adapter may be written in; Q4_0 is what the SDK's programs use.
-QUANTIZATIONS: tuple[str, ...] = ("Q4_0", "Q8_0", "F16", "BF16", "F32")
-
 _GGUF_TO_MODULE = {v: k for k, v in GGUF_MODULE_NAMES.items()}
-TENSOR_NAME_RE = re.compile(
-    r"^blk\.(\d+)\.(" + "|".join(GGUF_MODULE_NAMES.values()) + r")\.weight\.lora_(a|b)$"
-)
 _PEFT_NAME_RE = re.compile(
     r"(?:^|\.)layers\.(\d+)\.(?:self_attn|mlp)\.("
     + "|".join(GGUF_MODULE_NAMES)
     + r")\.lora_(A|B)(?:\.default)?\.weight$"
 )
-
-
-def quantization_block(quantization: str) -> int:
-    """How many values a row length must be a multiple of for ``quantization``."""
-    return 32 if quantization in ("Q4_0", "Q8_0") else 1
 
 
 def adapter_bytes(pairs: LoraPairs, *, alpha: float, quantization: str = "Q4_0") -> bytes:

@@ -1,8 +1,8 @@
 """The program ID of a wgtpm-built program, which anyone can recompute from the bundle.
 
 The ID is the first 32 hex digits of the sha256 of one canonical JSON
-document (keys sorted, no spaces, UTF-8, Python's ``json.dumps`` number
-format)::
+document, :func:`wgtpm._fs.canonical_json` in its compact form (keys sorted,
+no spaces, UTF-8, Python's ``json.dumps`` number format)::
 
     {"adapter_sha256": sha256 of adapter.gguf,
      "interpreter":    meta.json's interpreter,
@@ -21,19 +21,15 @@ not recomputed.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["ID_SCHEME", "canonical_json", "program_id"]
+from .._fs import canonical_json
+
+__all__ = ["ID_SCHEME", "program_id"]
 
 ID_SCHEME = "wgtpm-paw/1"
 _ID_HEX_DIGITS = 32
-
-
-def canonical_json(value: Any) -> bytes:
-    """``value`` as canonical JSON bytes: sorted keys, no whitespace, UTF-8."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def program_id(

@@ -10,6 +10,9 @@ interpreter's directory, which a bundle cannot carry; it comes from, in order:
 2. the module a wgtpm-built bundle records (``compile_by_training.interpreter``),
    looked up in ``resolver``, by default the build list of the package in the
    current directory (so ``wgtpm run build/triage.paw`` works in the package).
+   A module that is not there (no package, not in the build list, unreachable)
+   counts as no interpreter; one whose bytes fail verification (a checksum
+   SECURITY ERROR) stops the run with that error.
 
 The bundle is validated first, against the interpreter's own ``config.json``
 shape. ``backend="sdk"`` (or ``"auto"`` when ``llama_cpp`` is installed and no
@@ -25,7 +28,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .._errors import BuildError, UsageError, WgtpmError
+from .._errors import (
+    BuildError,
+    FetchError,
+    NotFoundError,
+    ParseError,
+    ResolveError,
+    UsageError,
+    VerifyError,
+)
 from ..deps import ModuleResolver
 from .bundle import read_bundle
 from .prompt import fill
@@ -94,8 +105,12 @@ def _recorded_interpreter(meta: Any, resolver: ModuleResolver | None) -> Path | 
 
             resolver = open_resolver(Path.cwd())
         return resolver.module(module).dir
-    except (WgtpmError, OSError):
-        return None
+    except VerifyError:
+        # Bytes that disagree with wgt.sum (a SECURITY ERROR) or with their index are
+        # never "no interpreter": the user must see them as they are.
+        raise
+    except (UsageError, ParseError, ResolveError, NotFoundError, FetchError, OSError):
+        return None  # no package here, the module is not in its build list, or unreachable
 
 
 def _shape_of(directory: Path) -> InterpreterShape:

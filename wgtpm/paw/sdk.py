@@ -24,23 +24,18 @@ offline=True)`` then needs no network.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import json
 import os
-import shutil
-import sys
-import tempfile
-import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .._errors import UsageError
-from .._fs import sha256_file
+from .._fs import FileLock, replace_dir, sha256_file, temp_dir
+from ..build import BUNDLE_SUFFIX, module_artifact
 from ..deps import ModuleResolver, split_ref
-from .gguf_adapter import read_gguf_info
+from ..kinds import PAW
 from .runtime import BaseModelFile, base_model_file
 from .shape import InterpreterShape
 from .validate import ValidProgram, validate_file
@@ -106,21 +101,16 @@ def _install_program_dir(program: ValidProgram, root: Path) -> bool:
     programs = root / "programs"
     destination = programs / pid
     members = program.bundle.members
-    with _locked(root / ".locks" / "programs" / f"{pid}.lock"):
+    with FileLock(root / ".locks" / "programs" / f"{pid}.lock"):
         if _same_files(destination, members):
             return False
-        staging = programs / ".staging"
-        staging.mkdir(parents=True, exist_ok=True)
-        stage = Path(tempfile.mkdtemp(prefix=f"{pid}.", dir=staging))
-        try:
+        with temp_dir(programs / ".staging" / pid) as stage:
             for name, data in members.items():
                 with (stage / name).open("xb") as f:
                     f.write(data)
                     f.flush()
                     os.fsync(f.fileno())
-            _replace_dir(stage, destination)
-        finally:
-            shutil.rmtree(stage, ignore_errors=True)
+            replace_dir(stage, destination)
     return True
 
 
@@ -137,22 +127,6 @@ def _same_files(directory: Path, members: Mapping[str, bytes]) -> bool:
         return False
 
 
-def _replace_dir(stage: Path, destination: Path) -> None:
-    backup = destination.parent / f".{destination.name}.replaced.{os.getpid()}.{time.time_ns()}"
-    if destination.exists() or destination.is_symlink():
-        os.replace(destination, backup)
-    try:
-        os.replace(stage, destination)
-    except BaseException:
-        if backup.exists() and not destination.exists():
-            os.replace(backup, destination)
-        raise
-    if backup.is_dir() and not backup.is_symlink():
-        shutil.rmtree(backup, ignore_errors=True)
-    else:
-        backup.unlink(missing_ok=True)
-
-
 def install_base_model(source: Path, base: BaseModelFile, cache_dir: Path | None = None) -> Path:
     """Copy ``source`` to ``base_models/<file>`` if it is the base model ``base`` names (size, sha256)."""
     root = cache_dir or sdk_cache_dir()
@@ -164,18 +138,19 @@ def install_base_model(source: Path, base: BaseModelFile, cache_dir: Path | None
             f"{source} is {size} bytes, not the base model {base.file} of the program's runtime "
             f"({base.size_bytes} bytes); pass the right file"
         )
-    with _locked(root / ".locks" / "base_models" / f"{base.file}.lock"):
+    with FileLock(root / ".locks" / "base_models" / f"{base.file}.lock"):
         if (
             destination.is_file()
             and not destination.is_symlink()
             and sha256_file(destination) == base.sha256
         ):
             return destination
-        models.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{base.file}.", suffix=".tmp", dir=models)
-        try:
+        # Hashed while it is copied, renamed into place only on a match (a base model
+        # is gigabytes: it is streamed, not read whole as write_atomic would need).
+        with temp_dir(destination) as tmp_dir:
+            tmp = tmp_dir / base.file
             digest = hashlib.sha256()
-            with os.fdopen(fd, "wb") as out, source.open("rb") as src:
+            with tmp.open("xb") as out, source.open("rb") as src:
                 while block := src.read(1 << 20):
                     digest.update(block)
                     out.write(block)
@@ -188,8 +163,6 @@ def install_base_model(source: Path, base: BaseModelFile, cache_dir: Path | None
                 )
             os.chmod(tmp, 0o644)
             os.replace(tmp, destination)
-        finally:
-            Path(tmp).unlink(missing_ok=True)
     return destination
 
 
@@ -221,21 +194,19 @@ def find_base_model(meta: Mapping[str, Any], resolver: ModuleResolver) -> Path |
 
 
 def artifact_file(ref: str, resolver: ModuleResolver) -> Path:
-    """The ``.paw`` file of ``MODULE/ARTIFACT``, by the release index or as ``ARTIFACT.paw``."""
+    """The ``.paw`` file of ``MODULE/ARTIFACT``: by the release index, else ``ARTIFACT.paw``.
+
+    :func:`wgtpm.build.module_artifact` finds it; anything but a ``paw``
+    artifact under that name is an error.
+    """
     module, artifact = split_ref(ref, resolver)
-    index = module.dir / "wgt.index.json"
-    if index.is_file():
-        entries = json.loads(index.read_text(encoding="utf-8")).get("files", [])
-        for entry in entries:
-            if entry.get("artifact") == artifact and entry.get("kind") == "paw":
-                return module.dir / str(entry["path"])
-    candidate = module.dir / f"{artifact}.paw"
-    if candidate.is_file():
-        return candidate
-    found = sorted(p.name for p in module.dir.glob("*.paw"))
+    found = module_artifact(module, artifact)
+    if found is not None and found.kind == PAW and found.path.is_file():
+        return found.path
+    programs = sorted(p.name for p in module.dir.glob(f"*{BUNDLE_SUFFIX}"))
     raise UsageError(
         f"{module.path}@{module.version} has no PAW program artifact {artifact!r}"
-        + (f"; it has {', '.join(found)}" if found else "")
+        + (f"; it has {', '.join(programs)}" if programs else "")
     )
 
 
@@ -252,36 +223,9 @@ def install_artifact(
 
 def _gguf_shape(path: Path) -> InterpreterShape | None:
     """The qwen3 hyperparameters of a base-model GGUF, when it has them."""
+    from .gguf_adapter import read_gguf_info
+
     try:
         return InterpreterShape.from_gguf_fields(read_gguf_info(path).fields)
     except (OSError, ValueError):
         return None
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """Hold the SDK's lock file: ``flock`` on POSIX, a one-byte ``msvcrt`` lock on Windows."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a+b") as handle:
-        if sys.platform == "win32":
-            import msvcrt
-
-            handle.seek(0, os.SEEK_END)
-            if handle.tell() == 0:
-                handle.write(b"\0")
-                handle.flush()
-            handle.seek(0)
-            msvcrt.locking(handle.fileno(), msvcrt.LK_LOCK, 1)
-            try:
-                yield
-            finally:
-                handle.seek(0)
-                msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)
-        else:
-            import fcntl
-
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)

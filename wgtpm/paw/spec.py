@@ -49,7 +49,9 @@ key (the values shown for ``[teacher]`` and ``[recipe]`` are the defaults)::
     n_ctx = 2048
 
 Errors carry ``file:line:col`` positions: where TOML reports them for syntax,
-and the line of the offending key for everything else.
+and the line of the offending key for everything else, found by
+:func:`wgtpm.paw.tomlkeys.key_lines` (dotted and quoted keys, tables and
+arrays of tables; ``recipe.steps = 0`` at the top level is that line).
 """
 
 from __future__ import annotations
@@ -63,9 +65,10 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import ParseError, Position, PositionedError
-from .gguf_adapter import QUANTIZATIONS, quantization_block
+from .adapter_format import QUANTIZATIONS, quantization_block
 from .runtime import QWEN3_RUNTIME_ID
 from .shape import TARGET_MODULES
+from .tomlkeys import key_lines
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -206,7 +209,7 @@ def parse_spec(text: str, path: Path) -> PawSpec:
         match = _TOML_POS.search(str(exc))
         pos = Position(name, int(match[1]), int(match[2])) if match else Position(name, 1)
         message = _TOML_POS.sub("", str(exc)).strip()
-        raise ParseError([PositionedError(pos, f"invalid TOML: {message}")]) from None
+        raise ParseError([PositionedError(pos, f"invalid TOML: {message}")]) from exc
     checker = _Checker(name, text)
     spec = _read_spec_text(doc, checker, path)
     spec_obj = PawSpec(
@@ -400,10 +403,15 @@ class _Checker:
     def __init__(self, name: str, text: str) -> None:
         self.name = name
         self.errors: list[PositionedError] = []
-        self._lines = _key_lines(text)
+        self._lines = key_lines(text)
 
     def error(self, table: str, key: str, message: str) -> None:
-        line = self._lines.get((table, key)) or self._lines.get(("", table)) or 1
+        """An error about ``table.key`` (``table`` "" for the top level), on the key's line.
+
+        A key that is not written (a missing one) puts the error on its table's line, else line 1.
+        """
+        path = (table, key) if table else (key,)
+        line = self._lines.get(path) or (self._lines.get((table,)) if table else None) or 1
         label = f"{table}.{key}" if table else key
         self.errors.append(PositionedError(Position(self.name, line), f"{label}: {message}"))
 
@@ -484,29 +492,3 @@ def _type_name(default: object, optional: bool) -> str:
     if isinstance(default, bool):
         return "true or false"
     return "an integer" if isinstance(default, int) else "a number"
-
-
-_HEADER = re.compile(r"^\s*\[\[?\s*([A-Za-z0-9_.\-\"' ]+?)\s*\]\]?\s*(#.*)?$")
-_KEY = re.compile(r"^\s*([A-Za-z0-9_\-]+)\s*=")
-
-
-def _key_lines(text: str) -> dict[tuple[str, str], int]:
-    """(table, key) -> the line where the key is assigned; tables map ("", table) to their header."""
-    lines: dict[tuple[str, str], int] = {}
-    table = ""
-    in_string = False
-    for number, line in enumerate(text.splitlines(), start=1):
-        quotes = line.count('"""') + line.count("'''")
-        if in_string:
-            in_string = quotes % 2 == 0
-            continue
-        in_string = quotes % 2 == 1
-        header = _HEADER.match(line)
-        if header:
-            table = header[1].strip()
-            lines.setdefault(("", table), number)
-            continue
-        key = _KEY.match(line)
-        if key:
-            lines.setdefault((table, key[1]), number)
-    return lines

@@ -21,10 +21,8 @@ import hashlib
 import json
 import math
 import os
-import sys
-import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -32,8 +30,9 @@ from typing import Any
 import httpx
 
 from .._errors import BuildError
+from .._fs import canonical_json, write_atomic
+from .._report import SILENT, Reporter
 from .examples import Example
-from .identity import canonical_json
 from .spec import TeacherModel, TeacherSpec
 
 __all__ = ["PROMPT_VERSION", "default_cache_dir", "synthesize"]
@@ -67,11 +66,13 @@ def synthesize(
     *,
     seed: int,
     cache_dir: Path,
-    log: Callable[[str], None] | None = None,
+    reporter: Reporter = SILENT,
     transport: httpx.BaseTransport | None = None,
 ) -> list[Example]:
-    """The examples of every teacher model, in the order the models are listed."""
-    say = log or _stderr
+    """The examples of every teacher model, in the order the models are listed.
+
+    After each wave of calls, ``reporter.notice`` gets ``teacher MODEL: N/M examples``.
+    """
     key = os.environ.get(teacher.api_key_env, "")
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     limits = httpx.Limits(max_connections=teacher.concurrency)
@@ -86,7 +87,7 @@ def synthesize(
         caller = _Caller(client, pool, spec_text, teacher, seed, cache_dir)
         out: list[Example] = []
         for model in teacher.models:
-            out += caller.collect(model, say)
+            out += caller.collect(model, reporter)
     return out
 
 
@@ -108,7 +109,7 @@ class _Caller:
         self.cache_dir = cache_dir
         self.endpoint = teacher.url.rstrip("/") + "/chat/completions"
 
-    def collect(self, model: TeacherModel, say: Callable[[str], None]) -> list[Example]:
+    def collect(self, model: TeacherModel, reporter: Reporter) -> list[Example]:
         """``model.examples`` distinct (by input) examples from ``model``, in call order."""
         per_call = self.teacher.examples_per_call
         budget = 2 * math.ceil(model.examples / per_call) + 8
@@ -131,7 +132,7 @@ class _Caller:
                         inputs.add(example.input)
                         examples.append(example)
             index += wave
-            say(
+            reporter.notice(
                 f"teacher {model.name}: {min(len(examples), model.examples)}/{model.examples} examples"
             )
         return examples[: model.examples]
@@ -201,14 +202,7 @@ class _Caller:
             {"examples": [{"input": e.input, "output": e.output} for e in examples]},
             ensure_ascii=False,
         )
-        fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(body)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomic(path, body.encode("utf-8"))
 
 
 def parse_answer(body: bytes) -> list[Example]:
@@ -240,7 +234,3 @@ def _examples_of(value: Any) -> list[Example]:
         and isinstance(item.get("input"), str)
         and isinstance(item.get("output"), str)
     ]
-
-
-def _stderr(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)

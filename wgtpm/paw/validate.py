@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .adapter_format import QUANTIZATIONS, TENSOR_NAME_RE
 from .bundle import MIN_ADAPTER_BYTES, Bundle, BundleError, read_bundle
-from .gguf_adapter import QUANTIZATIONS, TENSOR_NAME_RE, read_adapter_info
 from .identity import ID_SCHEME, program_id
 from .runtime import INPUT_PLACEHOLDER, known_shape, runtime_problems
 from .shape import GGUF_MODULE_NAMES, InterpreterShape
@@ -204,6 +204,8 @@ def _adapter_problems(
     if not data.startswith(b"GGUF"):
         problems.append(f"{where}: no GGUF magic at the start; not a GGUF file")
         return None
+    from .gguf_adapter import read_adapter_info  # numpy and gguf: only when a bundle is checked
+
     try:
         info = read_adapter_info(data)
     except ValueError as exc:

@@ -61,6 +61,7 @@ from .. import index as _index
 from .. import module as _module
 from .. import version as _version
 from .._errors import FetchError, NotFoundError
+from ..kinds import PAW
 from ._base import FileRequest, RevInfo
 from ._remote import http_error, parse_time, rfc3339
 
@@ -157,7 +158,7 @@ class PawHubSource:
     def index(self, path: str, version: str) -> bytes:
         prog = self._program(path, version)
         size, sha256 = self._hash_bundle(path, version, prog.id)
-        entry = _index.IndexEntry(FILE_NAME, size, sha256, artifact="program", kind="paw")
+        entry = _index.IndexEntry(FILE_NAME, size, sha256, artifact="program", kind=PAW)
         build = {"synthesised": HOST, "program_id": prog.id}
         idx = _index.build_index(
             _module.normalise(path),

@@ -31,6 +31,7 @@ import torch
 from torch import nn
 
 from .._errors import UsageError
+from ..build import BUILD_DIR, locate_built
 from ..deps import ModuleResolver, split_ref
 from .artifact import StoredArtifact, read_artifact
 from .errors import ArtifactError, UntrainedWeightsWarning
@@ -155,9 +156,9 @@ def locate(
     project = project_dir if project_dir is not None else Path.cwd()
     text = str(ref)
     if isinstance(ref, str) and "/" not in text:
-        for candidate in (project / "build" / text, project / "build" / f"{text}.paw"):
-            if candidate.exists():
-                return candidate
+        built = locate_built(project / BUILD_DIR, text)
+        if built is not None:
+            return built.path
     if Path(text).exists():
         return Path(text)
     first = text.split("/", 1)[0]

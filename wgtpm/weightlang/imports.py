@@ -27,6 +27,7 @@ from typing import Any
 import torch
 
 from .._errors import PositionedError, WgtpmError
+from ..build import module_artifact
 from ..deps import ModuleResolver, ResolvedModule, split_ref
 from .artifact import read_artifact, sha256_hex, tensor_bytes
 from .errors import LayerImportError
@@ -158,13 +159,11 @@ def artifact_in_module(module: ResolvedModule, name: str) -> Path | None:
     """Where artifact ``name`` (a directory, or a file like ``triage.paw``) of ``module`` is.
 
     A release holds ``NAME/`` at its top; a module replaced by a local package
-    directory holds what ``wgtpm build`` wrote, ``build/NAME``.
+    directory holds what ``wgtpm build`` wrote, ``build/NAME``
+    (:func:`wgtpm.build.module_artifact` decides).
     """
-    for base in (module.dir, module.dir / "build"):
-        for candidate in (base / name, base / f"{name}.paw"):
-            if candidate.exists():
-                return candidate
-    return None
+    found = module_artifact(module, name)
+    return found.path if found is not None else None
 
 
 def _artifacts(directory: Path) -> list[str]:
