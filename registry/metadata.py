@@ -27,6 +27,8 @@ timeout), so concurrent writers queue instead of failing.
 from __future__ import annotations
 
 import abc
+import sqlite3
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -272,12 +274,20 @@ class MetadataStore(abc.ABC):
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     dbapi_conn.isolation_level = None  # SQLAlchemy's "begin" hook below issues BEGIN
     cur = dbapi_conn.cursor()
-    for pragma in (
-        "PRAGMA journal_mode=WAL",
-        "PRAGMA synchronous=NORMAL",
-        "PRAGMA foreign_keys=ON",
-        "PRAGMA busy_timeout=30000",
-    ):
+    cur.execute("PRAGMA busy_timeout=30000")
+    # Switching a new database to WAL takes an exclusive lock and does not wait
+    # on the busy handler: several processes starting at once on a fresh file
+    # see "database is locked" here. Retry for as long as the busy timeout.
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            cur.execute("PRAGMA journal_mode=WAL")
+            break
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+    for pragma in ("PRAGMA synchronous=NORMAL", "PRAGMA foreign_keys=ON"):
         cur.execute(pragma)
     cur.close()
 
