@@ -24,7 +24,6 @@ import hashlib
 import os
 import queue
 import threading
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +33,7 @@ from urllib.parse import unquote, urlsplit
 from . import dirhash
 from . import index as _index
 from ._errors import CacheError, FetchError, NotFoundError, VerifyError, WgtpmError
+from ._retry import Backoff
 from .cache import Cache
 from .sources import RevInfo, Source
 
@@ -81,6 +81,13 @@ class _NoProgress:
 class FetchOptions:
     jobs: int = 8  # files downloaded at once
     resume_attempts: int = 5  # reconnects after a cut before giving up
+    resume_backoff: float = 0.2  # seconds, doubled per reconnect (jittered, at most 2 s)
+
+    @property
+    def resume_policy(self) -> Backoff:
+        """The retry policy of a cut download: ``resume_attempts`` reconnects."""
+        return Backoff(attempts=self.resume_attempts + 1, base=self.resume_backoff, cap=2.0)
+
     list_ttl: float = 60.0  # seconds a version list is trusted
 
 
@@ -242,6 +249,7 @@ class Fetcher:
     def _download_blob(self, path: str, version: str, e: _index.IndexEntry, label: str) -> None:
         req = self.source.file(path, version, e.path)
         part = _Partial(self.cache.partial_path(e.sha256), e.size)
+        policy = self.opts.resume_policy
         attempt = 0
         while True:
             try:
@@ -257,15 +265,15 @@ class Fetcher:
                     part.close()
                 break
             except (FetchError, _Cut) as exc:
-                attempt += 1
-                if attempt > self.opts.resume_attempts:
+                if policy.last(attempt):
                     raise FetchError(
                         path,
                         version,
-                        f"downloading {e.path}: {exc} (gave up after {attempt} tries; "
+                        f"downloading {e.path}: {exc} (gave up after {attempt + 1} tries; "
                         "run the command again to resume)",
-                    ) from None
-                time.sleep(min(2.0, 0.1 * 2**attempt))
+                    ) from exc
+                policy.sleep(attempt)
+                attempt += 1
             except OSError as exc:
                 from .cache import _disk_error
 
@@ -297,8 +305,8 @@ class Fetcher:
         src = Path(unquote(urlsplit(url).path))
         try:
             fin = open(src, "rb")
-        except FileNotFoundError:
-            raise NotFoundError(path, version, f"{e.path}: not in the file tree ({src})") from None
+        except FileNotFoundError as exc:
+            raise NotFoundError(path, version, f"{e.path}: not in the file tree ({src})") from exc
         with fin:
             fin.seek(part.have)
             self.progress.advance(label, part.have)
@@ -339,10 +347,10 @@ class Fetcher:
                     self.progress.advance(label, len(chunk))
         except HTTPStatusError as exc:
             if exc.status in (404, 410):
-                raise NotFoundError(path, version, f"{e.path}: {exc}") from None
-            raise FetchError(path, version, f"{e.path}: {exc}") from None
+                raise NotFoundError(path, version, f"{e.path}: {exc}") from exc
+            raise FetchError(path, version, f"{e.path}: {exc}") from exc
         except (TransportError, httpx.HTTPError) as exc:
-            raise _Cut(f"{type(exc).__name__}: {exc}") from None
+            raise _Cut(f"{type(exc).__name__}: {exc}") from exc
         if part.have < e.size:
             raise _Cut(f"connection closed after {part.have} of {e.size} bytes")
 

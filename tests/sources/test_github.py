@@ -14,7 +14,7 @@ from tests.sources.conftest import fetch
 from wgtpm import index as _index
 from wgtpm._errors import FetchError, NotFoundError
 from wgtpm.httpclient import HttpClient
-from wgtpm.sources._remote import MemoryMetaCache
+from wgtpm.sources._hosted import MemoryMetaCache
 from wgtpm.sources.github import GitHubSource, asset_name, asset_path, asset_problem
 
 MOD = "github.com/acme/xor"
