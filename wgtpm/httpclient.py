@@ -9,8 +9,16 @@ Every network request of wgtpm goes through :class:`HttpClient`:
   (``Authorization``, ``X-API-Key``, cookies, anything not on the safe list)
   reach the origin they were meant for and never another one: GitHub and
   Hugging Face redirect downloads to storage hosts.
-- A host without an ``Authorization`` header gets credentials from
-  ``~/.netrc`` (or ``$NETRC``), for private registries.
+- Credentials go to their own origin only: a :class:`Credential` (a token
+  of ``GITHUB_TOKEN``, ``HF_TOKEN``, ``PAW_API_KEY``) yields its header
+  only for a URL of its origin (scheme, host, port), whatever URL an API
+  names (an asset ``url``, a ``Link: rel="next"``). A host without an
+  ``Authorization`` header gets credentials from ``~/.netrc`` (or
+  ``$NETRC``), for private registries.
+- Secrets never reach a message: every credential value is registered, and
+  :func:`redact` (applied to every error this module raises) shows it as
+  ``***``; a URL's user information is shown as ``***@`` too, and of a
+  server's error body only a short, single-line, printable excerpt is shown.
 
 Limits (named, as Go's ``MaxGoMod``):
 
@@ -39,6 +47,7 @@ import email.utils
 import netrc
 import os
 import sys
+import threading
 import time
 import types
 from collections.abc import Collection, Iterator, Mapping
@@ -55,6 +64,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_ERROR_BODY",
     "MAX_METADATA",
+    "Credential",
     "DeadlineExceededError",
     "HTTPStatusError",
     "HttpClient",
@@ -62,6 +72,7 @@ __all__ = [
     "ResponseTooLargeError",
     "TransportError",
     "origin",
+    "redact",
     "redact_url",
 ]
 
@@ -86,8 +97,8 @@ class HTTPStatusError(WgtpmError):
         self.headers = dict(headers)
         self.body = body[:2000]
         detail = self.body.decode("utf-8", "replace").strip().splitlines()
-        tail = f": {detail[0][:200]}" if detail else ""
-        super().__init__(f"GET {_redact(url)}: HTTP {status}{tail}")
+        tail = f": {_printable(detail[0][:200])}" if detail else ""
+        super().__init__(redact(f"GET {_redact(url)}: HTTP {status}{tail}"))
 
 
 class TransportError(WgtpmError):
@@ -95,7 +106,7 @@ class TransportError(WgtpmError):
 
     def __init__(self, url: str, message: str) -> None:
         self.url = url
-        super().__init__(f"GET {_redact(url)}: {message}")
+        super().__init__(redact(f"GET {_redact(url)}: {message}"))
 
 
 class DeadlineExceededError(TransportError):
@@ -172,6 +183,49 @@ def redact_url(url: str) -> str:
 _redact = redact_url
 
 
+_SECRETS: set[str] = set()
+_SECRETS_LOCK = threading.Lock()
+
+
+def _printable(text: str) -> str:
+    """``text`` with control and other non-printable characters shown as ``?``."""
+    return "".join(ch if ch.isprintable() else "?" for ch in text)
+
+
+def redact(text: str) -> str:
+    """``text`` with every registered secret (credential values) shown as ``***``."""
+    with _SECRETS_LOCK:
+        secrets = sorted(_SECRETS, key=len, reverse=True)
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text
+
+
+@dataclass(frozen=True)
+class Credential:
+    """A secret header for one origin: ``GITHUB_TOKEN`` for the GitHub API, say.
+
+    :meth:`headers_for` gives the header only for a URL whose origin is that
+    of ``url``, so a token never goes where a (possibly hostile) API points;
+    the client drops it again on a redirect to another origin. Creating one
+    registers ``value`` with :func:`redact`.
+    """
+
+    url: str
+    header: str
+    value: str = field(repr=False)
+
+    def __post_init__(self) -> None:
+        # the whole value and its token alone ("Bearer T" -> "T"); short strings are common words
+        parts = {self.value, self.value.rsplit(" ", 1)[-1]}
+        with _SECRETS_LOCK:
+            _SECRETS.update(p for p in parts if len(p) >= 6)
+
+    def headers_for(self, url: str) -> dict[str, str]:
+        """``{header: value}`` when ``url`` has this credential's origin, else ``{}``."""
+        return {self.header: self.value} if origin(url) == origin(self.url) else {}
+
+
 def _netrc_auth(url: str) -> str | None:
     path = os.environ.get("NETRC") or os.path.expanduser("~/.netrc")
     if not os.path.isfile(path):
@@ -185,6 +239,7 @@ def _netrc_auth(url: str) -> str | None:
     import base64
 
     login, _, password = found
+    Credential(url, "Authorization", password or "")  # registered for redaction
     return "Basic " + base64.b64encode(f"{login}:{password or ''}".encode()).decode()
 
 

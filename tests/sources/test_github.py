@@ -206,7 +206,7 @@ def test_file_url_carries_the_token_to_the_api_only(
     src = source(github, http, token=TOKEN)
     req = src.file(MOD, "v0.1.0", "xor/weights.safetensors")
     assert req.url.startswith(github.url + "/repos/acme/xor/releases/assets/")
-    assert req.headers["Authorization"] == f"Bearer {TOKEN}"
+    assert req.headers["Authorization"] == f"Bearer {TOKEN}"  # the asset is on the API origin
     assert req.headers["Accept"] == "application/octet-stream"
     assert http.get(req.url, headers=req.headers).content == b"w1" * 500
     api = github.log.where(server="github", path="/repos/acme/xor/releases/assets/*")

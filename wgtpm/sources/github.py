@@ -65,6 +65,7 @@ from .. import index as _index
 from .. import module as _module
 from .. import version as _version
 from .._errors import FetchError, InvalidVersionError, NotFoundError
+from ..httpclient import Credential
 from ._base import FileRequest, RevInfo
 from ._hosted import (
     MemoryMetaCache,
@@ -162,6 +163,11 @@ class GitHubSource:
         self.http = http
         self.api_url = env_url(api_url, "GITHUB_API_URL", DEFAULT_API_URL)
         self.token = env_secret(token, "GITHUB_TOKEN")
+        self._cred = (
+            Credential(self.api_url, "Authorization", f"Bearer {self.token}")
+            if self.token
+            else None
+        )
         self.meta_cache: MetaCache = meta_cache if meta_cache is not None else MemoryMetaCache()
         self.max_rate_wait = max_rate_wait
         self._sleep = sleep
@@ -228,7 +234,8 @@ class GitHubSource:
                 version,
                 f"{name}: release {rel['tag_name']} has no asset {asset_name(name)!r}",
             )
-        return FileRequest(str(asset["url"]), self._headers("application/octet-stream"))
+        url = str(asset["url"])
+        return FileRequest(url, self._headers(url, "application/octet-stream"))
 
     # ---- queries -----------------------------------------------------------
 
@@ -278,7 +285,7 @@ class GitHubSource:
         url = f"{self._repo_url(repo)}/commits/{quote(rev, safe='/')}"
         try:
             resp = self._get(
-                url, path, rev, f"resolving {rev}", self._headers("application/vnd.github.sha")
+                url, path, rev, f"resolving {rev}", self._headers(url, "application/vnd.github.sha")
             )
         except NotFoundError:
             return None
@@ -328,7 +335,7 @@ class GitHubSource:
         return verified_get(
             self.http,
             str(asset["url"]),
-            self._headers("application/octet-stream"),
+            self._headers(str(asset["url"]), "application/octet-stream"),
             sha256_check(_size(asset), _digest(asset)),
             path=path,
             version=version,
@@ -360,10 +367,11 @@ class GitHubSource:
     def _repo_url(self, repo: _Repo) -> str:
         return f"{self.api_url}/repos/{repo.slug}"
 
-    def _headers(self, accept: str = "application/vnd.github+json") -> dict[str, str]:
+    def _headers(self, url: str, accept: str = "application/vnd.github+json") -> dict[str, str]:
+        """Headers for a GET of ``url``: the token only when ``url`` is on the API's origin."""
         h = {"Accept": accept, "X-GitHub-Api-Version": API_VERSION}
-        if self.token:
-            h["Authorization"] = f"Bearer {self.token}"
+        if self._cred is not None:
+            h.update(self._cred.headers_for(url))
         return h
 
     def _token_hint(self) -> str:
@@ -378,7 +386,7 @@ class GitHubSource:
                 return items
             key = f"github:{page_url}"
             cached = self.meta_cache.get(key)
-            headers = self._headers()
+            headers = self._headers(page_url)
             if cached is not None:
                 headers["If-None-Match"] = cached[0]
             resp = self._get(page_url, path, version, what, headers, ok=(200, 304))
@@ -410,7 +418,7 @@ class GitHubSource:
 
         for attempt in range(2):
             try:
-                return self.http.get(url, headers=headers or self._headers(), ok=ok)
+                return self.http.get(url, headers=headers or self._headers(url), ok=ok)
             except (TransportError, ResponseTooLargeError) as exc:
                 raise FetchError(path, version, f"{what}: {exc}") from exc
             except HTTPStatusError as exc:

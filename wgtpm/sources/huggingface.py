@@ -55,6 +55,7 @@ from .. import module as _module
 from .. import version as _version
 from .._errors import FetchError, InvalidVersionError, NotFoundError, WgtpmError
 from .._retry import Backoff
+from ..httpclient import Credential
 from ._base import FileRequest, RevInfo
 from ._hosted import (
     BodyKeeper,
@@ -172,7 +173,11 @@ class HuggingFaceSource:
     def _request(self, path: str, commit: str, name: str) -> FileRequest:
         url = f"{self.endpoint}/{_repo_id(path)}/resolve/{commit}/{quote(name)}"
         token = self.token()
-        return FileRequest(url, {"Authorization": f"Bearer {token}"} if token else {})
+        if not token:
+            return FileRequest(url)
+        return FileRequest(
+            url, Credential(self.endpoint, "Authorization", f"Bearer {token}").headers_for(url)
+        )
 
     # ---- credentials and the client -----------------------------------------
 

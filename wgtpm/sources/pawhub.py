@@ -61,6 +61,7 @@ from .. import module as _module
 from .. import version as _version
 from .._errors import FetchError, NotFoundError
 from .._retry import Backoff
+from ..httpclient import Credential
 from ._base import FileRequest, RevInfo
 from ._hosted import (
     BodyKeeper,
@@ -131,6 +132,7 @@ class PawHubSource:
         self.http = http
         self.api_url = env_url(api_url, "PAW_API_URL", DEFAULT_API_URL)
         self.api_key = env_secret(api_key, "PAW_API_KEY")
+        self._cred = Credential(self.api_url, "X-API-Key", self.api_key) if self.api_key else None
         self.max_wait = max_wait
         self._sleep = sleep
         self._lock = threading.Lock()
@@ -190,15 +192,18 @@ class PawHubSource:
             ready = prog.id in self._ready
         body = self._bodies.take((path, version))
         if body is not None:
-            return FileRequest(self._download_url(prog.id), self._headers(), body)
+            url = self._download_url(prog.id)
+            return FileRequest(url, self._headers(url), body)
         if not ready:
             self._wait_ready(path, version, prog.id)
-        return FileRequest(self._download_url(prog.id), self._headers())
+        url = self._download_url(prog.id)
+        return FileRequest(url, self._headers(url))
 
     # ---- the API ------------------------------------------------------------
 
-    def _headers(self) -> dict[str, str]:
-        return {"X-API-Key": self.api_key} if self.api_key else {}
+    def _headers(self, url: str) -> dict[str, str]:
+        """``X-API-Key`` when ``url`` is on the hub's origin."""
+        return self._cred.headers_for(url) if self._cred is not None else {}
 
     def _download_url(self, pid: str) -> str:
         return f"{self.api_url}/api/v1/programs/{pid}/download"
@@ -207,7 +212,9 @@ class PawHubSource:
         from ..httpclient import HTTPStatusError
 
         try:
-            return get_json(self.http, url, self._headers(), path=path, version=version, what=what)
+            return get_json(
+                self.http, url, self._headers(url), path=path, version=version, what=what
+            )
         except FetchError as exc:
             cause = exc.__cause__
             if isinstance(cause, HTTPStatusError) and cause.status == 401:
@@ -321,7 +328,7 @@ class PawHubSource:
         while True:
             h, size = hashlib.sha256(), 0
             try:
-                with self.http.stream(url, headers=self._headers()) as resp:
+                with self.http.stream(url, headers=self._headers(url)) as resp:
                     if out is None:
                         break
                     out.seek(0)
