@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._errors import FetchError, NotFoundError, UsageError, WgtpmError
 from ..httpclient import redact_url
-from ..module import match_patterns
 from ._base import FileRequest, RevInfo, Source
 from ._hosted import CacheMetaStore, MetaCache
+from .hosts import match_private
 
 if TYPE_CHECKING:
     from ..httpclient import HttpClient
@@ -150,7 +150,7 @@ class ChainSource:
             return src
 
     def _entries_for(self, path: str) -> list[Entry]:
-        if self.private and match_patterns(self.private, path):
+        if self.private and match_private(self.private, path):
             return [Entry("direct")]
         return self.entries
 

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from ._base import Source
     from ._hosted import MetaCache
 
-__all__ = ["HOSTS", "Host", "host_of"]
+__all__ = ["HOSTS", "Host", "host_of", "match_private"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,8 @@ class Host:
     name: str
     module: str
     what: str
+    #: Whether the host treats OWNER/REPO case-insensitively (``WGTPRIVATE`` then matches so too).
+    case_insensitive: bool = False
 
     def make(self, http: HttpClient, meta: MetaCache) -> Source:
         """The source for this host (imports its module now)."""
@@ -53,8 +55,8 @@ class Host:
 HOSTS: dict[str, Host] = {
     h.name: h
     for h in (
-        Host("github.com", "wgtpm.sources.github", "GitHub releases"),
-        Host("hf.co", "wgtpm.sources.huggingface", "Hugging Face model repositories"),
+        Host("github.com", "wgtpm.sources.github", "GitHub releases", case_insensitive=True),
+        Host("hf.co", "wgtpm.sources.huggingface", "Hugging Face model repositories", True),
         Host("programasweights.com", "wgtpm.sources.pawhub", "the PAW program hub"),
     )
 }
@@ -63,3 +65,17 @@ HOSTS: dict[str, Host] = {
 def host_of(path: str) -> Host | None:
     """The :class:`Host` for module ``path`` (after normalisation), or ``None``."""
     return HOSTS.get(_module.normalise(path).split("/", 1)[0])
+
+
+def match_private(patterns: str, path: str) -> bool:
+    """Whether ``path`` matches a ``WGTPRIVATE`` pattern, ignoring case on hosts that do.
+
+    ``github.com/Acme`` covers ``github.com/acme/xor``: GitHub and Hugging
+    Face resolve owner and repository names whatever their case, so a
+    case-sensitive match would send a private module to a proxy.
+    """
+    host = host_of(path)
+    if host is not None and host.case_insensitive:
+        pats = ",".join(_module.normalise(p.strip()) for p in patterns.split(","))
+        return _module.match_patterns(pats.lower(), _module.normalise(path).lower())
+    return _module.match_patterns(patterns, path)
