@@ -236,11 +236,15 @@ class HuggingFaceSource:
                     ) from exc
                 if last or not (status == 429 or status >= 500):
                     raise FetchError(path, version, f"{what}: {_first_line(exc)}") from exc
-            except (WgtpmError, AttributeError, TypeError, KeyError, AssertionError):
-                raise  # ours, or a bug: not a network problem
-            except (ValueError, RecursionError) as exc:  # a body that is not the JSON it should be
+            except (WgtpmError, AssertionError):
+                raise
+            except (ValueError, RecursionError, KeyError, TypeError, AttributeError) as exc:
+                # huggingface_hub reading an answer that is not the JSON it should be
                 raise FetchError(
-                    path, version, f"{what}: the Hub answered with malformed JSON ({exc})"
+                    path,
+                    version,
+                    f"{what}: the Hub answered with something wgtpm cannot read "
+                    f"({type(exc).__name__}: {_first_line(exc)})",
                 ) from exc
             except Exception as exc:  # network errors of huggingface_hub's own HTTP stack
                 if last:
