@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -14,6 +15,7 @@ from wgtpm.httpclient import (
     HttpClient,
     HttpOptions,
     HTTPStatusError,
+    RedirectRefusedError,
     ResponseTooLargeError,
     redact_url,
 )
@@ -80,3 +82,53 @@ def test_a_trickle_meets_the_deadline(hostile: HostileServer) -> None:
 )
 def test_user_information_is_never_shown(url: str, shown: str) -> None:
     assert redact_url(url) == shown
+
+
+def _redirecting(target: str) -> Any:
+    import httpx
+
+    seen: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(str(request.url))
+        if request.url.path == "/start":
+            return httpx.Response(302, headers={"Location": target})
+        return httpx.Response(200, content=b"ok")
+
+    return httpx.MockTransport(handler), seen
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "http://127.0.0.1:8080/admin",
+        "http://localhost/x",
+        "http://169.254.169.254/latest/meta-data",
+        "http://10.0.0.5/x",
+        "http://[::1]/x",
+        "http://[::ffff:127.0.0.1]/x",
+    ],
+)
+def test_a_public_server_cannot_redirect_inwards(target: str) -> None:
+    transport, seen = _redirecting(target)
+    with HttpClient(HttpOptions(retries=2, backoff=0.01), transport=transport) as http:
+        with pytest.raises(RedirectRefusedError, match="refused a redirect"):
+            http.get("https://models.example/start")
+        with pytest.raises(RedirectRefusedError), http.stream("https://models.example/start"):
+            pass
+    assert seen == ["https://models.example/start"] * 2  # never followed, never retried
+
+
+@pytest.mark.parametrize(
+    ("start", "target"),
+    [
+        ("http://127.0.0.1:9000/start", "http://127.0.0.1:9001/blob"),  # tests, local mirrors
+        ("http://10.0.0.2/start", "http://10.0.0.3/blob"),  # a private mirror
+        ("https://models.example/start", "https://cdn.example/blob"),
+    ],
+)
+def test_other_redirects_are_followed(start: str, target: str) -> None:
+    transport, seen = _redirecting(target)
+    with HttpClient(HttpOptions(retries=0), transport=transport) as http:
+        assert http.get_bytes(start) == b"ok"
+    assert seen == [start, target]

@@ -8,7 +8,9 @@ Every network request of wgtpm goes through :class:`HttpClient`:
 - Redirects are followed here, not by httpx, so that the caller's headers
   (``Authorization``, ``X-API-Key``, cookies, anything not on the safe list)
   reach the origin they were meant for and never another one: GitHub and
-  Hugging Face redirect downloads to storage hosts.
+  Hugging Face redirect downloads to storage hosts. A redirect from a public
+  address to a loopback, link-local or private one is refused
+  (:class:`RedirectRefusedError`).
 - Credentials go to their own origin only: a :class:`Credential` (a token
   of ``GITHUB_TOKEN``, ``HF_TOKEN``, ``PAW_API_KEY``) yields its header
   only for a URL of its origin (scheme, host, port), whatever URL an API
@@ -44,6 +46,7 @@ from __future__ import annotations
 
 import contextlib
 import email.utils
+import ipaddress
 import netrc
 import os
 import sys
@@ -69,6 +72,7 @@ __all__ = [
     "HTTPStatusError",
     "HttpClient",
     "HttpOptions",
+    "RedirectRefusedError",
     "ResponseTooLargeError",
     "TransportError",
     "origin",
@@ -118,6 +122,23 @@ class DeadlineExceededError(TransportError):
             url,
             f"no complete answer within {deadline:g}s (the server is too slow; "
             "WGTPM_HTTP_DEADLINE sets the limit)",
+        )
+
+
+class RedirectRefusedError(TransportError):
+    """A redirect from a public address to a loopback, link-local or private one.
+
+    Such a redirect lets a remote server make wgtpm reach the local machine
+    or network (a metadata service, an admin port). Where the request began
+    at such an address (a private mirror, a test server) it is followed.
+    """
+
+    def __init__(self, url: str, target: str) -> None:
+        self.target = target
+        super().__init__(
+            url,
+            f"refused a redirect to {_redact(target)}: a public server may not send "
+            "wgtpm to a loopback, link-local or private address",
         )
 
 
@@ -185,6 +206,19 @@ _redact = redact_url
 
 _SECRETS: set[str] = set()
 _SECRETS_LOCK = threading.Lock()
+
+
+def _internal(host: str) -> bool:
+    """Whether ``host`` names this machine or a private network (by its literal address)."""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        ip = ipaddress.ip_address(host.strip("[]").split("%", 1)[0])
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_unspecified
 
 
 def _printable(text: str) -> str:
@@ -350,7 +384,10 @@ class HttpClient:
                 raise TransportError(cur, f"{type(exc).__name__}: {exc}{hint}") from exc
             if resp.status_code in REDIRECTS and "location" in resp.headers:
                 resp.close()
-                cur, cur_params = urljoin(cur, resp.headers["location"]), None
+                nxt = urljoin(cur, resp.headers["location"])
+                if not _internal(first[1]) and _internal(origin(nxt)[1]):
+                    raise RedirectRefusedError(url, nxt)
+                cur, cur_params = nxt, None
                 continue
             try:
                 yield resp
@@ -405,7 +442,7 @@ class HttpClient:
                     if not self._retryable(resp.status_code) or attempt >= self.opts.retries:
                         raise HTTPStatusError(resp.status_code, str(resp.url), resp.headers, body)
                     rh: Mapping[str, str] | None = resp.headers
-            except DeadlineExceededError:
+            except (DeadlineExceededError, RedirectRefusedError):
                 raise
             except (TransportError, httpx.HTTPError) as exc:
                 if attempt >= self.opts.retries:
@@ -441,9 +478,9 @@ class HttpClient:
             stack = contextlib.ExitStack()
             try:
                 resp = stack.enter_context(self._send("GET", url, hdrs, None))
-            except TransportError:
+            except TransportError as exc:
                 stack.close()
-                if attempt >= self.opts.retries:
+                if attempt >= self.opts.retries or isinstance(exc, RedirectRefusedError):
                     raise
                 self._sleep(attempt, None, url)
                 attempt += 1
