@@ -24,6 +24,7 @@ import hashlib
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,6 +83,10 @@ class FetchOptions:
     jobs: int = 8  # files downloaded at once
     resume_attempts: int = 5  # reconnects after a cut before giving up
     resume_backoff: float = 0.2  # seconds, doubled per reconnect (jittered, at most 2 s)
+    #: A download slower than ``min_rate`` bytes a second over ``rate_window`` seconds is
+    #: cut and resumed (a new connection, maybe another route), as a dropped one is.
+    min_rate: int = 1024
+    rate_window: float = 30.0
 
     @property
     def resume_policy(self) -> Backoff:
@@ -342,9 +347,19 @@ class Fetcher:
                     part.restart()
                     raise _Cut("the server answered a different range; restarting")
                 self.progress.advance(label, part.have)
+                since, got = time.monotonic(), 0
                 for chunk in resp.iter_bytes():
                     part.write(chunk, path, version, e)
                     self.progress.advance(label, len(chunk))
+                    got += len(chunk)
+                    elapsed = time.monotonic() - since
+                    if elapsed >= self.opts.rate_window:
+                        if got < self.opts.min_rate * elapsed:
+                            raise _Cut(
+                                f"slower than {self.opts.min_rate} bytes/s for "
+                                f"{self.opts.rate_window:g}s; reconnecting"
+                            )
+                        since, got = time.monotonic(), 0
         except HTTPStatusError as exc:
             if exc.status in (404, 410):
                 raise NotFoundError(path, version, f"{e.path}: {exc}") from exc
