@@ -1,7 +1,7 @@
 """A loopback server that misbehaves the ways a hostile host can: bodies without end,
 lying lengths, compression bombs, trickles and redirects to other addresses.
 
-Routes (any other path: 404)::
+Routes (also with anything after them, ``/endless/api/x``; any other path: 404)::
 
     /endless          200, chunked, zeros for ever
     /huge-length      200, Content-Length: 10 GB, then zeros for ever
@@ -31,6 +31,11 @@ def gzip_bomb(size: int = 128 << 20) -> bytes:
     return gzip.compress(b"\0" * size, compresslevel=9)
 
 
+def _is(path: str, route: str) -> bool:
+    """``route`` itself or anything under it (``/endless/api/models/...``)."""
+    return path == route or path.startswith(route + "/")
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
@@ -43,32 +48,32 @@ class _Handler(BaseHTTPRequestHandler):
         owner.paths.append(self.path)
         split = urlsplit(self.path)
         try:
-            if split.path == "/endless":
+            if _is(split.path, "/endless"):
                 self._chunked_forever(200, b"\0" * 65536)
-            elif split.path == "/error-endless":
+            elif _is(split.path, "/error-endless"):
                 self._chunked_forever(500, b"<html>error</html>" * 1000)
-            elif split.path == "/trickle":
+            elif _is(split.path, "/trickle"):
                 self._chunked_forever(200, b"x", delay=owner.trickle_delay)
-            elif split.path == "/huge-length":
+            elif _is(split.path, "/huge-length"):
                 self.send_response(200)
                 self.send_header("Content-Length", str(10 << 30))
                 self.end_headers()
                 while not owner.stopping.is_set():
                     self.wfile.write(b"\0" * 65536)
-            elif split.path == "/bomb":
+            elif _is(split.path, "/bomb"):
                 body = owner.bomb
                 self.send_response(200)
                 self.send_header("Content-Encoding", "gzip")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
-            elif split.path == "/redirect":
+            elif _is(split.path, "/redirect"):
                 to = parse_qs(split.query).get("to", ["/ok"])[0]
                 self.send_response(302)
                 self.send_header("Location", to)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
-            elif split.path == "/ok":
+            elif _is(split.path, "/ok"):
                 self.send_response(200)
                 self.send_header("Content-Length", "2")
                 self.end_headers()

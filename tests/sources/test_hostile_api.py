@@ -108,3 +108,14 @@ def test_proxy_info(body: bytes, canned: Canned, http: HttpClient) -> None:
     canned.body = body
     with pytest.raises(FetchError, match=r"malformed \.info"):
         ProxySource(canned.url, http).info("example.com/m", "v1.0.0")
+
+
+@pytest.mark.parametrize("route", ["/endless", "/huge-length", "/bomb"])
+def test_hugging_face_api_bodies_are_capped(route: str, http: HttpClient) -> None:
+    from tests.servers.hostile import HostileServer
+
+    with HostileServer() as hostile:
+        src = HuggingFaceSource(http, endpoint=hostile.url + route, token="")
+        with pytest.raises(FetchError, match=r"^hf\.co/acme/t@main: ") as err:
+            src.info("hf.co/acme/t", "main")
+    assert "larger than" in str(err.value) or "encoded body" in str(err.value)

@@ -196,6 +196,10 @@ class HuggingFaceSource:
         if self._api_obj is None:
             from huggingface_hub import HfApi
 
+            from ._hfclient import install
+
+            install(self.http.opts)
+
             self._api_obj = HfApi(
                 endpoint=self.endpoint, token=self.token() or False, library_name="wgtpm"
             )
@@ -208,6 +212,8 @@ class HuggingFaceSource:
         says): not every ``HfApi`` method retries by itself.
         """
         from huggingface_hub import errors
+
+        from ..httpclient import ResponseTooLargeError, TransportError
 
         rid = _repo_id(path)
         for attempt in CALL_RETRY.attempts_range():
@@ -236,6 +242,8 @@ class HuggingFaceSource:
                     ) from exc
                 if last or not (status == 429 or status >= 500):
                     raise FetchError(path, version, f"{what}: {_first_line(exc)}") from exc
+            except (ResponseTooLargeError, TransportError) as exc:  # wgtpm's limits (_hfclient)
+                raise FetchError(path, version, f"{what}: {exc}") from exc
             except (WgtpmError, AssertionError):
                 raise
             except (ValueError, RecursionError, KeyError, TypeError, AttributeError) as exc:
