@@ -68,3 +68,19 @@ def test_the_chain_is_handed_its_store(tmp_path: Path, http: HttpClient) -> None
     assert direct.http is http and direct.meta_cache is chain.meta_cache
     chain.meta_cache.put("k", "etag", b"body")
     assert cache.get_etag("k") == ("etag", b"body")
+
+
+def test_proxy_credentials_are_never_shown(http: HttpClient) -> None:
+    from tests.servers import Fault
+    from tests.servers.proxytree import ProxyTreeServer
+    from wgtpm._errors import FetchError
+
+    with ProxyTreeServer(Path("/nonexistent")) as srv:
+        srv.inject(Fault.error("*", 500, times=-1))
+        for userinfo in ("user:s3cret-pass@", "tok_s3cret@"):
+            url = srv.url.replace("http://", f"http://{userinfo}")
+            chain = from_env(http, {"WGTPROXY": url}, Cache(Path("/nonexistent")))
+            assert "s3cret" not in chain.name
+            with pytest.raises(FetchError) as err:
+                chain.versions("example.com/m")
+            assert "s3cret" not in str(err.value) and "***@127.0.0.1" in str(err.value)

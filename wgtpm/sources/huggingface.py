@@ -465,5 +465,8 @@ def _repo_id(path: str) -> str:
 
 
 def _first_line(exc: BaseException) -> str:
+    """The first line of ``exc``'s message, at most 300 characters, secrets redacted."""
+    from ..httpclient import redact
+
     lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
+    return redact(lines[0][:300]) if lines else type(exc).__name__
