@@ -8,37 +8,82 @@ Every network request of wgtpm goes through :class:`HttpClient`:
 - Redirects are followed here, not by httpx, so that the caller's headers
   (``Authorization``, ``X-API-Key``, cookies, anything not on the safe list)
   reach the origin they were meant for and never another one: GitHub and
-  Hugging Face redirect downloads to storage hosts.
-- A host without an ``Authorization`` header gets credentials from
-  ``~/.netrc`` (or ``$NETRC``), for private registries.
+  Hugging Face redirect downloads to storage hosts. A redirect from a public
+  address to a loopback, link-local or private one is refused
+  (:class:`RedirectRefusedError`).
+- Credentials go to their own origin only: a :class:`Credential` (a token
+  of ``GITHUB_TOKEN``, ``HF_TOKEN``, ``PAW_API_KEY``) yields its header
+  only for a URL of its origin (scheme, host, port), whatever URL an API
+  names (an asset ``url``, a ``Link: rel="next"``). A host without an
+  ``Authorization`` header gets credentials from ``~/.netrc`` (or
+  ``$NETRC``), for private registries.
+- Secrets never reach a message: every credential value is registered, and
+  :func:`redact` (applied to every error this module raises) shows it as
+  ``***``; a URL's user information is shown as ``***@`` too, and of a
+  server's error body only a short, single-line, printable excerpt is shown.
+
+Limits (named, as Go's ``MaxGoMod``):
+
+- a body read whole by :meth:`HttpClient.get` (``@v/list``, ``.info``,
+  ``.mod``, ``.index.json``, ``@latest``, every API JSON) may hold at most
+  ``limit`` decoded bytes, :data:`MAX_METADATA` unless the caller says
+  otherwise. The count runs while the body streams, after content decoding,
+  so a huge ``Content-Length``, an endless body or a gzip bomb stops at the
+  limit with :class:`ResponseTooLargeError` naming the URL and the limit;
+- such a request, retries and waits included, ends within
+  ``HttpOptions.deadline`` seconds (a server trickling a byte a second cannot
+  hang a command), with :class:`DeadlineExceededError`;
+- of an error response only :data:`MAX_ERROR_BODY` bytes are read.
 
 Errors: :class:`HTTPStatusError` for an unexpected status,
-:class:`TransportError` for a network failure; both are
-:class:`~wgtpm.WgtpmError` and carry the URL. Sources translate them into
-module errors that name module@version.
+:class:`TransportError` for a network failure, :class:`ResponseTooLargeError`
+for a body over its limit; all are :class:`~wgtpm.WgtpmError` and carry the
+URL (with any user name or password in it shown as ``***``). Sources
+translate them into module errors that name module@version.
 """
 
 from __future__ import annotations
 
 import contextlib
 import email.utils
+import ipaddress
 import netrc
 import os
-import random
 import sys
+import threading
 import time
 import types
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from ._errors import WgtpmError
+from ._retry import Backoff
 
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["HTTPStatusError", "HttpClient", "HttpOptions", "TransportError", "origin"]
+__all__ = [
+    "MAX_ERROR_BODY",
+    "MAX_METADATA",
+    "Credential",
+    "DeadlineExceededError",
+    "HTTPStatusError",
+    "HttpClient",
+    "HttpOptions",
+    "RedirectRefusedError",
+    "ResponseTooLargeError",
+    "TransportError",
+    "origin",
+    "redact",
+    "redact_url",
+]
+
+#: The most decoded bytes of a body read whole (metadata, API JSON), as Go's ``MaxGoMod``.
+MAX_METADATA = 16 << 20
+#: The most bytes read of an error response's body (the message shows less).
+MAX_ERROR_BODY = 64 << 10
 
 #: Headers that may follow a redirect to another origin; all others are dropped.
 SAFE_HEADERS = frozenset({"accept", "accept-encoding", "range", "user-agent"})
@@ -56,8 +101,8 @@ class HTTPStatusError(WgtpmError):
         self.headers = dict(headers)
         self.body = body[:2000]
         detail = self.body.decode("utf-8", "replace").strip().splitlines()
-        tail = f": {detail[0][:200]}" if detail else ""
-        super().__init__(f"GET {_redact(url)}: HTTP {status}{tail}")
+        tail = f": {_printable(detail[0][:200])}" if detail else ""
+        super().__init__(redact(f"GET {_redact(url)}: HTTP {status}{tail}"))
 
 
 class TransportError(WgtpmError):
@@ -65,7 +110,48 @@ class TransportError(WgtpmError):
 
     def __init__(self, url: str, message: str) -> None:
         self.url = url
-        super().__init__(f"GET {_redact(url)}: {message}")
+        super().__init__(redact(f"GET {_redact(url)}: {message}"))
+
+
+class DeadlineExceededError(TransportError):
+    """A request (retries included) that took longer than ``HttpOptions.deadline``."""
+
+    def __init__(self, url: str, deadline: float) -> None:
+        self.deadline = deadline
+        super().__init__(
+            url,
+            f"no complete answer within {deadline:g}s (the server is too slow; "
+            "WGTPM_HTTP_DEADLINE sets the limit)",
+        )
+
+
+class RedirectRefusedError(TransportError):
+    """A redirect from a public address to a loopback, link-local or private one.
+
+    Such a redirect lets a remote server make wgtpm reach the local machine
+    or network (a metadata service, an admin port). Where the request began
+    at such an address (a private mirror, a test server) it is followed.
+    """
+
+    def __init__(self, url: str, target: str) -> None:
+        self.target = target
+        super().__init__(
+            url,
+            f"refused a redirect to {_redact(target)}: a public server may not send "
+            "wgtpm to a loopback, link-local or private address",
+        )
+
+
+class ResponseTooLargeError(WgtpmError):
+    """A body read whole that is longer than its limit (decoded bytes, counted while streaming)."""
+
+    def __init__(self, url: str, limit: int) -> None:
+        self.url = url
+        self.limit = limit
+        super().__init__(
+            f"GET {_redact(url)}: the response is larger than the {limit} bytes allowed for it; "
+            "the server is misbehaving or this is not the file it should be"
+        )
 
 
 def _env_float(name: str, default: float) -> float:
@@ -83,8 +169,17 @@ class HttpOptions:
     retries: int = field(default_factory=lambda: int(_env_float("WGTPM_HTTP_RETRIES", 4)))
     backoff: float = 0.5
     max_retry_after: float = 60.0
+    #: Seconds a request read whole may take, retries included (``WGTPM_HTTP_DEADLINE``).
+    deadline: float = field(default_factory=lambda: _env_float("WGTPM_HTTP_DEADLINE", 300.0))
     max_redirects: int = 10
     user_agent: str = "wgtpm/0.1"
+
+    @property
+    def policy(self) -> Backoff:
+        """The retry policy these options describe."""
+        return Backoff(
+            attempts=self.retries + 1, base=self.backoff, max_retry_after=self.max_retry_after
+        )
 
 
 def origin(url: str) -> tuple[str, str, int | None]:
@@ -94,11 +189,75 @@ def origin(url: str) -> tuple[str, str, int | None]:
     return u.scheme, (u.hostname or "").lower(), port
 
 
-def _redact(url: str) -> str:
-    u = urlsplit(url)
-    if u.password or u.username:
-        return url.replace(f"{u.username or ''}:{u.password or ''}@", "***@")
-    return url
+def redact_url(url: str) -> str:
+    """``url`` with any user information (``user:pass@``, ``TOKEN@``) shown as ``***@``."""
+    try:
+        u = urlsplit(url)
+    except ValueError:
+        return url.split("://", 1)[0] + "://***" if "@" in url else url
+    if "@" not in u.netloc:
+        return url
+    host = u.netloc.rsplit("@", 1)[1]
+    return urlunsplit((u.scheme, "***@" + host, u.path, u.query, u.fragment))
+
+
+_redact = redact_url
+
+
+_SECRETS: set[str] = set()
+_SECRETS_LOCK = threading.Lock()
+
+
+def _internal(host: str) -> bool:
+    """Whether ``host`` names this machine or a private network (by its literal address)."""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        ip = ipaddress.ip_address(host.strip("[]").split("%", 1)[0])
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_unspecified
+
+
+def _printable(text: str) -> str:
+    """``text`` with control and other non-printable characters shown as ``?``."""
+    return "".join(ch if ch.isprintable() else "?" for ch in text)
+
+
+def redact(text: str) -> str:
+    """``text`` with every registered secret (credential values) shown as ``***``."""
+    with _SECRETS_LOCK:
+        secrets = sorted(_SECRETS, key=len, reverse=True)
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text
+
+
+@dataclass(frozen=True)
+class Credential:
+    """A secret header for one origin: ``GITHUB_TOKEN`` for the GitHub API, say.
+
+    :meth:`headers_for` gives the header only for a URL whose origin is that
+    of ``url``, so a token never goes where a (possibly hostile) API points;
+    the client drops it again on a redirect to another origin. Creating one
+    registers ``value`` with :func:`redact`.
+    """
+
+    url: str
+    header: str
+    value: str = field(repr=False)
+
+    def __post_init__(self) -> None:
+        # the whole value and its token alone ("Bearer T" -> "T"); short strings are common words
+        parts = {self.value, self.value.rsplit(" ", 1)[-1]}
+        with _SECRETS_LOCK:
+            _SECRETS.update(p for p in parts if len(p) >= 6)
+
+    def headers_for(self, url: str) -> dict[str, str]:
+        """``{header: value}`` when ``url`` has this credential's origin, else ``{}``."""
+        return {self.header: self.value} if origin(url) == origin(self.url) else {}
 
 
 def _netrc_auth(url: str) -> str | None:
@@ -114,6 +273,7 @@ def _netrc_auth(url: str) -> str | None:
     import base64
 
     login, _, password = found
+    Credential(url, "Authorization", password or "")  # registered for redaction
     return "Basic " + base64.b64encode(f"{login}:{password or ''}".encode()).decode()
 
 
@@ -160,6 +320,7 @@ class HttpClient:
         httpx = _import_httpx()
 
         self.opts = opts or HttpOptions()
+        self._policy = self.opts.policy
         self._client = httpx.Client(
             follow_redirects=False,
             timeout=httpx.Timeout(self.opts.timeout, connect=min(10.0, self.opts.timeout)),
@@ -178,14 +339,12 @@ class HttpClient:
         self.close()
 
     def _sleep(self, attempt: int, headers: Mapping[str, str] | None, url: str) -> None:
-        wait = retry_after(headers) if headers is not None else None
+        wait = self._policy.wait_for(attempt, retry_after(headers) if headers is not None else None)
         if wait is None:
-            wait = random.uniform(0, self.opts.backoff * (2**attempt))
-        elif wait > self.opts.max_retry_after:
             raise TransportError(
                 url,
-                f"server asks to retry after {wait:.0f}s, longer than the {self.opts.max_retry_after:.0f}s "
-                "wgtpm waits; try again later",
+                f"server asks to retry after {retry_after(headers or {}) or 0:.0f}s, longer than "
+                f"the {self.opts.max_retry_after:.0f}s wgtpm waits; try again later",
             )
         time.sleep(wait)
 
@@ -225,7 +384,10 @@ class HttpClient:
                 raise TransportError(cur, f"{type(exc).__name__}: {exc}{hint}") from exc
             if resp.status_code in REDIRECTS and "location" in resp.headers:
                 resp.close()
-                cur, cur_params = urljoin(cur, resp.headers["location"]), None
+                nxt = urljoin(cur, resp.headers["location"])
+                if not _internal(first[1]) and _internal(origin(nxt)[1]):
+                    raise RedirectRefusedError(url, nxt)
+                cur, cur_params = nxt, None
                 continue
             try:
                 yield resp
@@ -234,7 +396,8 @@ class HttpClient:
             return
         raise TransportError(url, f"more than {self.opts.max_redirects} redirects")
 
-    def _retryable(self, status: int) -> bool:
+    @staticmethod
+    def _retryable(status: int) -> bool:
         return status == 429 or 500 <= status < 600
 
     def get(
@@ -245,21 +408,42 @@ class HttpClient:
         params: Mapping[str, str] | None = None,
         ok: Collection[int] = (200,),
         method: str = "GET",
+        limit: int = MAX_METADATA,
     ) -> httpx.Response:
-        """GET ``url`` with retries; the body is read. Raises unless the status is in ``ok``."""
+        """GET ``url`` with retries; the body is read, at most ``limit`` decoded bytes of it.
+
+        Raises :class:`HTTPStatusError` unless the status is in ``ok``,
+        :class:`ResponseTooLargeError` for a longer body, and
+        :class:`DeadlineExceededError` when it all takes longer than
+        ``HttpOptions.deadline``.
+        """
         import httpx
 
+        deadline = time.monotonic() + self.opts.deadline
         attempt = 0
         while True:
             try:
                 with self._send(method, url, headers, params) as resp:
                     if resp.status_code in ok:
-                        resp.read()
-                        return resp
-                    body = resp.read()
+                        body = _read_capped(resp, limit, deadline, self.opts.deadline)
+                        return httpx.Response(
+                            resp.status_code,
+                            headers=[
+                                (k, v)
+                                for k, v in resp.headers.multi_items()
+                                if k.lower() not in ("content-encoding", "content-length")
+                            ],
+                            content=body,
+                            request=resp.request,
+                        )
+                    body = _read_capped(
+                        resp, MAX_ERROR_BODY, deadline, self.opts.deadline, cut=True
+                    )
                     if not self._retryable(resp.status_code) or attempt >= self.opts.retries:
                         raise HTTPStatusError(resp.status_code, str(resp.url), resp.headers, body)
                     rh: Mapping[str, str] | None = resp.headers
+            except (DeadlineExceededError, RedirectRefusedError):
+                raise
             except (TransportError, httpx.HTTPError) as exc:
                 if attempt >= self.opts.retries:
                     if isinstance(exc, TransportError):
@@ -267,7 +451,15 @@ class HttpClient:
                     raise TransportError(url, f"{type(exc).__name__}: {exc}") from exc
                 rh = None
             self._sleep(attempt, rh, url)
+            if time.monotonic() > deadline:
+                raise DeadlineExceededError(url, self.opts.deadline)
             attempt += 1
+
+    def get_bytes(
+        self, url: str, *, headers: Mapping[str, str] | None = None, limit: int = MAX_METADATA
+    ) -> bytes:
+        """The body of a 200 answer to GET ``url``, at most ``limit`` bytes (see :meth:`get`)."""
+        return self.get(url, headers=headers, limit=limit).content
 
     @contextlib.contextmanager
     def stream(
@@ -286,9 +478,9 @@ class HttpClient:
             stack = contextlib.ExitStack()
             try:
                 resp = stack.enter_context(self._send("GET", url, hdrs, None))
-            except TransportError:
+            except TransportError as exc:
                 stack.close()
-                if attempt >= self.opts.retries:
+                if attempt >= self.opts.retries or isinstance(exc, RedirectRefusedError):
                     raise
                 self._sleep(attempt, None, url)
                 attempt += 1
@@ -297,9 +489,38 @@ class HttpClient:
                 if resp.status_code in (200, 206):
                     yield resp
                     return
-                body = resp.read()
+                body = _read_capped(resp, MAX_ERROR_BODY, None, 0.0, cut=True)
                 if not self._retryable(resp.status_code) or attempt >= self.opts.retries:
                     raise HTTPStatusError(resp.status_code, str(resp.url), resp.headers, body)
                 rh = resp.headers
             self._sleep(attempt, rh, url)
             attempt += 1
+
+
+def _read_capped(
+    resp: httpx.Response, limit: int, deadline: float | None, seconds: float, *, cut: bool = False
+) -> bytes:
+    """The decoded body of ``resp``, counted while it streams.
+
+    Over ``limit`` bytes: the first ``limit`` when ``cut``, else
+    :class:`ResponseTooLargeError`, raised before the rest is received (also
+    at once when ``Content-Length`` already says so). Past ``deadline``
+    (``time.monotonic()``): :class:`DeadlineExceededError`.
+    """
+    url = str(resp.url)
+    declared = resp.headers.get("content-length", "")
+    if not cut and declared.isdigit() and int(declared) > limit:
+        raise ResponseTooLargeError(url, limit)
+    chunks: list[bytes] = []
+    have = 0
+    for chunk in resp.iter_bytes():
+        if deadline is not None and time.monotonic() > deadline:
+            raise DeadlineExceededError(url, seconds)
+        have += len(chunk)
+        if have > limit:
+            if not cut:
+                raise ResponseTooLargeError(url, limit)
+            chunks.append(chunk[: len(chunk) - (have - limit)])
+            break
+        chunks.append(chunk)
+    return b"".join(chunks)

@@ -35,6 +35,7 @@ from . import dirhash
 from . import index as _index
 from ._errors import CacheError, FetchError, NotFoundError, VerifyError, WgtpmError
 from ._report import SILENT, Reporter
+from ._retry import Backoff
 from .cache import Cache
 from .sources import RevInfo, Source
 
@@ -65,6 +66,17 @@ class SumChecker(Protocol):
 class FetchOptions:
     jobs: int = 8  # files downloaded at once
     resume_attempts: int = 5  # reconnects after a cut before giving up
+    resume_backoff: float = 0.2  # seconds, doubled per reconnect (jittered, at most 2 s)
+    #: A download slower than ``min_rate`` bytes a second over ``rate_window`` seconds is
+    #: cut and resumed (a new connection, maybe another route), as a dropped one is.
+    min_rate: int = 1024
+    rate_window: float = 30.0
+
+    @property
+    def resume_policy(self) -> Backoff:
+        """The retry policy of a cut download: ``resume_attempts`` reconnects."""
+        return Backoff(attempts=self.resume_attempts + 1, base=self.resume_backoff, cap=2.0)
+
     list_ttl: float = 60.0  # seconds a version list is trusted
 
 
@@ -226,6 +238,7 @@ class Fetcher:
     def _download_blob(self, path: str, version: str, e: _index.IndexEntry, label: str) -> None:
         req = self.source.file(path, version, e.path)
         part = _Partial(self.cache.partial_path(e.sha256), e.size)
+        policy = self.opts.resume_policy
         attempt = 0
         while True:
             try:
@@ -241,15 +254,15 @@ class Fetcher:
                     part.close()
                 break
             except (FetchError, _Cut) as exc:
-                attempt += 1
-                if attempt > self.opts.resume_attempts:
+                if policy.last(attempt):
                     raise FetchError(
                         path,
                         version,
-                        f"downloading {e.path}: {exc} (gave up after {attempt} tries; "
+                        f"downloading {e.path}: {exc} (gave up after {attempt + 1} tries; "
                         "run the command again to resume)",
-                    ) from None
-                time.sleep(min(2.0, 0.1 * 2**attempt))
+                    ) from exc
+                policy.sleep(attempt)
+                attempt += 1
             except OSError as exc:
                 from .cache import _disk_error
 
@@ -281,8 +294,8 @@ class Fetcher:
         src = Path(unquote(urlsplit(url).path))
         try:
             fin = open(src, "rb")
-        except FileNotFoundError:
-            raise NotFoundError(path, version, f"{e.path}: not in the file tree ({src})") from None
+        except FileNotFoundError as exc:
+            raise NotFoundError(path, version, f"{e.path}: not in the file tree ({src})") from exc
         with fin:
             fin.seek(part.have)
             self.progress.advance(label, part.have)
@@ -318,15 +331,25 @@ class Fetcher:
                     part.restart()
                     raise _Cut("the server answered a different range; restarting")
                 self.progress.advance(label, part.have)
+                since, got = time.monotonic(), 0
                 for chunk in resp.iter_bytes():
                     part.write(chunk, path, version, e)
                     self.progress.advance(label, len(chunk))
+                    got += len(chunk)
+                    elapsed = time.monotonic() - since
+                    if elapsed >= self.opts.rate_window:
+                        if got < self.opts.min_rate * elapsed:
+                            raise _Cut(
+                                f"slower than {self.opts.min_rate} bytes/s for "
+                                f"{self.opts.rate_window:g}s; reconnecting"
+                            )
+                        since, got = time.monotonic(), 0
         except HTTPStatusError as exc:
             if exc.status in (404, 410):
-                raise NotFoundError(path, version, f"{e.path}: {exc}") from None
-            raise FetchError(path, version, f"{e.path}: {exc}") from None
+                raise NotFoundError(path, version, f"{e.path}: {exc}") from exc
+            raise FetchError(path, version, f"{e.path}: {exc}") from exc
         except (TransportError, httpx.HTTPError) as exc:
-            raise _Cut(f"{type(exc).__name__}: {exc}") from None
+            raise _Cut(f"{type(exc).__name__}: {exc}") from exc
         if part.have < e.size:
             raise _Cut(f"connection closed after {part.have} of {e.size} bytes")
 

@@ -14,7 +14,7 @@ from tests.sources.conftest import fetch
 from wgtpm import index as _index
 from wgtpm._errors import FetchError, NotFoundError
 from wgtpm.httpclient import HttpClient
-from wgtpm.sources._remote import MemoryMetaCache
+from wgtpm.sources._hosted import MemoryMetaCache
 from wgtpm.sources.github import GitHubSource, asset_name, asset_path, asset_problem
 
 MOD = "github.com/acme/xor"
@@ -206,7 +206,7 @@ def test_file_url_carries_the_token_to_the_api_only(
     src = source(github, http, token=TOKEN)
     req = src.file(MOD, "v0.1.0", "xor/weights.safetensors")
     assert req.url.startswith(github.url + "/repos/acme/xor/releases/assets/")
-    assert req.headers["Authorization"] == f"Bearer {TOKEN}"
+    assert req.headers["Authorization"] == f"Bearer {TOKEN}"  # the asset is on the API origin
     assert req.headers["Accept"] == "application/octet-stream"
     assert http.get(req.url, headers=req.headers).content == b"w1" * 500
     api = github.log.where(server="github", path="/repos/acme/xor/releases/assets/*")

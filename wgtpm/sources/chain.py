@@ -16,13 +16,16 @@ every proxy and go ``direct``.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._errors import FetchError, NotFoundError, UsageError, WgtpmError
-from ..module import match_patterns
+from ..httpclient import redact_url
 from ._base import FileRequest, RevInfo, Source
+from ._hosted import CacheMetaStore, MetaCache
+from .hosts import match_private
 
 if TYPE_CHECKING:
     from ..httpclient import HttpClient
@@ -89,22 +92,15 @@ class _Off:
         raise self._refuse(path)
 
 
-class _EtagStore:
-    """The sources' ETag store (``MetaCache``) kept in the module cache across runs."""
-
-    def __init__(self, cache: Any) -> None:
-        self.cache = cache
-
-    def get(self, key: str) -> tuple[str, bytes] | None:
-        found: tuple[str, bytes] | None = self.cache.get_etag(key)
-        return found
-
-    def put(self, key: str, etag: str, body: bytes) -> None:
-        self.cache.put_etag(key, etag, body)
-
-
 class ChainSource:
-    """Tries the entries of a WGTPROXY list in order (see the module docstring)."""
+    """Tries the entries of a WGTPROXY list in order (see the module docstring).
+
+    The chain is handed what its sources share: ``http``, the one HTTP
+    client (made on first use when omitted, so that a chain that never
+    leaves the cache opens no connection pool), and ``meta_cache``, the
+    store of listings the direct sources revalidate by ETag (in memory when
+    omitted). It never builds the module cache itself.
+    """
 
     def __init__(
         self,
@@ -112,38 +108,49 @@ class ChainSource:
         private: str = "",
         http: HttpClient | None = None,
         make_direct: Callable[[], Source] | None = None,
+        *,
+        meta_cache: MetaCache | None = None,
     ) -> None:
         self.entries = entries
         self.private = private
-        self.name = ",".join(e.url for e in entries)
+        self.name = ",".join(redact_url(e.url) for e in entries)
         self._http = http
         self._make_direct = make_direct
+        self.meta_cache = meta_cache
+        self._lock = threading.Lock()
         self._sources: dict[str, Source] = {}
         # The source that served each module version's index serves its files too.
         self._served: dict[tuple[str, str], Source] = {}
 
+    def _client(self) -> HttpClient:
+        if self._http is None:
+            from ..httpclient import HttpClient
+
+            self._http = HttpClient()
+        return self._http
+
     def _source(self, url: str) -> Source:
-        src = self._sources.get(url)
-        if src is None:
-            if url == "off":
-                src = _Off()
-            elif url == "direct":
-                if self._make_direct is not None:
-                    src = self._make_direct()
+        with self._lock:
+            src = self._sources.get(url)
+            if src is None:
+                if url == "off":
+                    src = _Off()
+                elif url == "direct":
+                    if self._make_direct is not None:
+                        src = self._make_direct()
+                    else:
+                        from .direct import DirectSource  # hosts load only when used
+
+                        src = DirectSource(self._client(), meta_cache=self.meta_cache)
                 else:
-                    from ..cache import Cache
-                    from .direct import DirectSource  # heavy clients load only when used
+                    from .proxy import ProxySource
 
-                    src = DirectSource(http=self._http, meta_cache=_EtagStore(Cache()))
-            else:
-                from .proxy import ProxySource
-
-                src = ProxySource(url, self._http)
-            self._sources[url] = src
-        return src
+                    src = ProxySource(url, self._client())
+                self._sources[url] = src
+            return src
 
     def _entries_for(self, path: str) -> list[Entry]:
-        if self.private and match_patterns(self.private, path):
+        if self.private and match_private(self.private, path):
             return [Entry("direct")]
         return self.entries
 
@@ -185,9 +192,23 @@ class ChainSource:
         return src.file(path, version, name)
 
 
-def from_env(http: HttpClient | None = None, environ: dict[str, str] | None = None) -> ChainSource:
-    """The chain that ``WGTPROXY`` and ``WGTPRIVATE``/``WGTNOPROXY`` describe."""
+def from_env(
+    http: HttpClient | None = None,
+    environ: Mapping[str, str] | None = None,
+    cache: Any = None,
+) -> ChainSource:
+    """The chain that ``WGTPROXY`` and ``WGTPRIVATE``/``WGTNOPROXY`` describe.
+
+    ``http`` is the command's one HTTP client; ``cache`` the module cache
+    (:class:`wgtpm.cache.Cache`) whose ETag store the direct sources use. A
+    caller that has a cache passes it (``Options.cache``); without one, the
+    cache that the environment names (``WGTPMCACHE``) is opened, as before.
+    """
     env = os.environ if environ is None else environ
     entries = parse_proxy_list(env.get("WGTPROXY") or DEFAULT)
     private = ",".join(p for p in (env.get("WGTPRIVATE", ""), env.get("WGTNOPROXY", "")) if p)
-    return ChainSource(entries, private, http)
+    if cache is None:
+        from ..cache import Cache
+
+        cache = Cache()
+    return ChainSource(entries, private, http, meta_cache=CacheMetaStore(cache))

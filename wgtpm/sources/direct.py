@@ -1,16 +1,10 @@
 """``WGTPROXY=direct``: each module from the host its path names.
 
-=====================================  ==========================================
-module path                            source
-=====================================  ==========================================
-``github.com/OWNER/REPO[/DIR]``        :class:`~wgtpm.sources.github.GitHubSource`
-``hf.co/OWNER/REPO``                   :class:`~wgtpm.sources.huggingface.HuggingFaceSource`
-(``huggingface.co/...`` normalised)
-``programasweights.com/ID``,           :class:`~wgtpm.sources.pawhub.PawHubSource`
-``programasweights.com/OWNER/NAME``
-anything else                          :class:`~wgtpm.NotFoundError`: only a registry
-                                       named in ``WGTPROXY`` can serve it
-=====================================  ==========================================
+The hosts and their sources are listed in one table,
+:data:`wgtpm.sources.hosts.HOSTS` (``github.com``, ``hf.co`` with
+``huggingface.co`` normalised to it, ``programasweights.com``). A path on any
+other host is a :class:`~wgtpm.NotFoundError`: only a registry named in
+``WGTPROXY`` can serve it.
 
 Each source is made on first use, reading its environment then
 (``GITHUB_TOKEN``, ``GITHUB_API_URL``, ``HF_TOKEN``, ``HF_ENDPOINT``,
@@ -26,7 +20,8 @@ from typing import TYPE_CHECKING
 from .. import module as _module
 from .._errors import NotFoundError
 from ._base import FileRequest, RevInfo, Source
-from ._remote import MetaCache
+from ._hosted import MemoryMetaCache, MetaCache
+from .hosts import HOSTS, host_of
 
 if TYPE_CHECKING:
     from ..httpclient import HttpClient
@@ -35,59 +30,38 @@ __all__ = ["DirectSource"]
 
 
 class DirectSource:
-    """Dispatches each module path to GitHub, Hugging Face or the PAW hub.
+    """Dispatches each module path to the source of its host.
 
-    ``http`` is shared by the three (one is made when omitted);
-    ``meta_cache`` keeps the ETags of GitHub listings (in memory when omitted).
+    ``http`` is shared by every host's source; ``meta_cache`` keeps the
+    ETags of listings (in memory when omitted; the caller passes the module
+    cache's store, :class:`~wgtpm.sources._hosted.CacheMetaStore`).
     """
 
     name = "direct"
 
-    def __init__(
-        self, http: HttpClient | None = None, *, meta_cache: MetaCache | None = None
-    ) -> None:
-        self._http = http
-        self.meta_cache = meta_cache
+    def __init__(self, http: HttpClient, *, meta_cache: MetaCache | None = None) -> None:
+        self.http = http
+        self.meta_cache: MetaCache = meta_cache if meta_cache is not None else MemoryMetaCache()
         self._lock = threading.Lock()
         self._sources: dict[str, Source] = {}
 
     def source_for(self, path: str) -> Source:
         """The source for ``path``; raises :class:`NotFoundError` for hosts with none."""
-        kind = _module.source_kind(path)
-        if kind == "other":
-            host = path.split("/", 1)[0]
+        host = host_of(path)
+        if host is None:
+            name = path.split("/", 1)[0]
+            known = ", ".join(HOSTS)
             raise NotFoundError(
                 path,
                 None,
-                f"no direct source for host {host} (only github.com, hf.co and "
-                "programasweights.com are fetched directly): set WGTPROXY to a wgtpm registry",
+                f"no direct source for host {name} (only {known} are fetched directly): "
+                "set WGTPROXY to a wgtpm registry",
             )
         with self._lock:
-            src = self._sources.get(kind)
+            src = self._sources.get(host.name)
             if src is None:
-                src = self._sources[kind] = self._make(kind)
+                src = self._sources[host.name] = host.make(self.http, self.meta_cache)
         return src
-
-    def _make(self, kind: str) -> Source:
-        http = self._client()
-        if kind == "github":
-            from .github import GitHubSource
-
-            return GitHubSource(http, meta_cache=self.meta_cache)
-        if kind == "huggingface":
-            from .huggingface import HuggingFaceSource
-
-            return HuggingFaceSource(http)
-        from .pawhub import PawHubSource
-
-        return PawHubSource(http)
-
-    def _client(self) -> HttpClient:
-        if self._http is None:
-            from ..httpclient import HttpClient
-
-            self._http = HttpClient()
-        return self._http
 
     # ---- the Source protocol: normalise, then delegate ---------------------
 

@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import threading
 import time
@@ -66,15 +65,36 @@ from .. import index as _index
 from .. import module as _module
 from .. import version as _version
 from .._errors import FetchError, InvalidVersionError, NotFoundError
+from ..httpclient import Credential
 from ._base import FileRequest, RevInfo
-from ._remote import MemoryMetaCache, MetaCache, parse_time, rfc3339, sha256_check, verified_get
+from ._hosted import (
+    MemoryMetaCache,
+    MetaCache,
+    env_secret,
+    env_url,
+    parse_json,
+    parse_time,
+    repo_elems,
+    rfc3339,
+    sha256_check,
+    synthesise_index,
+    tag_version,
+    verified_get,
+)
 
 if TYPE_CHECKING:
     import httpx
 
     from ..httpclient import HttpClient
 
-__all__ = ["DEFAULT_API_URL", "GitHubSource", "asset_name", "asset_path", "asset_problem"]
+__all__ = [
+    "DEFAULT_API_URL",
+    "GitHubSource",
+    "asset_name",
+    "asset_path",
+    "asset_problem",
+    "from_host",
+]
 
 DEFAULT_API_URL = "https://api.github.com"
 API_VERSION = "2022-11-28"
@@ -141,8 +161,13 @@ class GitHubSource:
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.http = http
-        self.api_url = (api_url or os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL).rstrip("/")
-        self.token = token if token is not None else (os.environ.get("GITHUB_TOKEN") or None)
+        self.api_url = env_url(api_url, "GITHUB_API_URL", DEFAULT_API_URL)
+        self.token = env_secret(token, "GITHUB_TOKEN")
+        self._cred = (
+            Credential(self.api_url, "Authorization", f"Bearer {self.token}")
+            if self.token
+            else None
+        )
         self.meta_cache: MetaCache = meta_cache if meta_cache is not None else MemoryMetaCache()
         self.max_rate_wait = max_rate_wait
         self._sleep = sleep
@@ -154,12 +179,14 @@ class GitHubSource:
     def versions(self, path: str) -> list[str]:
         repo = _parse(path)
         out = []
-        for rel in self._list(f"{self._repo_url(repo)}/releases", path, None, "listing releases"):
+        what = "listing releases"
+        for rel in self._list(f"{self._repo_url(repo)}/releases", path, None, what):
+            _check_release(rel, path, None, what)
             if rel.get("draft"):
                 continue
             with self._lock:
                 self._releases[(repo.slug, rel["tag_name"])] = rel
-            v = _tag_version(path, repo, rel["tag_name"])
+            v = tag_version(path, rel["tag_name"], repo.prefix)
             if v is not None:
                 out.append(v)
         return out
@@ -207,7 +234,8 @@ class GitHubSource:
                 version,
                 f"{name}: release {rel['tag_name']} has no asset {asset_name(name)!r}",
             )
-        return FileRequest(str(asset["url"]), self._headers("application/octet-stream"))
+        url = str(asset["url"])
+        return FileRequest(url, self._headers(url, "application/octet-stream"))
 
     # ---- queries -----------------------------------------------------------
 
@@ -236,8 +264,9 @@ class GitHubSource:
         tagged = [
             v
             for t in self._list(f"{self._repo_url(repo)}/tags", path, rev, "listing tags")
-            if t.get("commit", {}).get("sha") == sha
-            and (v := _tag_version(path, repo, str(t.get("name")))) is not None
+            if isinstance(t.get("commit"), dict)
+            and t["commit"].get("sha") == sha
+            and (v := tag_version(path, str(t.get("name")), repo.prefix)) is not None
         ]
         for v in reversed(_version.sort_versions(tagged)):
             try:
@@ -256,7 +285,7 @@ class GitHubSource:
         url = f"{self._repo_url(repo)}/commits/{quote(rev, safe='/')}"
         try:
             resp = self._get(
-                url, path, rev, f"resolving {rev}", self._headers("application/vnd.github.sha")
+                url, path, rev, f"resolving {rev}", self._headers(url, "application/vnd.github.sha")
             )
         except NotFoundError:
             return None
@@ -275,13 +304,16 @@ class GitHubSource:
         try:
             _module.check_path_major(_module.normalise(path), version)
         except InvalidVersionError as exc:
-            raise NotFoundError(path, version, exc.message) from None
+            raise NotFoundError(path, version, exc.message) from exc
         tag = repo.prefix + version
         with self._lock:
             rel = self._releases.get((repo.slug, tag))
         if rel is None:
             url = f"{self._repo_url(repo)}/releases/tags/{quote(tag, safe='/')}"
-            rel = self._get(url, path, version, f"release {tag} of github.com/{repo.slug}").json()
+            what = f"release {tag} of github.com/{repo.slug}"
+            rel = parse_json(self._get(url, path, version, what).content, path, version, what)
+            if isinstance(rel, dict):
+                _check_release(rel, path, version, what)
             if not isinstance(rel, dict) or rel.get("draft"):
                 raise NotFoundError(
                     path, version, f"no published release {tag} in github.com/{repo.slug}"
@@ -290,43 +322,56 @@ class GitHubSource:
                 self._releases[(repo.slug, tag)] = rel
         return rel
 
-    def _asset_bytes(self, path: str, version: str, asset: Mapping[str, Any]) -> bytes:
+    def _asset_bytes(
+        self, path: str, version: str, asset: Mapping[str, Any], *, metadata: bool = True
+    ) -> bytes:
+        """The verified bytes of ``asset``: at most ``MAX_METADATA`` for metadata, else its size."""
+        from ..httpclient import MAX_METADATA
+
+        size = _size(asset)
+        limit = min(size, MAX_METADATA) if metadata and size is not None else size
+        if metadata and limit is None:
+            limit = MAX_METADATA
         return verified_get(
             self.http,
             str(asset["url"]),
-            self._headers("application/octet-stream"),
-            sha256_check(asset.get("size"), _digest(asset)),
+            self._headers(str(asset["url"]), "application/octet-stream"),
+            sha256_check(_size(asset), _digest(asset)),
             path=path,
             version=version,
             what=f"release asset {asset.get('name')}",
+            limit=limit,
         )
 
     def _synthesise(self, path: str, version: str, rel: Mapping[str, Any]) -> bytes:
         entries = []
         for a in rel.get("assets") or []:
-            name = str(a.get("name"))
-            if _index.check_file_path(name) is not None:
+            name = a.get("name") if isinstance(a, dict) else None
+            if not isinstance(name, str) or _index.check_file_path(name) is not None:
                 continue
-            sha = _digest(a) or hashlib.sha256(self._asset_bytes(path, version, a)).hexdigest()
-            entries.append(_index.IndexEntry(name, int(a.get("size") or 0), sha))
-        idx = _index.build_index(
-            _module.normalise(path),
+            sha = (
+                _digest(a)
+                or hashlib.sha256(self._asset_bytes(path, version, a, metadata=False)).hexdigest()
+            )
+            entries.append(_index.IndexEntry(name, _size(a) or 0, sha))
+        return synthesise_index(
+            path,
             version,
             entries,
             time=_release_time(rel),
             build={"synthesised": "github release assets", "tag": rel.get("tag_name")},
         )
-        return idx.to_json()
 
     # ---- HTTP ---------------------------------------------------------------
 
     def _repo_url(self, repo: _Repo) -> str:
         return f"{self.api_url}/repos/{repo.slug}"
 
-    def _headers(self, accept: str = "application/vnd.github+json") -> dict[str, str]:
+    def _headers(self, url: str, accept: str = "application/vnd.github+json") -> dict[str, str]:
+        """Headers for a GET of ``url``: the token only when ``url`` is on the API's origin."""
         h = {"Accept": accept, "X-GitHub-Api-Version": API_VERSION}
-        if self.token:
-            h["Authorization"] = f"Bearer {self.token}"
+        if self._cred is not None:
+            h.update(self._cred.headers_for(url))
         return h
 
     def _token_hint(self) -> str:
@@ -341,14 +386,17 @@ class GitHubSource:
                 return items
             key = f"github:{page_url}"
             cached = self.meta_cache.get(key)
-            headers = self._headers()
+            headers = self._headers(page_url)
             if cached is not None:
                 headers["If-None-Match"] = cached[0]
             resp = self._get(page_url, path, version, what, headers, ok=(200, 304))
             if resp.status_code == 304 and cached is not None:
                 envelope = json.loads(cached[1])
             else:
-                envelope = {"next": resp.links.get("next", {}).get("url"), "items": resp.json()}
+                page = parse_json(resp.content, path, version, what)
+                if not isinstance(page, list):
+                    raise FetchError(path, version, f"{what}: the API answered with no list")
+                envelope = {"next": resp.links.get("next", {}).get("url"), "items": page}
                 etag = resp.headers.get("etag")
                 if etag:
                     self.meta_cache.put(key, etag, json.dumps(envelope).encode())
@@ -366,32 +414,32 @@ class GitHubSource:
         ok: tuple[int, ...] = (200,),
     ) -> httpx.Response:
         """GET from the API, waiting out a short rate limit and translating errors."""
-        from ..httpclient import HTTPStatusError, TransportError
+        from ..httpclient import HTTPStatusError, ResponseTooLargeError, TransportError
 
         for attempt in range(2):
             try:
-                return self.http.get(url, headers=headers or self._headers(), ok=ok)
-            except TransportError as exc:
-                raise FetchError(path, version, f"{what}: {exc}") from None
+                return self.http.get(url, headers=headers or self._headers(url), ok=ok)
+            except (TransportError, ResponseTooLargeError) as exc:
+                raise FetchError(path, version, f"{what}: {exc}") from exc
             except HTTPStatusError as exc:
                 wait = _rate_wait(exc.status, exc.headers, exc.body)
                 if wait is not None:
                     if attempt == 0 and wait <= self.max_rate_wait:
                         self._sleep(wait + 0.5)
                         continue
-                    raise FetchError(path, version, self._rate_message(exc.headers, wait)) from None
+                    raise FetchError(path, version, self._rate_message(exc.headers, wait)) from exc
                 if exc.status == 401:
                     raise FetchError(
                         path,
                         version,
                         f"{what}: GitHub refused GITHUB_TOKEN (HTTP 401 Bad credentials); "
                         "check the token, or unset GITHUB_TOKEN for public repositories",
-                    ) from None
+                    ) from exc
                 if exc.status in (404, 410, 422):
                     hint = f" ({self._token_hint()})" if self._token_hint() else ""
-                    raise NotFoundError(path, version, f"{what}: not found{hint}") from None
+                    raise NotFoundError(path, version, f"{what}: not found{hint}") from exc
                 hint = "; set GITHUB_TOKEN to a token that can read it" if exc.status == 403 else ""
-                raise FetchError(path, version, f"{what}: {exc}{hint}") from None
+                raise FetchError(path, version, f"{what}: {exc}{hint}") from exc
         raise AssertionError("unreachable")
 
     def _rate_message(self, headers: Mapping[str, str], wait: float) -> str:
@@ -408,32 +456,35 @@ class GitHubSource:
 # ---- helpers ---------------------------------------------------------------
 
 
+def from_host(http: HttpClient, meta: MetaCache) -> GitHubSource:
+    """The source :mod:`wgtpm.sources.hosts` makes for ``github.com``."""
+    return GitHubSource(http, meta_cache=meta)
+
+
 def _parse(path: str) -> _Repo:
-    p = _module.normalise(path)
-    base, _major = _module.split_path_major(p)
-    if base.count("/") < 2:
-        base = p  # github.com/acme/v2 is a repository named v2, not a major suffix
-    elems = base.split("/")
-    if elems[0] != "github.com" or len(elems) < 3:
+    elems = repo_elems(path, "github.com")
+    if elems is None or len(elems) < 2:
         raise NotFoundError(
             path, None, "not a GitHub module path (want github.com/OWNER/REPO[/DIR])"
         )
-    prefix = "/".join(elems[3:])
-    return _Repo(elems[1], elems[2], prefix + "/" if prefix else "")
+    prefix = "/".join(elems[2:])
+    return _Repo(elems[0], elems[1], prefix + "/" if prefix else "")
 
 
-def _tag_version(path: str, repo: _Repo, tag: str) -> str | None:
-    """The module version a tag names, or ``None`` if it belongs to another module or none."""
-    if not tag.startswith(repo.prefix):
-        return None
-    v = tag[len(repo.prefix) :]
-    if not _version.is_valid(v) or _version.is_pseudo(v):
-        return None
-    try:
-        _module.check_path_major(_module.normalise(path), v)
-    except InvalidVersionError:
-        return None
-    return v
+def _check_release(rel: Mapping[str, Any], path: str, version: str | None, what: str) -> None:
+    """Refuse a release object whose fields have the wrong type (a hostile or broken API)."""
+    problem = ""
+    if not isinstance(rel.get("tag_name"), str):
+        problem = "tag_name is not a string"
+    elif not isinstance(rel.get("assets", []), list):
+        problem = "assets is not a list"
+    else:
+        try:
+            _release_time(rel)
+        except ValueError as exc:
+            problem = f"published_at: {exc}"
+    if problem:
+        raise FetchError(path, version, f"{what}: malformed release from the API ({problem})")
 
 
 def _asset(rel: Mapping[str, Any], name: str) -> dict[str, Any] | None:
@@ -441,6 +492,11 @@ def _asset(rel: Mapping[str, Any], name: str) -> dict[str, Any] | None:
         if isinstance(a, dict) and a.get("name") == name:
             return a
     return None
+
+
+def _size(asset: Mapping[str, Any]) -> int | None:
+    n = asset.get("size")
+    return n if isinstance(n, int) and not isinstance(n, bool) and n >= 0 else None
 
 
 def _digest(asset: Mapping[str, Any]) -> str | None:
@@ -451,8 +507,13 @@ def _digest(asset: Mapping[str, Any]) -> str | None:
 
 
 def _release_time(rel: Mapping[str, Any]) -> str | None:
+    """The release's time in RFC 3339; ``ValueError`` for a malformed one."""
     t = rel.get("published_at") or rel.get("created_at")
-    return rfc3339(parse_time(t)) if isinstance(t, str) else None
+    if t is None:
+        return None
+    if not isinstance(t, str):
+        raise ValueError(f"{t!r} is not a time")
+    return rfc3339(parse_time(t))
 
 
 def _rate_wait(status: int, headers: Mapping[str, str], body: bytes) -> float | None:

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import random
 import threading
 import time
 from collections.abc import Callable
@@ -55,8 +54,21 @@ from .. import index as _index
 from .. import module as _module
 from .. import version as _version
 from .._errors import FetchError, InvalidVersionError, NotFoundError, WgtpmError
+from .._retry import Backoff
+from ..httpclient import Credential
 from ._base import FileRequest, RevInfo
-from ._remote import git_blob_id, rfc3339, sha256_check, verified_get
+from ._hosted import (
+    BodyKeeper,
+    MetaCache,
+    env_url,
+    git_blob_id,
+    repo_elems,
+    rfc3339,
+    sha256_check,
+    synthesise_index,
+    tag_version,
+    verified_get,
+)
 
 if TYPE_CHECKING:
     from huggingface_hub import HfApi
@@ -64,12 +76,11 @@ if TYPE_CHECKING:
 
     from ..httpclient import HttpClient
 
-__all__ = ["DEFAULT_ENDPOINT", "HuggingFaceSource"]
+__all__ = ["DEFAULT_ENDPOINT", "HuggingFaceSource", "from_host"]
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
-#: Tries of one Hub API call that meets a 429, a 5xx or a network error.
-CALL_ATTEMPTS = 3
-CALL_BACKOFF = 0.25
+#: Tries of one Hub API call that meets a 429, a 5xx or a network error, and the waits between.
+CALL_RETRY = Backoff(attempts=3, base=0.25)
 #: Seconds the refs of a repository are trusted: a command lists them once (to
 #: learn the versions, then to resolve one), a long-lived process sees new tags.
 REFS_TTL = 60.0
@@ -104,7 +115,7 @@ class HuggingFaceSource:
         jobs: int = 16,
     ) -> None:
         self.http = http
-        self.endpoint = (endpoint or os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
+        self.endpoint = env_url(endpoint, "HF_ENDPOINT", DEFAULT_ENDPOINT)
         self._token = token
         self._token_known = token is not None
         self.jobs = max(1, jobs)
@@ -114,8 +125,7 @@ class HuggingFaceSource:
         self._trees: dict[tuple[str, str], dict[str, RepoFile]] = {}
         self._refs: dict[str, tuple[float, dict[str, str]]] = {}
         # (repo id, commit, file) -> the verified bytes indexing downloaded, until file() takes them
-        self._bodies: dict[tuple[str, str, str], bytes] = {}
-        self._kept = 0
+        self._bodies = BodyKeeper(KEEP_BODIES)
 
     # ---- the Source protocol ---------------------------------------------
 
@@ -157,15 +167,17 @@ class HuggingFaceSource:
     def file(self, path: str, version: str, name: str) -> FileRequest:
         rev = self._resolve(path, version)
         req = self._request(path, rev.commit, name)
-        with self._lock:
-            body = self._bodies.pop((_repo_id(path), rev.commit, name), None)
-            self._kept -= len(body or b"")
+        body = self._bodies.take((_repo_id(path), rev.commit, name))
         return req if body is None else FileRequest(req.url, req.headers, body)
 
     def _request(self, path: str, commit: str, name: str) -> FileRequest:
         url = f"{self.endpoint}/{_repo_id(path)}/resolve/{commit}/{quote(name)}"
         token = self.token()
-        return FileRequest(url, {"Authorization": f"Bearer {token}"} if token else {})
+        if not token:
+            return FileRequest(url)
+        return FileRequest(
+            url, Credential(self.endpoint, "Authorization", f"Bearer {token}").headers_for(url)
+        )
 
     # ---- credentials and the client -----------------------------------------
 
@@ -184,6 +196,10 @@ class HuggingFaceSource:
         if self._api_obj is None:
             from huggingface_hub import HfApi
 
+            from ._hfclient import install
+
+            install(self.http.opts)
+
             self._api_obj = HfApi(
                 endpoint=self.endpoint, token=self.token() or False, library_name="wgtpm"
             )
@@ -192,46 +208,56 @@ class HuggingFaceSource:
     def _call(self, path: str, version: str | None, what: str, fn: Callable[[], T]) -> T:
         """Run one ``huggingface_hub`` call, translating its errors into module errors.
 
-        A 429, a 5xx or a network error is tried again (:data:`CALL_ATTEMPTS` in
-        all, with backoff): not every ``HfApi`` method retries by itself.
+        A 429, a 5xx or a network error is tried again (as :data:`CALL_RETRY`
+        says): not every ``HfApi`` method retries by itself.
         """
         from huggingface_hub import errors
 
+        from ..httpclient import ResponseTooLargeError, TransportError
+
         rid = _repo_id(path)
-        for attempt in range(CALL_ATTEMPTS):
-            last = attempt == CALL_ATTEMPTS - 1
+        for attempt in CALL_RETRY.attempts_range():
+            last = CALL_RETRY.last(attempt)
             try:
                 return fn()
-            except errors.GatedRepoError:
+            except errors.GatedRepoError as exc:
                 raise FetchError(
                     path,
                     version,
                     f"{what}: {rid} is gated: accept its conditions on {self.endpoint}/{rid} "
                     "and set HF_TOKEN to a token of that account",
-                ) from None
-            except errors.RepositoryNotFoundError:
+                ) from exc
+            except errors.RepositoryNotFoundError as exc:
                 hint = "" if self.token() else " (if it is private, set HF_TOKEN)"
                 raise NotFoundError(
                     path, version, f"{what}: no repository {rid} at {self.endpoint}{hint}"
-                ) from None
-            except errors.RevisionNotFoundError:
-                raise NotFoundError(path, version, f"{what}: no such revision in {rid}") from None
+                ) from exc
+            except errors.RevisionNotFoundError as exc:
+                raise NotFoundError(path, version, f"{what}: no such revision in {rid}") from exc
             except errors.HfHubHTTPError as exc:
                 status = exc.response.status_code if exc.response is not None else 0
                 if status in (404, 410):
                     raise NotFoundError(
                         path, version, f"{what}: not found (HTTP {status})"
-                    ) from None
+                    ) from exc
                 if last or not (status == 429 or status >= 500):
-                    raise FetchError(path, version, f"{what}: {_first_line(exc)}") from None
-            except (WgtpmError, AttributeError, TypeError, KeyError, AssertionError):
-                raise  # ours, or a bug: not a network problem
+                    raise FetchError(path, version, f"{what}: {_first_line(exc)}") from exc
+            except (ResponseTooLargeError, TransportError) as exc:  # wgtpm's limits (_hfclient)
+                raise FetchError(path, version, f"{what}: {exc}") from exc
+            except (WgtpmError, AssertionError):
+                raise
+            except (ValueError, RecursionError, KeyError, TypeError, AttributeError) as exc:
+                # huggingface_hub reading an answer that is not the JSON it should be
+                raise FetchError(
+                    path,
+                    version,
+                    f"{what}: the Hub answered with something wgtpm cannot read "
+                    f"({type(exc).__name__}: {_first_line(exc)})",
+                ) from exc
             except Exception as exc:  # network errors of huggingface_hub's own HTTP stack
                 if last:
-                    raise FetchError(
-                        path, version, f"{what}: {type(exc).__name__}: {exc}"
-                    ) from None
-            time.sleep(random.uniform(0, CALL_BACKOFF * 2**attempt))
+                    raise FetchError(path, version, f"{what}: {type(exc).__name__}: {exc}") from exc
+            CALL_RETRY.sleep(attempt)
         raise AssertionError("unreachable")
 
     # ---- revisions ----------------------------------------------------------
@@ -247,8 +273,8 @@ class HuggingFaceSource:
         refs = self._call(path, None, "listing refs", lambda: self._api().list_repo_refs(rid))
         out = {}
         for tag in refs.tags:
-            v = _tag_version(path, tag.name)
-            if v is not None:
+            v = tag_version(path, tag.name) if isinstance(tag.name, str) else None
+            if v is not None and isinstance(tag.target_commit, str):
                 out[v] = tag.target_commit
         with self._lock:
             self._refs[path] = (now, out)
@@ -263,7 +289,11 @@ class HuggingFaceSource:
             what,
             lambda: self._api().model_info(rid, revision=rev, expand=["sha", "lastModified"]),
         )
-        if not info.sha or info.last_modified is None:
+        if (
+            not isinstance(info.sha, str)
+            or not info.sha
+            or not isinstance(info.last_modified, datetime)
+        ):
             raise FetchError(path, query, f"{what}: the Hub did not say which commit it is")
         return _Rev(info.sha, info.last_modified.replace(microsecond=0))
 
@@ -302,7 +332,7 @@ class HuggingFaceSource:
         try:
             _module.check_path_major(_module.normalise(path), version)
         except InvalidVersionError as exc:
-            raise NotFoundError(path, version, exc.message) from None
+            raise NotFoundError(path, version, exc.message) from exc
         if _version.is_pseudo(version):
             short = _version.pseudo_rev(version)
             try:
@@ -368,7 +398,9 @@ class HuggingFaceSource:
         req = self._request(path, commit, entry.path)
         if entry.lfs is not None:
             check = sha256_check(entry.lfs.size, entry.lfs.sha256)
+            limit = entry.lfs.size
         else:
+            limit = entry.size
             want = entry.blob_id
 
             def check(body: bytes) -> str | None:
@@ -376,7 +408,14 @@ class HuggingFaceSource:
                 return None if got == want else f"git blob id {got}, want {want}"
 
         return verified_get(
-            self.http, req.url, req.headers, check, path=path, version=version, what=entry.path
+            self.http,
+            req.url,
+            req.headers,
+            check,
+            path=path,
+            version=version,
+            what=entry.path,
+            limit=limit if isinstance(limit, int) else None,
         )
 
     def _synthesise(self, path: str, version: str, rev: _Rev, tree: dict[str, RepoFile]) -> bytes:
@@ -394,11 +433,7 @@ class HuggingFaceSource:
 
         def digest(f: RepoFile) -> _index.IndexEntry:
             data = self._download(path, version, rev.commit, f)
-            key = (_repo_id(path), rev.commit, f.path)
-            with self._lock:
-                if key not in self._bodies and self._kept + len(data) <= KEEP_BODIES:
-                    self._bodies[key] = data
-                    self._kept += len(data)
+            self._bodies.keep((_repo_id(path), rev.commit, f.path), data)
             return _index.IndexEntry(f.path, len(data), hashlib.sha256(data).hexdigest())
 
         if small:
@@ -407,42 +442,31 @@ class HuggingFaceSource:
         build: dict[str, Any] = {"synthesised": "hf.co tree"}
         if skipped:
             build["skipped"] = skipped
-        idx = _index.build_index(
-            _module.normalise(path),
-            version,
-            entries,
-            time=rfc3339(rev.time),
-            commit=rev.commit,
-            build=build,
+        return synthesise_index(
+            path, version, entries, time=rfc3339(rev.time), commit=rev.commit, build=build
         )
-        return idx.to_json()
 
 
 # ---- helpers -------------------------------------------------------------------
 
 
+def from_host(http: HttpClient, meta: MetaCache) -> HuggingFaceSource:
+    """The source :mod:`wgtpm.sources.hosts` makes for ``hf.co`` (the Hub's own client
+    revalidates nothing through ``meta``)."""
+    return HuggingFaceSource(http)
+
+
 def _repo_id(path: str) -> str:
     """``hf.co/acme/tiny/v2`` -> ``acme/tiny``; raises :class:`NotFoundError` for other paths."""
-    p = _module.normalise(path)
-    base, _ = _module.split_path_major(p)
-    if base.count("/") < 2:
-        base = p
-    elems = base.split("/")
-    if elems[0] != "hf.co" or len(elems) != 3:
+    elems = repo_elems(path, "hf.co")
+    if elems is None or len(elems) != 2:
         raise NotFoundError(path, None, "not a Hugging Face module path (want hf.co/OWNER/REPO)")
-    return f"{elems[1]}/{elems[2]}"
-
-
-def _tag_version(path: str, tag: str) -> str | None:
-    if not _version.is_valid(tag) or _version.is_pseudo(tag):
-        return None
-    try:
-        _module.check_path_major(_module.normalise(path), tag)
-    except InvalidVersionError:
-        return None
-    return tag
+    return f"{elems[0]}/{elems[1]}"
 
 
 def _first_line(exc: BaseException) -> str:
+    """The first line of ``exc``'s message, at most 300 characters, secrets redacted."""
+    from ..httpclient import redact
+
     lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
+    return redact(lines[0][:300]) if lines else type(exc).__name__

@@ -45,7 +45,6 @@ redirect)::
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import tempfile
 import threading
@@ -61,14 +60,25 @@ from .. import index as _index
 from .. import module as _module
 from .. import version as _version
 from .._errors import FetchError, NotFoundError
+from .._retry import Backoff
+from ..httpclient import Credential
 from ..kinds import PAW
 from ._base import FileRequest, RevInfo
-from ._remote import http_error, parse_time, rfc3339
+from ._hosted import (
+    BodyKeeper,
+    MetaCache,
+    env_secret,
+    env_url,
+    get_json,
+    http_error,
+    parse_time,
+    rfc3339,
+)
 
 if TYPE_CHECKING:
     from ..httpclient import HttpClient
 
-__all__ = ["DEFAULT_API_URL", "FILE_NAME", "PawHubSource"]
+__all__ = ["DEFAULT_API_URL", "FILE_NAME", "PawHubSource", "from_host"]
 
 DEFAULT_API_URL = "https://programasweights.com"
 HOST = "programasweights.com"
@@ -79,6 +89,8 @@ MAX_BUNDLE = 256 << 20
 KEEP_BUNDLE = 64 << 20  # bundles up to this size are kept from hashing for the download
 #: Downloads of a bundle that is cut or corrupt before giving up.
 ATTEMPTS = 3
+#: Reconnects after a bundle download was cut, and the waits between.
+CUT_RETRY = Backoff(attempts=ATTEMPTS, base=0.1)
 _ID = re.compile(r"^[a-f0-9]{16,64}$")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
@@ -119,14 +131,15 @@ class PawHubSource:
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.http = http
-        self.api_url = (api_url or os.environ.get("PAW_API_URL") or DEFAULT_API_URL).rstrip("/")
-        self.api_key = api_key if api_key is not None else (os.environ.get("PAW_API_KEY") or None)
+        self.api_url = env_url(api_url, "PAW_API_URL", DEFAULT_API_URL)
+        self.api_key = env_secret(api_key, "PAW_API_KEY")
+        self._cred = Credential(self.api_url, "X-API-Key", self.api_key) if self.api_key else None
         self.max_wait = max_wait
         self._sleep = sleep
         self._lock = threading.Lock()
         self._programs: dict[tuple[str, str], _Program] = {}  # (path, version) -> program
         self._ready: set[str] = set()
-        self._bodies: dict[tuple[str, str], bytes] = {}  # handed to file() once
+        self._bodies = BodyKeeper(KEEP_BUNDLE)  # (path, version) -> bundle, handed to file() once
 
     # ---- the Source protocol ---------------------------------------------
 
@@ -178,42 +191,39 @@ class PawHubSource:
         prog = self._program(path, version)
         with self._lock:
             ready = prog.id in self._ready
-        with self._lock:
-            body = self._bodies.pop((path, version), None)
+        body = self._bodies.take((path, version))
         if body is not None:
-            return FileRequest(self._download_url(prog.id), self._headers(), body)
+            url = self._download_url(prog.id)
+            return FileRequest(url, self._headers(url), body)
         if not ready:
             self._wait_ready(path, version, prog.id)
-        return FileRequest(self._download_url(prog.id), self._headers())
+        url = self._download_url(prog.id)
+        return FileRequest(url, self._headers(url))
 
     # ---- the API ------------------------------------------------------------
 
-    def _headers(self) -> dict[str, str]:
-        return {"X-API-Key": self.api_key} if self.api_key else {}
+    def _headers(self, url: str) -> dict[str, str]:
+        """``X-API-Key`` when ``url`` is on the hub's origin."""
+        return self._cred.headers_for(url) if self._cred is not None else {}
 
     def _download_url(self, pid: str) -> str:
         return f"{self.api_url}/api/v1/programs/{pid}/download"
 
     def _get_json(self, path: str, version: str | None, url: str, what: str) -> Any:
-        from ..httpclient import HTTPStatusError, TransportError
+        from ..httpclient import HTTPStatusError
 
         try:
-            resp = self.http.get(url, headers=self._headers())
-        except HTTPStatusError as exc:
-            if exc.status == 401:
+            return get_json(
+                self.http, url, self._headers(url), path=path, version=version, what=what
+            )
+        except FetchError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, HTTPStatusError) and cause.status == 401:
                 fix = "check PAW_API_KEY" if self.api_key else "set PAW_API_KEY"
                 raise FetchError(
                     path, version, f"{what}: the PAW hub wants an API key ({fix})"
-                ) from None
-            raise http_error(exc, path, version, what) from None
-        except TransportError as exc:
-            raise http_error(exc, path, version, what) from None
-        try:
-            return resp.json()
-        except ValueError:
-            raise FetchError(
-                path, version, f"{what}: the PAW hub answered with something not JSON"
-            ) from None
+                ) from cause
+            raise
 
     def _resolve_slug(self, path: str, query: str, ref: _Ref) -> str:
         slug = str(ref.slug)
@@ -239,7 +249,12 @@ class PawHubSource:
             return current
         url = f"{self.api_url}/api/v1/programs/{quote(str(ref.slug))}/versions"
         doc = self._get_json(path, version, url, f"listing the history of {ref.slug}")
-        for v in doc.get("versions", []) if isinstance(doc, dict) else []:
+        history = doc.get("versions", []) if isinstance(doc, dict) else None
+        if not isinstance(history, list):
+            raise FetchError(
+                path, version, f"listing the history of {ref.slug}: 'versions' is not a list"
+            )
+        for v in history:
             pid = v.get("program_id") if isinstance(v, dict) else None
             if isinstance(pid, str) and _ID.match(pid) and pid.startswith(prefix):
                 return pid
@@ -293,8 +308,7 @@ class PawHubSource:
                     # Hand these bytes to the downloader (which verifies them against the
                     # index like any download) instead of making it fetch them again.
                     tmp.seek(0)
-                    with self._lock:
-                        self._bodies[(path, version)] = tmp.read()
+                    self._bodies.keep((path, version), tmp.read())
             if not problem:
                 return size, digest
         raise FetchError(
@@ -315,7 +329,7 @@ class PawHubSource:
         while True:
             h, size = hashlib.sha256(), 0
             try:
-                with self.http.stream(url, headers=self._headers()) as resp:
+                with self.http.stream(url, headers=self._headers(url)) as resp:
                     if out is None:
                         break
                     out.seek(0)
@@ -331,7 +345,7 @@ class PawHubSource:
                 break
             except HTTPStatusError as exc:
                 if exc.status != 202:
-                    raise http_error(exc, path, version, f"downloading program {pid}") from None
+                    raise http_error(exc, path, version, f"downloading program {pid}") from exc
                 wait = retry_after(exc.headers) or 3.0
                 waited += wait
                 if waited > self.max_wait:
@@ -340,15 +354,22 @@ class PawHubSource:
                         version,
                         f"program {pid} is still being generated after {self.max_wait:.0f}s; "
                         "try again in a few minutes",
-                    ) from None
+                    ) from exc
                 self._sleep(wait)
             except (TransportError, httpx.HTTPError) as exc:
+                if CUT_RETRY.last(cuts):
+                    raise FetchError(path, version, f"downloading program {pid}: {exc}") from exc
+                CUT_RETRY.sleep(cuts)
                 cuts += 1
-                if cuts >= ATTEMPTS:
-                    raise FetchError(path, version, f"downloading program {pid}: {exc}") from None
         with self._lock:
             self._ready.add(pid)
         return size, h.hexdigest()
+
+
+def from_host(http: HttpClient, meta: MetaCache) -> PawHubSource:
+    """The source :mod:`wgtpm.sources.hosts` makes for ``programasweights.com`` (program
+    IDs are immutable, so nothing is revalidated through ``meta``)."""
+    return PawHubSource(http)
 
 
 def _parse(path: str) -> _Ref:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote, urlsplit
 
 from .._errors import FetchError, NotFoundError, WgtpmError
+from ..httpclient import redact_url
 from ..module import escape_path, escape_version
 from ._base import FileRequest, RevInfo
 
@@ -40,32 +41,35 @@ def parse_info(data: bytes, path: str, query: str) -> RevInfo:
     """Parse a ``.info`` document; raises :class:`FetchError` when it is malformed."""
     try:
         doc = json.loads(data)
+        if not isinstance(doc, dict):
+            raise TypeError("not a JSON object")
         v = doc["Version"]
         if not isinstance(v, str):
             raise TypeError("Version is not a string")
-    except (ValueError, KeyError, TypeError) as exc:
-        raise FetchError(path, query, f"malformed .info from the proxy: {exc}") from None
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
+        raise FetchError(path, query, f"malformed .info from the proxy: {exc}") from exc
     t, c = doc.get("Time"), doc.get("Commit")
     return RevInfo(v, t if isinstance(t, str) else None, c if isinstance(c, str) else None)
 
 
 class ProxySource:
-    """A proxy-protocol server at ``base`` (``https://...`` or ``file:///dir``)."""
+    """A proxy-protocol server at ``base`` (``https://...`` or ``file:///dir``).
 
-    def __init__(self, base: str, http: HttpClient | None = None) -> None:
+    ``http`` is the HTTP client (unused for ``file://``). Every document is
+    read whole, so each is capped at ``limit`` bytes
+    (:data:`~wgtpm.httpclient.MAX_METADATA` unless given), over http and on disk alike.
+    """
+
+    def __init__(self, base: str, http: HttpClient | None, *, limit: int | None = None) -> None:
+        from ..httpclient import MAX_METADATA
+
         self.base = base.rstrip("/")
-        self.name = self.base
-        self._http = http
+        self.name = redact_url(self.base)
+        self.http = http
+        self.limit = MAX_METADATA if limit is None else limit
         self._local = (
             Path(unquote(urlsplit(self.base).path)) if self.base.startswith("file:") else None
         )
-
-    def _client(self) -> HttpClient:
-        if self._http is None:
-            from ..httpclient import HttpClient
-
-            self._http = HttpClient()
-        return self._http
 
     def _url(self, path: str, rest: str) -> str:
         return f"{self.base}/{quote(escape_path(path), safe=_SAFE)}/{rest}"
@@ -74,24 +78,32 @@ class ProxySource:
         if self._local is not None:
             f = self._local / escape_path(path) / rest
             try:
-                return f.read_bytes()
-            except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-                raise NotFoundError(path, version, f"not found in {self.name}") from None
+                with open(f, "rb") as fin:
+                    data = fin.read(self.limit + 1)
+            except (FileNotFoundError, NotADirectoryError, IsADirectoryError) as exc:
+                raise NotFoundError(path, version, f"not found in {self.name}") from exc
             except OSError as exc:
-                raise FetchError(path, version, f"reading {f}: {exc}") from None
+                raise FetchError(path, version, f"reading {f}: {exc}") from exc
+            if len(data) > self.limit:
+                raise FetchError(
+                    path, version, f"{f} is larger than the {self.limit} bytes allowed for it"
+                )
+            return data
         from ..httpclient import HTTPStatusError
 
+        if self.http is None:
+            raise FetchError(path, version, f"{self.name}: no HTTP client was given to this source")
         url = self._url(path, rest)
         try:
-            return self._client().get(url).content
+            return self.http.get_bytes(url, limit=self.limit)
         except HTTPStatusError as exc:
             if exc.status in (404, 410):
                 raise NotFoundError(
                     path, version, f"not found at {self.name} (HTTP {exc.status})"
-                ) from None
-            raise FetchError(path, version, f"{exc}") from None
+                ) from exc
+            raise FetchError(path, version, f"{exc}") from exc
         except WgtpmError as exc:
-            raise FetchError(path, version, f"{exc}") from None
+            raise FetchError(path, version, f"{exc}") from exc
 
     def versions(self, path: str) -> list[str]:
         data = self._get(path, None, "@v/list")
