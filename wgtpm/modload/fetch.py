@@ -28,7 +28,7 @@ def open_fetcher(opts: Options, cache: Cache, sums: SumChecker) -> Fetcher:
     http = _SharedHttp()
     return Fetcher(
         cache,
-        opts.source or _LazySource(http),
+        opts.source or _LazySource(http, cache),
         sums,
         http=http,
         opts=FetchOptions(jobs=opts.jobs),
@@ -55,8 +55,9 @@ class _SharedHttp:
 class _LazySource:
     """The WGTPROXY chain, built on first use (a no-op ``get`` never needs it)."""
 
-    def __init__(self, http: _SharedHttp) -> None:
+    def __init__(self, http: _SharedHttp, cache: Cache) -> None:
         self._http = http
+        self._cache = cache
         self._src: Source | None = None
         self._lock = threading.Lock()
 
@@ -65,7 +66,7 @@ class _LazySource:
             if self._src is None:
                 from ..sources.chain import from_env
 
-                self._src = from_env(self._http())
+                self._src = from_env(self._http(), cache=self._cache)
             return self._src
 
     @property
