@@ -210,6 +210,12 @@ def parse_spec(text: str, path: Path) -> PawSpec:
         pos = Position(name, int(match[1]), int(match[2])) if match else Position(name, 1)
         message = _TOML_POS.sub("", str(exc)).strip()
         raise ParseError([PositionedError(pos, f"invalid TOML: {message}")]) from exc
+    except ValueError as exc:  # an integer of over 4,300 digits
+        raise ParseError([PositionedError(Position(name, 1), f"invalid TOML: {exc}")]) from exc
+    except RecursionError as exc:
+        raise ParseError(
+            [PositionedError(Position(name, 1), "invalid TOML: arrays or tables nested too deeply")]
+        ) from exc
     checker = _Checker(name, text)
     spec = _read_spec_text(doc, checker, path)
     spec_obj = PawSpec(
