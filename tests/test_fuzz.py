@@ -111,7 +111,12 @@ _SUM_TOKENS = [
 
 
 _SUM_SEED = (
-    "example.com/m v1.0.0 h1:" + "A" * 43 + "=\n" + "example.com/m v1.0.0/wgt.mod h1:" + "B" * 43 + "=\n"
+    "example.com/m v1.0.0 h1:"
+    + "A" * 43
+    + "=\n"
+    + "example.com/m v1.0.0/wgt.mod h1:"
+    + "B" * 43
+    + "=\n"
 )
 
 
@@ -124,7 +129,9 @@ def test_sumfile_parse(data: bytes) -> None:
 _json_leaf = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12)
 _json = st.recursive(
     _json_leaf,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
     max_leaves=20,
 )
 _entry = st.fixed_dictionaries(
@@ -253,7 +260,14 @@ def test_pawspec_parse(text: str) -> None:
     _raises_only_wgtpm_errors(parse_spec, text, Path("/fuzz/program.pawspec"))
 
 
-_MEMBERS = ["meta.json", "pseudo_program.txt", "adapter.gguf", "prompt_template.txt", "extra", "../x"]
+_MEMBERS = [
+    "meta.json",
+    "pseudo_program.txt",
+    "adapter.gguf",
+    "prompt_template.txt",
+    "extra",
+    "../x",
+]
 
 
 @st.composite

@@ -99,7 +99,9 @@ def test_pure_core_imports_no_io() -> None:
     bad = []
     for name in sorted(PURE & set(graph)):
         for dep in sorted(graph[name]):
-            if (dep.startswith("wgtpm") and dep not in PURE_MAY_IMPORT) or dep in FORBIDDEN_THIRD_PARTY:
+            if (
+                dep.startswith("wgtpm") and dep not in PURE_MAY_IMPORT
+            ) or dep in FORBIDDEN_THIRD_PARTY:
                 bad.append(f"{name} imports {dep}")
     assert not bad, "the pure core must not do I/O:\n" + "\n".join(bad)
 

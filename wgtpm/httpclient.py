@@ -47,6 +47,7 @@ from __future__ import annotations
 import contextlib
 import email.utils
 import ipaddress
+import math
 import netrc
 import os
 import sys
@@ -58,7 +59,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
-from ._errors import WgtpmError
+from ._errors import UsageError, WgtpmError
 from ._retry import Backoff
 
 if TYPE_CHECKING:
@@ -154,11 +155,29 @@ class ResponseTooLargeError(WgtpmError):
         )
 
 
-def _env_float(name: str, default: float) -> float:
-    try:
-        return float(os.environ.get(name, default))
-    except ValueError:
+def _env_number(name: str, default: float, low: float, high: float) -> float:
+    """``$name`` as a number in [low, high], ``default`` when unset; a bad value is an error."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
         return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not low <= value <= high:  # also NaN and infinities
+        raise UsageError(f"{name}={raw[:40]!r}: want a number from {low:g} to {high:g}")
+    return value
+
+
+def _env_float(name: str, default: float) -> float:
+    return _env_number(name, default, 0.001, 86_400.0)
+
+
+def _env_retries() -> int:
+    value = _env_number("WGTPM_HTTP_RETRIES", 4, 0, 100)
+    if value != int(value):
+        raise UsageError(f"WGTPM_HTTP_RETRIES={value:g}: want a whole number from 0 to 100")
+    return int(value)
 
 
 @dataclass(frozen=True)
@@ -166,7 +185,7 @@ class HttpOptions:
     """How patient the client is (``WGTPM_HTTP_RETRIES``, ``WGTPM_HTTP_TIMEOUT`` override)."""
 
     timeout: float = field(default_factory=lambda: _env_float("WGTPM_HTTP_TIMEOUT", 30.0))
-    retries: int = field(default_factory=lambda: int(_env_float("WGTPM_HTTP_RETRIES", 4)))
+    retries: int = field(default_factory=_env_retries)
     backoff: float = 0.5
     max_retry_after: float = 60.0
     #: Seconds a request read whole may take, retries included (``WGTPM_HTTP_DEADLINE``).

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
-from ._errors import ResolveError, WgtpmError
+from ._errors import ResolveError, UsageError, WgtpmError
 from .module import ModuleVersion
 
 __all__ = [
@@ -140,6 +140,8 @@ def _build(
         # "none" nodes are upgrade placeholders (upgrade() adds them), not requirements
         shown = [str(m) for m in chain[:-1] if m.version != "none"] + [str(bad)]
         # the chain already ends in module@version: do not say it twice
+        if isinstance(errs[bad], UsageError):  # a setting, not this module: say it alone
+            raise errs[bad]
         msg = str(errs[bad]).removeprefix(f"{bad}: ").removeprefix(f"{bad.path}: ")
         raise ResolveError(msg, shown) from errs[bad]
     out = g.build_list()

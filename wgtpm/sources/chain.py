@@ -16,10 +16,12 @@ every proxy and go ``direct``.
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit
 
 from .._errors import FetchError, NotFoundError, UsageError, WgtpmError
 from ..httpclient import redact_url
@@ -44,6 +46,11 @@ class Entry:
     any_error: bool = False
 
 
+def _redact(value: str) -> str:
+    """A WGTPROXY value (or one entry) with the user information of every URL hidden."""
+    return re.sub(r"[^,|]+", lambda m: redact_url(m.group(0)), value)
+
+
 def parse_proxy_list(value: str) -> list[Entry]:
     """Parse a WGTPROXY value; raises :class:`UsageError` on a malformed one."""
     entries: list[Entry] = []
@@ -52,13 +59,22 @@ def parse_proxy_list(value: str) -> list[Entry]:
         if ch in ",|":
             url = cur.strip()
             if not url:
-                raise UsageError(f"WGTPROXY={value!r}: empty entry")
+                raise UsageError(f"WGTPROXY={_redact(value)!r}: empty entry")
             if url not in ("direct", "off") and not url.startswith(
                 ("http://", "https://", "file://")
             ):
                 raise UsageError(
-                    f"WGTPROXY={value!r}: {url!r} is not a URL (http://, https://, file://), 'direct' or 'off'"
+                    f"WGTPROXY={_redact(value)!r}: {_redact(url)!r} is not a URL "
+                    "(http://, https://, file://), 'direct' or 'off'"
                 )
+            if url not in ("direct", "off"):
+                try:
+                    parts = urlsplit(url)
+                    parts.port  # noqa: B018 - raises on a malformed port
+                except ValueError as exc:
+                    raise UsageError(f"WGTPROXY={_redact(value)!r}: {exc}") from exc
+                if parts.scheme != "file" and not parts.hostname:
+                    raise UsageError(f"WGTPROXY={_redact(value)!r}: {_redact(url)!r} names no host")
             entries.append(Entry(url, ch == "|"))
             cur = ""
         else:
