@@ -1,0 +1,91 @@
+"""Where a release goes: the :class:`PublishTarget` protocol every target implements.
+
+``wgtpm publish`` assembles a :class:`Release` (every file on the local disk,
+the index, the wgt.mod), runs the checks, then hands the release to one
+target: a wgtpm registry (its publish API), a GitHub repository (a release
+with assets), a Hugging Face repository (one commit and a tag), or a
+directory (a ``file://`` proxy tree, ``--dry-run``/``-o``).
+
+A target answers three questions and does one thing:
+
+- ``published_versions(module)``: the versions already published there (for
+  "newer than every published version" and the tag check); ``[]`` when none.
+- ``check(release)``: raise :class:`~wgtpm.UsageError` (or a ``ModuleError``)
+  when the release cannot go there: the tag or version exists already with
+  other content, the module path does not agree with the target (a module
+  ``github.com/acme/x`` published to a GitHub repo other than acme/x), a
+  missing token. Nothing leaves the machine.
+- ``publish(release, reporter)``: upload, all or nothing. On any failure the
+  target is left with no visible version: at most a draft, an uncommitted
+  upload or an untagged commit, which the next attempt reuses or removes.
+  Publishing the same release again (the same h1) is a no-op success;
+  another h1 for an existing version is an error naming both.
+  Returns a :class:`Published` saying where consumers get it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from .._report import Reporter
+
+__all__ = ["PublishTarget", "Published", "Release"]
+
+
+@dataclass(frozen=True)
+class Release:
+    """A built, indexed module version, every byte on the local disk.
+
+    ``files`` maps each logical path of the index (``wgt.mod`` and
+    ``wgt.index.json``'s own ``files``) to the file holding its bytes;
+    ``index`` is the exact ``wgt.index.json`` bytes; ``h1`` and ``mod_h1``
+    are the two wgt.sum hashes consumers will record.
+    """
+
+    module: str
+    version: str
+    commit: str | None
+    files: dict[str, Path]
+    index: bytes
+    h1: str
+    mod_h1: str
+    private: bool = False
+    notes: str = ""  # release notes (GitHub release body, Hugging Face commit message)
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def tag(self) -> str:
+        """The git tag of this version: ``vX.Y.Z``, or ``DIR/vX.Y.Z`` for a module in a subdirectory."""
+        return self.extra.get("tag", self.version)
+
+    def sum_lines(self) -> list[str]:
+        """The two wgt.sum lines a consumer's ``wgtpm get`` writes for this release."""
+        return [
+            f"{self.module} {self.version} {self.h1}",
+            f"{self.module} {self.version}/wgt.mod {self.mod_h1}",
+        ]
+
+
+@dataclass(frozen=True)
+class Published:
+    """Where a release went: a URL a person can open, and how consumers get it."""
+
+    url: str
+    created: bool  # False when the same release was there already (a no-op)
+
+
+class PublishTarget(Protocol):
+    """See the module docstring."""
+
+    @property
+    def name(self) -> str:
+        """How messages name this target (``registry https://reg.example``, ``github.com/acme/x``)."""
+        ...
+
+    def published_versions(self, module: str) -> list[str]: ...
+
+    def check(self, release: Release) -> None: ...
+
+    def publish(self, release: Release, reporter: Reporter) -> Published: ...
