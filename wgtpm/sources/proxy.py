@@ -23,9 +23,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote, urlsplit
 
-from .._errors import FetchError, NotFoundError, WgtpmError
+from .._errors import FetchError, NotFoundError, UsageError, WgtpmError
 from ..httpclient import redact_url
 from ..module import escape_path, escape_version
+from ..query import check_query
 from ._base import FileRequest, RevInfo
 
 if TYPE_CHECKING:
@@ -74,9 +75,26 @@ class ProxySource:
     def _url(self, path: str, rest: str) -> str:
         return f"{self.base}/{quote(escape_path(path), safe=_SAFE)}/{rest}"
 
+    def _local_file(self, path: str, version: str | None, rest: str) -> Path:
+        """The file of ``rest`` in the tree; it must not lie outside it, also through a symlink."""
+        assert self._local is not None
+        f = self._local / escape_path(path) / rest
+        try:
+            real, root = f.resolve(), self._local.resolve()
+        except (OSError, RuntimeError) as exc:  # a symlink loop
+            raise FetchError(path, version, f"{f}: {exc}") from exc
+        if not real.is_relative_to(root):
+            raise FetchError(
+                path,
+                version,
+                f"{f} lies outside the proxy tree {self._local} (a '..' or a symlink "
+                "out of it); refusing to read it",
+            )
+        return f
+
     def _get(self, path: str, version: str | None, rest: str) -> bytes:
         if self._local is not None:
-            f = self._local / escape_path(path) / rest
+            f = self._local_file(path, version, rest)
             try:
                 with open(f, "rb") as fin:
                     data = fin.read(self.limit + 1)
@@ -110,6 +128,9 @@ class ProxySource:
         return [v for v in data.decode("utf-8", "replace").split() if v]
 
     def info(self, path: str, query: str) -> RevInfo:
+        why = check_query(query)
+        if why is not None:
+            raise UsageError(f"{path}@{query[:80]}: invalid version query: {why}")
         if query == "latest":
             return parse_info(self._get(path, None, "@latest"), path, query)
         return parse_info(
@@ -127,5 +148,5 @@ class ProxySource:
     def file(self, path: str, version: str, name: str) -> FileRequest:
         rest = f"@v/{escape_version(version)}/{name}"
         if self._local is not None:
-            return FileRequest((self._local / escape_path(path) / rest).as_uri())
+            return FileRequest(self._local_file(path, version, rest).as_uri())
         return FileRequest(self._url(path, quote(rest, safe=_SAFE)))
