@@ -245,3 +245,28 @@ def test_full_disk_is_a_clear_error(big, project) -> None:
     assert "disk full" in r.stderr and "wgtpm cache gc" in r.stderr
     assert snapshot(project) == before
     assert hashlib.sha256(BIG).hexdigest() not in [b.name for b in blobs()]
+
+
+def test_junk_partial_file_is_redone_from_byte_zero(wgtpm, big, project, monkeypatch) -> None:
+    """A partial file that is junk (not the source's fault) costs one fresh download, not a failure."""
+    part = Cache().root / "tmp" / f"{hashlib.sha256(BIG).hexdigest()}.partial"
+    part.parent.mkdir(parents=True, exist_ok=True)
+    part.write_bytes(b"\xff" * 300_000)
+    with ProxyTreeServer(big.root) as srv:
+        monkeypatch.setenv("WGTPROXY", srv.url)
+        r = wgtpm("get", f"{MOD}@v0.1.0", cwd=project)
+        ranges = [s.header("range") for s in srv.log.where(path=FILE_PATH)]
+    assert r.code == 0, r.err
+    assert ranges == ["bytes=300000-", None], ranges  # resumed, mismatched, then from byte 0
+    assert (Cache().mod_dir(MOD, "v0.1.0") / "weights.bin").read_bytes() == BIG
+    assert not part.exists()
+    assert_blob_ok()
+
+
+def test_a_lying_source_is_blamed_with_what_it_served(wgtpm, big, project, monkeypatch) -> None:
+    with ProxyTreeServer(big.root) as srv:
+        srv.inject(Fault.flip(FILE_PATH, times=-1))
+        monkeypatch.setenv("WGTPROXY", srv.url)
+        r = wgtpm("get", f"{MOD}@v0.1.0", cwd=project)
+    assert r.code == 1
+    assert f"the source served {len(BIG)} bytes with sha256" in r.err

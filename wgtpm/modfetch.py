@@ -37,7 +37,7 @@ from ._errors import CacheError, FetchError, NotFoundError, VerifyError, WgtpmEr
 from ._report import SILENT, Reporter
 from ._retry import Backoff
 from .cache import Cache
-from .sources import RevInfo, Source
+from .sources import FileRequest, RevInfo, Source
 
 if TYPE_CHECKING:
     from .httpclient import HttpClient
@@ -238,11 +238,42 @@ class Fetcher:
     def _download_blob(self, path: str, version: str, e: _index.IndexEntry, label: str) -> None:
         req = self.source.file(path, version, e.path)
         part = _Partial(self.cache.partial_path(e.sha256), e.size)
+        resumed = self._transfer(req, part, path, version, e, label)
+        if resumed and not part.matches(e):
+            # The bytes kept from before (a partial file left by another run, or the
+            # part before a cut) may be the junk, not the source: once more from byte 0.
+            part.discard()
+            part = _Partial(self.cache.partial_path(e.sha256), e.size)
+            self._transfer(req, part, path, version, e, label)
+        if not part.matches(e):
+            have, got = part.have, part.h.hexdigest()
+            part.discard()
+            raise VerifyError(
+                path,
+                version,
+                f"{e.path}: the source served {have} bytes with sha256 {got}, but the index "
+                f"lists {e.size} bytes with sha256 {e.sha256}; it is serving corrupt or "
+                "tampered bytes (nothing was kept)",
+            )
+        self.cache.commit_blob(part.path, e.sha256)
+
+    def _transfer(
+        self,
+        req: FileRequest,
+        part: _Partial,
+        path: str,
+        version: str,
+        e: _index.IndexEntry,
+        label: str,
+    ) -> bool:
+        """Fill ``part`` from ``req``, resuming after cuts; whether any bytes were resumed."""
         policy = self.opts.resume_policy
         attempt = 0
+        resumed = False
         while True:
             try:
                 part.open()
+                resumed = resumed or part.have > 0
                 try:
                     if req.body is not None:
                         self._copy_body(req.body, part, path, version, e, label)
@@ -252,7 +283,7 @@ class Fetcher:
                         self._stream_http(req.url, dict(req.headers), part, path, version, e, label)
                 finally:
                     part.close()
-                break
+                return resumed
             except (FetchError, _Cut) as exc:
                 if policy.last(attempt):
                     raise FetchError(
@@ -267,17 +298,6 @@ class Fetcher:
                 from .cache import _disk_error
 
                 raise _disk_error(exc, part.path) from exc
-        got = part.h.hexdigest()
-        if part.have != e.size or got != e.sha256:
-            part.discard()
-            raise VerifyError(
-                path,
-                version,
-                f"{e.path}: downloaded {part.have} bytes with sha256 {got}, but the index lists "
-                f"{e.size} bytes with sha256 {e.sha256}; the source is serving corrupt or "
-                "tampered bytes (nothing was kept)",
-            )
-        self.cache.commit_blob(part.path, e.sha256)
 
     def _copy_body(
         self, body: bytes, part: _Partial, path: str, version: str, e: _index.IndexEntry, label: str
@@ -476,6 +496,10 @@ class _Partial:
             # what was queued but not written must not count as downloaded
             self.have = self.path.stat().st_size if self.path.exists() else 0
         self._raise()
+
+    def matches(self, e: _index.IndexEntry) -> bool:
+        """Whether what was written is exactly the file the index lists."""
+        return self.have == e.size and self.h.hexdigest() == e.sha256
 
     def discard(self) -> None:
         try:
