@@ -167,6 +167,10 @@ def test_bad_commands_exit_nonzero_with_one_message(
         (("build",), "no wgt.mod in"),
         (("run", "xor", "--input", "[0, 1"), "--input is not valid JSON"),
         (("run", "xor", "--input", "[0, 1, 1]"), "input x takes [2] or [N, 2] values"),
+        (("run", "xor", "--input", "[" * 30_000 + "]" * 30_000), "--input is nested too deeply"),
+        (("run", "xor", "--input", '[1e999, "a"]'), "input x: not a vector of numbers"),
+        (("run", "xor", "--input", "[1e999, 1]"), "input x: holds NaN or infinite values"),
+        (("run", "xor", "--input", "[" + "9" * 5000 + ", 1]"), "--input is not valid JSON"),
         (("inspect", "missing"), "artifact missing: not found"),
     ]
     for args, message in cases:

@@ -231,8 +231,16 @@ def _run_run(args: argparse.Namespace) -> int:
         inputs = json.loads(args.input)
     except ValueError as exc:
         raise UsageError(f"--input is not valid JSON ({exc}); expected e.g. '[0, 1]'") from exc
+    except RecursionError as exc:
+        raise UsageError("--input is nested too deeply; expected e.g. '[0, 1]'") from exc
     out = artifact.predict(inputs)
-    print(json.dumps({artifact.manifest.output.name: out.tolist()}))
+    try:  # NaN is not JSON: a model that overflows says so instead of printing it
+        print(json.dumps({artifact.manifest.output.name: out.tolist()}, allow_nan=False))
+    except ValueError as exc:
+        raise BuildError(
+            f"{path}: the output {artifact.manifest.output.name} holds NaN or infinite values "
+            "for this input (the model overflows)"
+        ) from exc
     return 0
 
 

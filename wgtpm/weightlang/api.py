@@ -87,10 +87,13 @@ class Artifact:
         width = self.manifest.input.width
         try:
             x = torch.as_tensor(inputs, dtype=torch.float32)
-        except (TypeError, ValueError, RuntimeError) as exc:
+        except (TypeError, ValueError, RuntimeError, OverflowError) as exc:
+            first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
             raise UsageError(
-                f"input {self.manifest.input.name}: not a vector of numbers ({exc})"
+                f"input {self.manifest.input.name}: not a vector of numbers ({first})"
             ) from exc
+        if not bool(torch.isfinite(x).all()):
+            raise UsageError(f"input {self.manifest.input.name}: holds NaN or infinite values")
         if x.dim() not in (1, 2) or x.shape[-1] != width:
             raise UsageError(
                 f"input {self.manifest.input.name} takes [{width}] or [N, {width}] values, "
