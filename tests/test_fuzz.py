@@ -356,3 +356,41 @@ def test_hostile_inputs(parser: str, data: bytes | str) -> None:
         _raises_only_wgtpm_errors(modfile.parse, data, "hostile/wgt.mod")
     else:
         _raises_only_wgtpm_errors(index.parse, data, "example.com/m", "v1.0.0")
+
+
+def _zip_with(method: int, flag: int) -> bytes:
+    """A bundle whose members claim compression ``method`` and general-purpose ``flag``."""
+    import struct
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for name in ("meta.json", "pseudo_program.txt", "adapter.gguf", "prompt_template.txt"):
+            z.writestr(name, b"{}" if name == "meta.json" else b"x")
+    data = bytearray(buf.getvalue())
+    for sig, at in ((b"PK\x01\x02", 8), (b"PK\x03\x04", 6)):
+        i = data.find(sig)
+        while i >= 0:
+            struct.pack_into("<HH", data, i + at, flag, method)
+            i = data.find(sig, i + 4)
+    return bytes(data)
+
+
+@pytest.mark.parametrize(
+    "method,flag,want",
+    [
+        (zipfile.ZIP_STORED, 1, "encrypted"),
+        (99, 0, "compression method 99"),
+        (zipfile.ZIP_LZMA, 0, "compression method 14"),
+        (zipfile.ZIP_BZIP2, 0, "compression method 12"),
+    ],
+)
+def test_bundle_members_encrypted_or_oddly_compressed(
+    tmp_path: Path, method: int, flag: int, want: str
+) -> None:
+    from wgtpm.paw.bundle import BundleError
+    from wgtpm.paw.validate import validate_file
+
+    p = tmp_path / "p.paw"
+    p.write_bytes(_zip_with(method, flag))
+    with pytest.raises(BundleError, match=want):
+        validate_file(p)

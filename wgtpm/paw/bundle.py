@@ -26,6 +26,7 @@ import os
 import stat
 import time
 import zipfile
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -129,7 +130,7 @@ def read_bundle(path: Path) -> Bundle:
     try:
         with zipfile.ZipFile(path) as archive:
             return _read_members(source, archive)
-    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+    except (zipfile.BadZipFile, OSError, EOFError, zlib.error, NotImplementedError) as exc:
         raise BundleError(source, [f"archive: not a readable ZIP file ({exc})"]) from exc
 
 
@@ -187,6 +188,10 @@ def _member_problem(info: zipfile.ZipInfo, seen: set[str]) -> str | None:
         return f"{name}: not a regular file (a symlink or device entry)"
     if name not in MEMBER_ORDER:
         return f"{name}: unknown member; a bundle holds only {', '.join(MEMBER_ORDER)}"
+    if info.flag_bits & 0x1:
+        return f"{name}: encrypted; a bundle's members are stored in the clear"
+    if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        return f"{name}: compression method {info.compress_type}; use stored or deflate"
     return None
 
 
