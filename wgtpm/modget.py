@@ -18,7 +18,7 @@ from . import mvs
 from . import version as _v
 from ._errors import ResolveError, UsageError
 from .modload.buildlist import Fetched
-from .modload.project import Project
+from .modload.project import Project, plain_readonly_errors
 from .module import ModuleVersion
 
 __all__ = ["Change", "get", "parse_arg", "tidy"]
@@ -80,10 +80,13 @@ def get(project: Project, args: list[str]) -> tuple[list[MV], list[Change]]:
     ]
     ups = [t for t in targets if t not in downs]
     build = current
-    if downs:
-        build = mvs.downgrade(project.main, project.reqs, *downs)
-    if ups:
-        build = mvs.upgrade(project.main, mvs.Override(project.main, build[1:], project.reqs), *ups)
+    with plain_readonly_errors():
+        if downs:
+            build = mvs.downgrade(project.main, project.reqs, *downs)
+        if ups:
+            build = mvs.upgrade(
+                project.main, mvs.Override(project.main, build[1:], project.reqs), *ups
+            )
     chosen = {m.path: m.version for m in build[1:]}
     for t in targets:
         got = chosen.get(t.path)
@@ -99,7 +102,11 @@ def get(project: Project, args: list[str]) -> tuple[list[MV], list[Change]]:
         t.path for t in downs if t.version == "none"
     }
     project.set_requirements(build, direct)
-    project.download_all(build)
+    # Walk the final graph afresh, so that wgt.sum keeps only the lines it uses
+    # (and those it had): the queries and the downgrade tried other versions.
+    project.forget_graph()
+    build = project.download_all()
+    project.drop_unused_new_sums()
     project.warn_retracted(build)
     project.save()
     return build, _changes(before, chosen)

@@ -31,8 +31,15 @@ def _json_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", "-json", action="store_true", help="print JSON for scripts")
 
 
-def _project(args: argparse.Namespace, quiet: bool = False) -> AbstractContextManager[Project]:
-    """The project of the working directory, locked against other writers until the block ends."""
+def _project(
+    args: argparse.Namespace, quiet: bool = False, default: str = "readonly"
+) -> AbstractContextManager[Project]:
+    """The project of the working directory, locked against other writers until the block ends.
+
+    ``default`` is the ``-mod`` mode when neither the flag nor ``WGTFLAGS`` sets
+    one: ``mod`` for ``get`` and ``tidy``, ``readonly`` for every other command
+    (Go since 1.16), which then fails on a missing wgt.sum line instead of adding it.
+    """
     from ..modload.options import DEFAULT_JOBS, Options
     from ..modload.project import Project
     from ._render import make_reporter
@@ -40,6 +47,7 @@ def _project(args: argparse.Namespace, quiet: bool = False) -> AbstractContextMa
     jobs = getattr(args, "jobs", None)  # only 'get' has -j; the default lives in one place
     opts = Options.from_env(
         args.mod,
+        default=default,
         jobs=DEFAULT_JOBS if jobs is None else jobs,
         reporter=make_reporter(quiet),
     )
@@ -169,8 +177,10 @@ def _get(args: argparse.Namespace) -> int:
     from ..cache import default_root
     from ..modload import stamp as _stamp
     from ..modload.files import nearest_root
+    from ..modload.options import flags_mode
 
-    noop = not (args.modules or args.json or args.paw_install) and args.mod != "vendor"
+    mode = args.mod or flags_mode()  # a bad WGTFLAGS is an error here too
+    noop = not (args.modules or args.json or args.paw_install) and mode != "vendor"
     root = nearest_root(Path.cwd())
     key = _stamp.key(root) if root is not None else None
     if noop and key is not None and _stamp.done(default_root(), key):
@@ -178,7 +188,7 @@ def _get(args: argparse.Namespace) -> int:
 
     from ..modget import get
 
-    with _project(args, quiet=args.quiet or args.json) as project:
+    with _project(args, quiet=args.quiet or args.json, default="mod") as project:
         with project.using_cache():
             build, changes = get(project, args.modules)
         key = _stamp.key(project.root)
@@ -227,7 +237,7 @@ def _paw_install(project: Project, build: list[ModuleVersion]) -> list[str]:
 def _tidy(args: argparse.Namespace) -> int:
     from ..modget import tidy
 
-    with _project(args) as project, project.using_cache():
+    with _project(args, default="mod") as project, project.using_cache():
         tidy(project)
     return 0
 
