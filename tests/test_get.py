@@ -364,6 +364,43 @@ def test_noop_get_stamp_notices_missing_files(wgtpm, tree, project, graph, monke
     assert len(list(stamps[0].parent.iterdir())) == 2
 
 
+def _flip_first_sha256(text: str) -> str:
+    at = text.index('"sha256": "') + len('"sha256": "')
+    return text[:at] + ("0" if text[at] != "0" else "1") + text[at + 1 :]
+
+
+@pytest.mark.parametrize(
+    ("meta", "edit"),
+    [
+        # the selected b's index: a file's sha256 changed, so its h1 no longer matches
+        (
+            "github.com/acme/b/@v/v0.2.0.index.json",
+            lambda t: _flip_first_sha256(t),
+        ),
+        # the wgt.mod of b v0.1.0, a version the graph reads but does not select
+        ("github.com/acme/b/@v/v0.1.0.mod", lambda t: t + "require github.com/acme/evil v1.0.0\n"),
+        # the wgt.mod of c, whose requirements MVS follows
+        ("github.com/acme/c/@v/v0.1.0.mod", lambda t: t.replace("v0.2.0", "v0.3.0")),
+    ],
+)
+def test_noop_get_stamp_does_not_skip_the_index_and_wgt_mod_checks(
+    wgtpm, tree, project, graph, monkeypatch, meta, edit
+) -> None:
+    """SECURITY.md: a cached index or wgt.mod is checked against wgt.sum on every use."""
+    monkeypatch.setenv("WGTPROXY", tree.url)
+    assert wgtpm("get", "github.com/acme/a@v0.1.0", cwd=project).code == 0
+    monkeypatch.setenv("WGTPROXY", "off")
+    assert wgtpm("get", cwd=project).code == 0  # answered by the stamp
+    f = Path(os.environ["WGTPM_CACHE"]) / "download" / meta
+    os.chmod(f, 0o644)
+    f.write_text(edit(f.read_text()))
+    before = [(project / n).read_bytes() for n in ("wgt.mod", "wgt.sum")]
+    r = wgtpm("get", cwd=project)
+    assert r.code == 1
+    assert "SECURITY ERROR: checksum mismatch" in r.err, r.err
+    assert [(project / n).read_bytes() for n in ("wgt.mod", "wgt.sum")] == before
+
+
 def test_branch_and_latest_without_releases_are_pseudo_versions(
     wgtpm, tree, project, monkeypatch
 ) -> None:

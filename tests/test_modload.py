@@ -386,6 +386,7 @@ def test_noop_get_path_stays_light() -> None:
     """The stamp check runs on every no-op get: no parser, no fetcher, no HTTP."""
     code = (
         "import sys, wgtpm.cli, wgtpm.cli._modcmds, wgtpm.cache, wgtpm.modload.stamp\n"
+        "import wgtpm.modload.options\n"
         "wgtpm.cli.build_parser('get')\n"
         "heavy = ['wgtpm.modfile', 'wgtpm.modfetch', 'wgtpm.modload.project', 'httpx', 'rich']\n"
         "print(' '.join(m for m in heavy if m in sys.modules))\n"

@@ -193,7 +193,9 @@ def _get(args: argparse.Namespace) -> int:
             build, changes = get(project, args.modules)
         key = _stamp.key(project.root)
         if key is not None:
-            _stamp.record(project.cache.root, key, project.files(build))
+            _stamp.record(
+                project.cache.root, key, project.verified_meta(build), project.files(build)
+            )
         installed = _paw_install(project, build) if args.paw_install else []
     if args.json:
         json.dump(

@@ -207,6 +207,20 @@ class Project:
             out += [tree / e.path for e in self.index(origin).files if matches(patterns, e.path)]
         return out
 
+    def verified_meta(self, build: list[MV]) -> list[Path]:
+        """The cached wgt.mod of every module version of the graph read so far, and the cached
+        index of every fetched module of ``build``: the metadata a no-op ``get`` relies on."""
+        out = []
+        for m in self.reqs.loaded():
+            origin = self.origin(m)
+            if isinstance(origin, Fetched):
+                out.append(self.cache.meta_path(origin.path, origin.version, "mod"))
+        for m in build[1:]:
+            origin = self.origin(m)
+            if isinstance(origin, Fetched):
+                out.append(self.cache.meta_path(origin.path, origin.version, "index.json"))
+        return out
+
     def warn_retracted(self, build: list[MV]) -> None:
         """Report each released version of the build list that its author retracted."""
         for m in build[1:]:
