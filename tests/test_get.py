@@ -364,6 +364,36 @@ def test_noop_get_stamp_notices_missing_files(wgtpm, tree, project, graph, monke
     assert len(list(stamps[0].parent.iterdir())) == 2
 
 
+@pytest.mark.parametrize(
+    ("arg", "message"),
+    [
+        ("github.com/acme/a@foo!bar", "github.com/acme/a@foo!bar: not a version, a query"),
+        ("github.com/acme/a@../../x", "github.com/acme/a@../../x: not a version, a query"),
+        ("github.com/acme/a@main/../../x", "github.com/acme/a@main/../../x: not a version"),
+        ("github.com/acme/a@", "github.com/acme/a@: empty version query"),
+        ("github.com/acme/a@v1@v2", "github.com/acme/a@v1@v2: more than one '@'"),
+        ("github.com/acme/a@" + "x" * 300, "github.com/acme/a@xxxx"),
+        (
+            "github.com/acme/a@0.1.0",
+            "github.com/acme/a@0.1.0: a version starts with 'v'; "
+            "did you mean github.com/acme/a@v0.1.0?",
+        ),
+        ("github.com/acme/a@1.2", "github.com/acme/a@1.2: a version starts with 'v'; did you"),
+        ("github.com/acme/a@<0.2", "github.com/acme/a@<0.2: a version starts with 'v'; did you"),
+    ],
+)
+def test_malformed_query_is_one_clear_line_before_any_request(
+    wgtpm, project, monkeypatch, arg: str, message: str
+) -> None:
+    monkeypatch.setenv("WGTPROXY", "off")  # nothing may be asked of a source
+    mod = (project / "wgt.mod").read_bytes()
+    r = wgtpm("get", arg, cwd=project)
+    assert r.code == 1, r.err
+    assert r.err.startswith(f"wgtpm: {message}"), r.err
+    assert len(r.err.splitlines()) == 1 and len(r.err) < 250, r.err
+    assert (project / "wgt.mod").read_bytes() == mod and not (project / "wgt.sum").exists()
+
+
 def _flip_first_sha256(text: str) -> str:
     at = text.index('"sha256": "') + len('"sha256": "')
     return text[:at] + ("0" if text[at] != "0" else "1") + text[at + 1 :]

@@ -11,6 +11,7 @@ to exactly the lines the build needs.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from . import module as _module
@@ -20,6 +21,7 @@ from ._errors import ResolveError, UsageError
 from .modload.buildlist import Fetched
 from .modload.project import Project, plain_readonly_errors
 from .module import ModuleVersion
+from .query import check_query, is_revision
 
 __all__ = ["Change", "get", "parse_arg", "tidy"]
 
@@ -43,14 +45,39 @@ class Change:
         return f"{verb} {self.path} {self.old} => {self.new}"
 
 
+SHOWN_ARG = 80  # characters of a malformed argument shown in its error
+
+
 def parse_arg(arg: str) -> tuple[str, str]:
-    """``path[@query]`` -> (normalised path, query or "")."""
-    path, _, query = arg.partition("@")
+    """``path[@query]`` -> (normalised path, query or "").
+
+    The query is checked before anything is asked of a source
+    (:func:`wgtpm.query.check_query`): a branch or commit name goes into URLs
+    and cache paths. A version without its ``v`` is refused with the fix:
+    ``m@0.1.0`` -> ``did you mean m@v0.1.0?``.
+    """
+    path, at, query = arg.partition("@")
     path = _module.normalise(path)
     _module.check_path(path)
+    shown = arg if len(arg) <= SHOWN_ARG else arg[:SHOWN_ARG] + "..."
     if "@" in query:
-        raise UsageError(f"{arg}: more than one '@'")
+        raise UsageError(f"{shown}: more than one '@'")
+    if not at:
+        return path, ""
+    m = _MISSING_V.match(query)
+    if m is not None:
+        op = m.group(1) or ""
+        fixed = op + "v" + query[len(op) :]
+        if not is_revision(fixed):
+            raise UsageError(f"{shown}: a version starts with 'v'; did you mean {path}@{fixed}?")
+    why = check_query(query)
+    if why is not None:
+        raise UsageError(f"{shown}: {why}")
     return path, query
+
+
+# "1.2.3", "1.2", "<1.2": a version or a bound without its v (a digits-only word may be a commit)
+_MISSING_V = re.compile(r"(<=|<|>=|>)?\d+\.\d+(\.\d+\S*)?\Z")
 
 
 def get(project: Project, args: list[str]) -> tuple[list[MV], list[Change]]:
