@@ -465,3 +465,29 @@ def test_unreadable_project_file_is_named(wgtpm, project) -> None:
     (project / "wgt.sum").mkdir()  # a directory where wgt.sum should be
     r = wgtpm("get", cwd=project)
     assert r.code == 1 and "wgt.sum" in r.err and "Traceback" not in r.err
+
+
+def test_get_paw_install_is_all_or_nothing(wgtpm, tree, project, monkeypatch, tmp_path) -> None:
+    """A program that cannot be installed leaves wgt.mod and wgt.sum as they were."""
+    monkeypatch.setenv("PAW_CACHE_DIR", str(tmp_path / "paw-cache"))
+    monkeypatch.setenv("PAW_OFFLINE", "1")
+    tree.add(  # verifies against its index, but is no .paw bundle
+        "example.com/acme/programs",
+        "v0.1.0",
+        {
+            "wgt.mod": b"module example.com/acme/programs\n",
+            "fruit.paw": b"not a zip archive\n",
+        },
+        artifacts={"fruit.paw": ("fruit", "paw")},
+    )
+    monkeypatch.setenv("WGTPROXY", tree.url)
+    mod = (project / "wgt.mod").read_bytes()
+    r = wgtpm("get", "--paw-install", "example.com/acme/programs@v0.1.0", cwd=project)
+    assert r.code == 1, r.err
+    assert "fruit.paw: not a valid .paw program" in r.err, r.err
+    assert (project / "wgt.mod").read_bytes() == mod and not (project / "wgt.sum").exists()
+    assert not (Path(os.environ["WGTPM_CACHE"]) / "meta" / "done").exists()  # no stamp either
+    # Without the install, the same get succeeds and writes both files.
+    r = wgtpm("get", "example.com/acme/programs@v0.1.0", cwd=project)
+    assert r.code == 0, r.err
+    assert "example.com/acme/programs v0.1.0 h1:" in (project / "wgt.sum").read_text()

@@ -80,12 +80,17 @@ def parse_arg(arg: str) -> tuple[str, str]:
 _MISSING_V = re.compile(r"(<=|<|>=|>)?\d+\.\d+(\.\d+\S*)?\Z")
 
 
-def get(project: Project, args: list[str]) -> tuple[list[MV], list[Change]]:
-    """Run ``wgtpm get ARGS``; returns the new build list and what changed."""
+def get(project: Project, args: list[str], save: bool = True) -> tuple[list[MV], list[Change]]:
+    """Run ``wgtpm get ARGS``; returns the new build list and what changed.
+
+    With ``save=False`` the new wgt.mod and wgt.sum stay in memory: the caller
+    saves them (``project.save()``) once the rest of its work succeeded.
+    """
     current = project.build_list()
     if not args:
         project.download_all(current)
-        project.save()
+        if save:
+            project.save()
         return current, []
     before = {m.path: m.version for m in current[1:]}
     targets: list[MV] = []
@@ -135,7 +140,8 @@ def get(project: Project, args: list[str]) -> tuple[list[MV], list[Change]]:
     build = project.download_all()
     project.drop_unused_new_sums()
     project.warn_retracted(build)
-    project.save()
+    if save:
+        project.save()
     return build, _changes(before, chosen)
 
 

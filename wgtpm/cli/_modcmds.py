@@ -75,7 +75,8 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--paw-install",
         action="store_true",
-        help="also install the build list's PAW programs into the PAW SDK's cache (for offline use)",
+        help="also install the build list's PAW programs into the PAW SDK's cache (for offline "
+        "use), before wgt.mod and wgt.sum are written: if an install fails, they stay as they were",
     )
     _mod_flag(p)
     _json_flag(p)
@@ -190,13 +191,15 @@ def _get(args: argparse.Namespace) -> int:
 
     with _project(args, quiet=args.quiet or args.json, default="mod") as project:
         with project.using_cache():
-            build, changes = get(project, args.modules)
+            build, changes = get(project, args.modules, save=False)
+            # All or nothing: wgt.mod and wgt.sum are written only once every install succeeded.
+            installed = _paw_install(project, build) if args.paw_install else []
+        project.save()
         key = _stamp.key(project.root)
         if key is not None:
             _stamp.record(
                 project.cache.root, key, project.verified_meta(build), project.files(build)
             )
-        installed = _paw_install(project, build) if args.paw_install else []
     if args.json:
         json.dump(
             {
@@ -215,12 +218,17 @@ def _get(args: argparse.Namespace) -> int:
 
 
 def _paw_install(project: Project, build: list[ModuleVersion]) -> list[str]:
-    """Install every ``paw`` artifact of the build list into the PAW SDK's cache."""
+    """Install every ``paw`` artifact of the build list into the PAW SDK's cache.
+
+    Runs before the project's files are saved; an install that fails leaves
+    them unchanged (programs installed before it stay in the SDK's cache,
+    which is keyed by program ID and holds only validated programs).
+    """
     from ..modload.buildlist import Fetched
     from ..modload.resolver import ProjectResolver
     from ..paw.sdk import install_artifact
 
-    resolver = ProjectResolver(project)
+    resolver = ProjectResolver(project, save=False)  # the caller saves once all are installed
     done = []
     for m in build[1:]:
         origin = project.origin(m)

@@ -45,8 +45,9 @@ def open_resolver(project_dir: Path) -> ModuleResolver:
 class ProjectResolver:
     """A :class:`~wgtpm.deps.ModuleResolver` over a project's build list."""
 
-    def __init__(self, project: Project) -> None:
+    def __init__(self, project: Project, save: bool = True) -> None:
         self._project = project
+        self._save = save  # False: the caller saves (or not) when its own work is done
         self._build: dict[str, ModuleVersion] | None = None
 
     def _list(self) -> dict[str, ModuleVersion]:
@@ -69,7 +70,8 @@ class ProjectResolver:
         if isinstance(origin, FromDirectory):  # no version, no commit
             return ResolvedModule(m.path, "", d, None)
         commit = self._project.index(origin).commit
-        self._project.save()  # a no-op unless WGTFLAGS=-mod=mod
+        if self._save:
+            self._project.save()  # a no-op unless WGTFLAGS=-mod=mod
         return ResolvedModule(m.path, m.version, d, commit)
 
 
