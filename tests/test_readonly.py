@@ -170,3 +170,24 @@ def test_get_none_adds_no_line_for_a_version_it_tried(
     assert "removed github.com/acme/a v0.1.0" in r.err
     after = set((project / "wgt.sum").read_text().splitlines())
     assert after == before, after - before
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["inspect", f"{B}/b"],
+        ["run", f"{B}/b", "--input", "[1]"],
+        ["verify", f"{B}/b"],
+        ["paw", "install", f"{B}/b"],
+    ],
+    ids=" ".join,
+)
+def test_builder_commands_refuse_a_missing_wgt_sum(wgtpm, got: Path, args: list[str]) -> None:
+    """Each resolves MODULE/ARTIFACT through open_resolver before it reads the artifact."""
+    (got / "wgt.sum").unlink()
+    before = _files(got)
+    r = wgtpm(*args, cwd=got)
+    assert r.code == 1, r.err
+    assert r.err.startswith("wgtpm: missing wgt.sum entry for github.com/acme/"), r.err
+    assert r.err.endswith(f"; {FIX}\n") and len(r.err.splitlines()) == 1, r.err
+    assert _files(got) == before
