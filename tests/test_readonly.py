@@ -191,3 +191,15 @@ def test_builder_commands_refuse_a_missing_wgt_sum(wgtpm, got: Path, args: list[
     assert r.err.startswith("wgtpm: missing wgt.sum entry for github.com/acme/"), r.err
     assert r.err.endswith(f"; {FIX}\n") and len(r.err.splitlines()) == 1, r.err
     assert _files(got) == before
+
+
+def test_help_says_which_commands_default_to_readonly() -> None:
+    from wgtpm.cli import build_parser
+
+    sub = build_parser()._subparsers._group_actions[0]  # type: ignore[union-attr]
+    for name in ("get", "tidy"):
+        assert "else mod)" in " ".join(sub.choices[name].format_help().split()), name
+    for name in ("list", "graph", "why", "verify"):
+        assert "else readonly)" in " ".join(sub.choices[name].format_help().split()), name
+    paw = " ".join(sub.choices["get"].format_help().split())
+    assert "if an install fails, they stay as they were" in paw

@@ -16,14 +16,15 @@ if TYPE_CHECKING:
 __all__ = ["register"]
 
 
-def _mod_flag(p: argparse.ArgumentParser) -> None:
+def _mod_flag(p: argparse.ArgumentParser, default: str = "readonly") -> None:
     p.add_argument(
         "-mod",
         "--mod",
         dest="mod",
         default="",
         choices=["", "mod", "readonly", "vendor"],
-        help="mod: update wgt.mod/wgt.sum; readonly: refuse to; vendor: use vendor/ (default from WGTFLAGS)",
+        help="mod: update wgt.mod/wgt.sum; readonly: refuse to; vendor: use vendor/ "
+        f"(default: from WGTFLAGS, else {default})",
     )
 
 
@@ -78,12 +79,12 @@ def register(sub: Any) -> None:
         help="also install the build list's PAW programs into the PAW SDK's cache (for offline "
         "use), before wgt.mod and wgt.sum are written: if an install fails, they stay as they were",
     )
-    _mod_flag(p)
+    _mod_flag(p, "mod")
     _json_flag(p)
     p.set_defaults(run=_get)
 
     p = sub.add_parser("tidy", help="write minimal requirements and prune wgt.sum")
-    _mod_flag(p)
+    _mod_flag(p, "mod")
     p.set_defaults(run=_tidy)
 
     p = sub.add_parser(
