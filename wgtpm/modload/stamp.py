@@ -43,6 +43,7 @@ from .files import MOD, SUM
 __all__ = ["done", "key", "record"]
 
 _ANY = "-"  # in place of a sha256: the file must exist, its bytes are not re-hashed
+_CHUNK = 1 << 16  # most wgt.mod and index files fit in one read
 
 
 def key(root: Path) -> str | None:
@@ -95,11 +96,17 @@ def done(cache_root: Path, k: str) -> bool:
             if not os.path.isfile(name):
                 return False
             continue
-        try:
-            with open(name, "rb") as f:
-                if hashlib.sha256(f.read()).hexdigest() != want:
-                    return False
+        try:  # os-level calls: this loop runs for every module on every no-op get
+            fd = os.open(name, os.O_RDONLY)
+            try:
+                h = hashlib.sha256()
+                while chunk := os.read(fd, _CHUNK):
+                    h.update(chunk)
+            finally:
+                os.close(fd)
         except OSError:
+            return False
+        if h.hexdigest() != want:
             return False
     return True
 
