@@ -122,9 +122,12 @@ def test_explicit_readonly_names_the_command_that_overrides_it(wgtpm, got: Path,
     r = wgtpm("get", cwd=got)
     assert r.code == 1
     assert r.err == (
-        f"wgtpm: missing wgt.sum entry for {C}@v0.1.0/wgt.mod; -mod=readonly (WGTFLAGS) "
+        f"wgtpm: missing wgt.sum entry for {C}@v0.1.0/wgt.mod; -mod=readonly (from WGTFLAGS) "
         "forbids adding it; run 'wgtpm get -mod=mod' to add it\n"
     )
+    monkeypatch.delenv("WGTFLAGS")
+    r = wgtpm("list", "-m", "all", "-mod=readonly", cwd=got)
+    assert r.err.endswith("; -mod=readonly forbids adding it; run 'wgtpm get -mod=mod' to add it\n")
     assert _files(got) == before
     assert wgtpm("get", "-mod=mod", cwd=got).code == 0
     assert _files(got) != before

@@ -90,9 +90,9 @@ class Options:
     def missing_sum_fix(self) -> str:
         """What a read-only command's error about a missing wgt.sum line tells the user to run."""
         if self.mod_set_by:  # 'wgtpm get' alone would be refused too: the flag wins over WGTFLAGS
+            where = " (from WGTFLAGS)" if self.mod_set_by == "WGTFLAGS" else ""
             return (
-                f"-mod={self.mod_mode} ({self.mod_set_by}) forbids adding it; "
-                "run 'wgtpm get -mod=mod' to add it"
+                f"-mod={self.mod_mode}{where} forbids adding it; run 'wgtpm get -mod=mod' to add it"
             )
         return "run 'wgtpm get' to add it"
 
