@@ -39,11 +39,13 @@ def test_import_layer_through_proxy(wgtpm, tree, http_tree, tmp_path, monkeypatc
 
     cls = tmp_path / "xor-classifier"
     shutil.copytree(EXAMPLES / "xor-classifier", cls)
+    assert wgtpm("get", cwd=cls).code == 0  # build only reads wgt.sum: lock first
+    sums = (cls / "wgt.sum").read_text()
+    assert "github.com/acme/xor-base v0.1.0 h1:" in sums
     r = wgtpm("build", cwd=cls)
     assert r.code == 0, r.err
     assert http_tree.log.where(path="/github.com/acme/xor-base/@v/v0.1.0/xor/weights.safetensors")
-    sums = (cls / "wgt.sum").read_text()
-    assert "github.com/acme/xor-base v0.1.0 h1:" in sums  # building locked what it imported
+    assert (cls / "wgt.sum").read_text() == sums
 
     # examples/xor-base/model.wgt is the source of the prototype's golden xor: same bytes, same pin.
     golden = Path(__file__).parent / "testdata/weightlang/prototype/xor/weights.safetensors"
@@ -80,6 +82,7 @@ def test_vendored_build_needs_no_network_and_no_cache(wgtpm, tree, tmp_path, mon
     publish_base(wgtpm, tree, tmp_path)
     cls = tmp_path / "xor-classifier"
     shutil.copytree(EXAMPLES / "xor-classifier", cls)
+    assert wgtpm("get", cwd=cls).code == 0  # vendor only reads wgt.sum (as go mod vendor)
     assert wgtpm("vendor", cwd=cls).code == 0
     assert (cls / "vendor/github.com/acme/xor-base/xor/weights.safetensors").is_file()
     # An air-gapped machine: no proxy, an empty cache, only vendor/.

@@ -364,6 +364,73 @@ def test_noop_get_stamp_notices_missing_files(wgtpm, tree, project, graph, monke
     assert len(list(stamps[0].parent.iterdir())) == 2
 
 
+@pytest.mark.parametrize(
+    ("arg", "message"),
+    [
+        ("github.com/acme/a@foo!bar", "github.com/acme/a@foo!bar: not a version, a query"),
+        ("github.com/acme/a@../../x", "github.com/acme/a@../../x: not a version, a query"),
+        ("github.com/acme/a@main/../../x", "github.com/acme/a@main/../../x: not a version"),
+        ("github.com/acme/a@", "github.com/acme/a@: empty version query"),
+        ("github.com/acme/a@v1@v2", "github.com/acme/a@v1@v2: more than one '@'"),
+        ("github.com/acme/a@" + "x" * 300, "github.com/acme/a@xxxx"),
+        (
+            "github.com/acme/a@0.1.0",
+            "github.com/acme/a@0.1.0: a version starts with 'v'; "
+            "did you mean github.com/acme/a@v0.1.0?",
+        ),
+        ("github.com/acme/a@1.2", "github.com/acme/a@1.2: a version starts with 'v'; did you"),
+        ("github.com/acme/a@<0.2", "github.com/acme/a@<0.2: a version starts with 'v'; did you"),
+    ],
+)
+def test_malformed_query_is_one_clear_line_before_any_request(
+    wgtpm, project, monkeypatch, arg: str, message: str
+) -> None:
+    monkeypatch.setenv("WGTPROXY", "off")  # nothing may be asked of a source
+    mod = (project / "wgt.mod").read_bytes()
+    r = wgtpm("get", arg, cwd=project)
+    assert r.code == 1, r.err
+    assert r.err.startswith(f"wgtpm: {message}"), r.err
+    assert len(r.err.splitlines()) == 1 and len(r.err) < 250, r.err
+    assert (project / "wgt.mod").read_bytes() == mod and not (project / "wgt.sum").exists()
+
+
+def _flip_first_sha256(text: str) -> str:
+    at = text.index('"sha256": "') + len('"sha256": "')
+    return text[:at] + ("0" if text[at] != "0" else "1") + text[at + 1 :]
+
+
+@pytest.mark.parametrize(
+    ("meta", "edit"),
+    [
+        # the selected b's index: a file's sha256 changed, so its h1 no longer matches
+        (
+            "github.com/acme/b/@v/v0.2.0.index.json",
+            lambda t: _flip_first_sha256(t),
+        ),
+        # the wgt.mod of b v0.1.0, a version the graph reads but does not select
+        ("github.com/acme/b/@v/v0.1.0.mod", lambda t: t + "require github.com/acme/evil v1.0.0\n"),
+        # the wgt.mod of c, whose requirements MVS follows
+        ("github.com/acme/c/@v/v0.1.0.mod", lambda t: t.replace("v0.2.0", "v0.3.0")),
+    ],
+)
+def test_noop_get_stamp_does_not_skip_the_index_and_wgt_mod_checks(
+    wgtpm, tree, project, graph, monkeypatch, meta, edit
+) -> None:
+    """SECURITY.md: a cached index or wgt.mod is checked against wgt.sum on every use."""
+    monkeypatch.setenv("WGTPROXY", tree.url)
+    assert wgtpm("get", "github.com/acme/a@v0.1.0", cwd=project).code == 0
+    monkeypatch.setenv("WGTPROXY", "off")
+    assert wgtpm("get", cwd=project).code == 0  # answered by the stamp
+    f = Path(os.environ["WGTPM_CACHE"]) / "download" / meta
+    os.chmod(f, 0o644)
+    f.write_text(edit(f.read_text()))
+    before = [(project / n).read_bytes() for n in ("wgt.mod", "wgt.sum")]
+    r = wgtpm("get", cwd=project)
+    assert r.code == 1
+    assert "SECURITY ERROR: checksum mismatch" in r.err, r.err
+    assert [(project / n).read_bytes() for n in ("wgt.mod", "wgt.sum")] == before
+
+
 def test_branch_and_latest_without_releases_are_pseudo_versions(
     wgtpm, tree, project, monkeypatch
 ) -> None:
@@ -398,3 +465,29 @@ def test_unreadable_project_file_is_named(wgtpm, project) -> None:
     (project / "wgt.sum").mkdir()  # a directory where wgt.sum should be
     r = wgtpm("get", cwd=project)
     assert r.code == 1 and "wgt.sum" in r.err and "Traceback" not in r.err
+
+
+def test_get_paw_install_is_all_or_nothing(wgtpm, tree, project, monkeypatch, tmp_path) -> None:
+    """A program that cannot be installed leaves wgt.mod and wgt.sum as they were."""
+    monkeypatch.setenv("PAW_CACHE_DIR", str(tmp_path / "paw-cache"))
+    monkeypatch.setenv("PAW_OFFLINE", "1")
+    tree.add(  # verifies against its index, but is no .paw bundle
+        "example.com/acme/programs",
+        "v0.1.0",
+        {
+            "wgt.mod": b"module example.com/acme/programs\n",
+            "fruit.paw": b"not a zip archive\n",
+        },
+        artifacts={"fruit.paw": ("fruit", "paw")},
+    )
+    monkeypatch.setenv("WGTPROXY", tree.url)
+    mod = (project / "wgt.mod").read_bytes()
+    r = wgtpm("get", "--paw-install", "example.com/acme/programs@v0.1.0", cwd=project)
+    assert r.code == 1, r.err
+    assert "fruit.paw: not a valid .paw program" in r.err, r.err
+    assert (project / "wgt.mod").read_bytes() == mod and not (project / "wgt.sum").exists()
+    assert not (Path(os.environ["WGTPM_CACHE"]) / "meta" / "done").exists()  # no stamp either
+    # Without the install, the same get succeeds and writes both files.
+    r = wgtpm("get", "example.com/acme/programs@v0.1.0", cwd=project)
+    assert r.code == 0, r.err
+    assert "example.com/acme/programs v0.1.0 h1:" in (project / "wgt.sum").read_text()

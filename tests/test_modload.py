@@ -124,14 +124,36 @@ def test_options_from_env(monkeypatch) -> None:
 
     sub = build_parser("get")._subparsers._group_actions[0]  # type: ignore[union-attr]
     assert f"(default {DEFAULT_JOBS})" in sub.choices["get"].format_help()
-    monkeypatch.setenv("WGTFLAGS", "-x -mod=readonly")
+    assert Options.from_env().mod_mode == "mod" and Options.from_env().mod_set_by == ""
+    assert Options.from_env(default="readonly").readonly
+    monkeypatch.setenv("WGTFLAGS", " -mod=readonly ")
     assert Options.from_env().readonly and not Options.from_env().vendor
-    assert Options.from_env("vendor").vendor
-    monkeypatch.setenv("WGTFLAGS", "-mod='readonly")
-    with pytest.raises(UsageError, match="WGTFLAGS"):
-        Options.from_env()
+    assert Options.from_env().mod_set_by == "WGTFLAGS"
+    assert Options.from_env("vendor").vendor and Options.from_env("vendor").mod_set_by == "-mod"
     with pytest.raises(UsageError, match="want mod, readonly or vendor"):
         Options.from_env("sometimes")
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        ("-mod='readonly", "WGTFLAGS: No closing quotation; quote it as a shell would"),
+        ("-mod=x", "WGTFLAGS: '-mod=x': want mod, readonly or vendor"),
+        ("-mod", "WGTFLAGS: '-mod': want mod, readonly or vendor"),
+        ("-mod=readonly -foo", "WGTFLAGS: unknown flag '-foo'; it may hold only -mod=MODE"),
+        ("-x", "WGTFLAGS: unknown flag '-x'"),
+    ],
+)
+def test_bad_wgtflags_is_one_line_for_every_command(
+    wgtpm, project, monkeypatch, flags: str, message: str
+) -> None:
+    """A bad WGTFLAGS is a usage error, also where the flag is given or a stamp would answer."""
+    monkeypatch.setenv("WGTFLAGS", flags)
+    for args in (["get"], ["list", "-m", "all"], ["tidy", "-mod=mod"], ["graph"], ["verify"]):
+        r = wgtpm(*args, cwd=project)
+        assert r.code == 1, (args, r.err)
+        assert r.err.startswith("wgtpm: " + message), (args, r.err)
+        assert len(r.err.splitlines()) == 1, (args, r.err)
 
 
 # ---- retractions ----------------------------------------------------------------------
@@ -364,6 +386,7 @@ def test_noop_get_path_stays_light() -> None:
     """The stamp check runs on every no-op get: no parser, no fetcher, no HTTP."""
     code = (
         "import sys, wgtpm.cli, wgtpm.cli._modcmds, wgtpm.cache, wgtpm.modload.stamp\n"
+        "import wgtpm.modload.options\n"
         "wgtpm.cli.build_parser('get')\n"
         "heavy = ['wgtpm.modfile', 'wgtpm.modfetch', 'wgtpm.modload.project', 'httpx', 'rich']\n"
         "print(' '.join(m for m in heavy if m in sys.modules))\n"

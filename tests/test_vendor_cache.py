@@ -115,8 +115,10 @@ def test_get_json_and_mod_edit_json(wgtpm, tree, project, monkeypatch) -> None:
     assert "artifact" not in (project / "wgt.mod").read_text()  # -json prints, does not write
     assert wgtpm("mod", "edit", "-artifact", "model=model.wgt", cwd=project).code == 0
     assert "artifact model model.wgt" in (project / "wgt.mod").read_text()
-    r = wgtpm("mod", "edit", "-require", "github.com/acme/x@1.0", cwd=project)
+    r = wgtpm("mod", "edit", "-require", "github.com/acme/x@v1.0", cwd=project)
     assert r.code == 1 and "canonical" in r.err
+    r = wgtpm("mod", "edit", "-require", "github.com/acme/x@1.0.0", cwd=project)
+    assert r.code == 1 and "did you mean github.com/acme/x@v1.0.0?" in r.err
     assert Path(project / "wgt.mod").read_text().count("require") == 1
 
 

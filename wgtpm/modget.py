@@ -11,6 +11,7 @@ to exactly the lines the build needs.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from . import module as _module
@@ -18,8 +19,9 @@ from . import mvs
 from . import version as _v
 from ._errors import ResolveError, UsageError
 from .modload.buildlist import Fetched
-from .modload.project import Project
+from .modload.project import Project, plain_readonly_errors
 from .module import ModuleVersion
+from .query import check_query, is_revision
 
 __all__ = ["Change", "get", "parse_arg", "tidy"]
 
@@ -43,22 +45,52 @@ class Change:
         return f"{verb} {self.path} {self.old} => {self.new}"
 
 
+SHOWN_ARG = 80  # characters of a malformed argument shown in its error
+
+
 def parse_arg(arg: str) -> tuple[str, str]:
-    """``path[@query]`` -> (normalised path, query or "")."""
-    path, _, query = arg.partition("@")
+    """``path[@query]`` -> (normalised path, query or "").
+
+    The query is checked before anything is asked of a source
+    (:func:`wgtpm.query.check_query`): a branch or commit name goes into URLs
+    and cache paths. A version without its ``v`` is refused with the fix:
+    ``m@0.1.0`` -> ``did you mean m@v0.1.0?``.
+    """
+    path, at, query = arg.partition("@")
     path = _module.normalise(path)
     _module.check_path(path)
+    shown = arg if len(arg) <= SHOWN_ARG else arg[:SHOWN_ARG] + "..."
     if "@" in query:
-        raise UsageError(f"{arg}: more than one '@'")
+        raise UsageError(f"{shown}: more than one '@'")
+    if not at:
+        return path, ""
+    m = _MISSING_V.match(query)
+    if m is not None:
+        op = m.group(1) or ""
+        fixed = op + "v" + query[len(op) :]
+        if not is_revision(fixed):
+            raise UsageError(f"{shown}: a version starts with 'v'; did you mean {path}@{fixed}?")
+    why = check_query(query)
+    if why is not None:
+        raise UsageError(f"{shown}: {why}")
     return path, query
 
 
-def get(project: Project, args: list[str]) -> tuple[list[MV], list[Change]]:
-    """Run ``wgtpm get ARGS``; returns the new build list and what changed."""
+# "1.2.3", "1.2", "<1.2": a version or a bound without its v (a digits-only word may be a commit)
+_MISSING_V = re.compile(r"(<=|<|>=|>)?\d+\.\d+(\.\d+\S*)?\Z")
+
+
+def get(project: Project, args: list[str], save: bool = True) -> tuple[list[MV], list[Change]]:
+    """Run ``wgtpm get ARGS``; returns the new build list and what changed.
+
+    With ``save=False`` the new wgt.mod and wgt.sum stay in memory: the caller
+    saves them (``project.save()``) once the rest of its work succeeded.
+    """
     current = project.build_list()
     if not args:
         project.download_all(current)
-        project.save()
+        if save:
+            project.save()
         return current, []
     before = {m.path: m.version for m in current[1:]}
     targets: list[MV] = []
@@ -80,10 +112,13 @@ def get(project: Project, args: list[str]) -> tuple[list[MV], list[Change]]:
     ]
     ups = [t for t in targets if t not in downs]
     build = current
-    if downs:
-        build = mvs.downgrade(project.main, project.reqs, *downs)
-    if ups:
-        build = mvs.upgrade(project.main, mvs.Override(project.main, build[1:], project.reqs), *ups)
+    with plain_readonly_errors():
+        if downs:
+            build = mvs.downgrade(project.main, project.reqs, *downs)
+        if ups:
+            build = mvs.upgrade(
+                project.main, mvs.Override(project.main, build[1:], project.reqs), *ups
+            )
     chosen = {m.path: m.version for m in build[1:]}
     for t in targets:
         got = chosen.get(t.path)
@@ -99,9 +134,14 @@ def get(project: Project, args: list[str]) -> tuple[list[MV], list[Change]]:
         t.path for t in downs if t.version == "none"
     }
     project.set_requirements(build, direct)
-    project.download_all(build)
+    # Walk the final graph afresh, so that wgt.sum keeps only the lines it uses
+    # (and those it had): the queries and the downgrade tried other versions.
+    project.forget_graph()
+    build = project.download_all()
+    project.drop_unused_new_sums()
     project.warn_retracted(build)
-    project.save()
+    if save:
+        project.save()
     return build, _changes(before, chosen)
 
 

@@ -50,10 +50,12 @@ def verify_build(project: Project) -> list[str]:
         sums = project.sums.hashes(path, version)
         if len(sums) > 1:  # two lines for one version: a SECURITY ERROR naming both
             problems.append(str(project.sums.mismatch(path, version, idx.h1())))
-        elif idx.h1() not in sums:
+        elif not sums:
             problems.append(
-                f"{m}: cached index has {idx.h1()}, wgt.sum has {', '.join(sums) or 'nothing'}"
+                f"missing wgt.sum entry for {path}@{version}; {project.opts.missing_sum_fix}"
             )
+        elif idx.h1() not in sums:
+            problems.append(f"{m}: cached index has {idx.h1()}, wgt.sum has {sums[0]}")
         mod = cache.read_meta(path, version, "mod")
         if mod is not None:
             mod_key = version + MOD_SUFFIX

@@ -112,10 +112,18 @@ def test_classifier_imports_a_frozen_layer_through_a_loopback_proxy(
         {"model.wgt": classifier(f"import h1 from {BASE}/xor.h1 freeze")},
         extra=f"require {BASE} v0.1.0\n",
     )
+    mod = (app / "wgt.mod").read_bytes()
+    res = wgtpm("build", cwd=app)  # build reads wgt.sum, never writes it (as go build since 1.16)
+    assert res.code == 1
+    assert res.err.endswith("; run 'wgtpm get' to add it\n"), res.err
+    assert (app / "wgt.mod").read_bytes() == mod and not (app / "wgt.sum").exists()
+    assert wgtpm("get", cwd=app).code == 0
+    sums = (app / "wgt.sum").read_bytes()
     res = wgtpm("build", cwd=app)
     assert res.code == 0, res.err
     assert "(2 imported, 2 trained)" in res.out and "train accuracy 1.00" in res.out
-    assert f"{BASE} v0.1.0 h1:" in (app / "wgt.sum").read_text()
+    assert f"{BASE} v0.1.0 h1:" in sums.decode()
+    assert (app / "wgt.sum").read_bytes() == sums and (app / "wgt.mod").read_bytes() == mod
 
     clf = open_artifact(app / "build" / "classifier")
     record = clf.manifest.imports[0]

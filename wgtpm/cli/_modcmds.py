@@ -16,14 +16,15 @@ if TYPE_CHECKING:
 __all__ = ["register"]
 
 
-def _mod_flag(p: argparse.ArgumentParser) -> None:
+def _mod_flag(p: argparse.ArgumentParser, default: str = "readonly") -> None:
     p.add_argument(
         "-mod",
         "--mod",
         dest="mod",
         default="",
         choices=["", "mod", "readonly", "vendor"],
-        help="mod: update wgt.mod/wgt.sum; readonly: refuse to; vendor: use vendor/ (default from WGTFLAGS)",
+        help="mod: update wgt.mod/wgt.sum; readonly: refuse to; vendor: use vendor/ "
+        f"(default: from WGTFLAGS, else {default})",
     )
 
 
@@ -31,8 +32,15 @@ def _json_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", "-json", action="store_true", help="print JSON for scripts")
 
 
-def _project(args: argparse.Namespace, quiet: bool = False) -> AbstractContextManager[Project]:
-    """The project of the working directory, locked against other writers until the block ends."""
+def _project(
+    args: argparse.Namespace, quiet: bool = False, default: str = "readonly"
+) -> AbstractContextManager[Project]:
+    """The project of the working directory, locked against other writers until the block ends.
+
+    ``default`` is the ``-mod`` mode when neither the flag nor ``WGTFLAGS`` sets
+    one: ``mod`` for ``get`` and ``tidy``, ``readonly`` for every other command
+    (Go since 1.16), which then fails on a missing wgt.sum line instead of adding it.
+    """
     from ..modload.options import DEFAULT_JOBS, Options
     from ..modload.project import Project
     from ._render import make_reporter
@@ -40,6 +48,7 @@ def _project(args: argparse.Namespace, quiet: bool = False) -> AbstractContextMa
     jobs = getattr(args, "jobs", None)  # only 'get' has -j; the default lives in one place
     opts = Options.from_env(
         args.mod,
+        default=default,
         jobs=DEFAULT_JOBS if jobs is None else jobs,
         reporter=make_reporter(quiet),
     )
@@ -67,14 +76,15 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--paw-install",
         action="store_true",
-        help="also install the build list's PAW programs into the PAW SDK's cache (for offline use)",
+        help="also install the build list's PAW programs into the PAW SDK's cache (for offline "
+        "use), before wgt.mod and wgt.sum are written: if an install fails, they stay as they were",
     )
-    _mod_flag(p)
+    _mod_flag(p, "mod")
     _json_flag(p)
     p.set_defaults(run=_get)
 
     p = sub.add_parser("tidy", help="write minimal requirements and prune wgt.sum")
-    _mod_flag(p)
+    _mod_flag(p, "mod")
     p.set_defaults(run=_tidy)
 
     p = sub.add_parser(
@@ -169,8 +179,10 @@ def _get(args: argparse.Namespace) -> int:
     from ..cache import default_root
     from ..modload import stamp as _stamp
     from ..modload.files import nearest_root
+    from ..modload.options import flags_mode
 
-    noop = not (args.modules or args.json or args.paw_install) and args.mod != "vendor"
+    mode = args.mod or flags_mode()  # a bad WGTFLAGS is an error here too
+    noop = not (args.modules or args.json or args.paw_install) and mode != "vendor"
     root = nearest_root(Path.cwd())
     key = _stamp.key(root) if root is not None else None
     if noop and key is not None and _stamp.done(default_root(), key):
@@ -178,13 +190,17 @@ def _get(args: argparse.Namespace) -> int:
 
     from ..modget import get
 
-    with _project(args, quiet=args.quiet or args.json) as project:
+    with _project(args, quiet=args.quiet or args.json, default="mod") as project:
         with project.using_cache():
-            build, changes = get(project, args.modules)
+            build, changes = get(project, args.modules, save=False)
+            # All or nothing: wgt.mod and wgt.sum are written only once every install succeeded.
+            installed = _paw_install(project, build) if args.paw_install else []
+        project.save()
         key = _stamp.key(project.root)
         if key is not None:
-            _stamp.record(project.cache.root, key, project.files(build))
-        installed = _paw_install(project, build) if args.paw_install else []
+            _stamp.record(
+                project.cache.root, key, project.verified_meta(build), project.files(build)
+            )
     if args.json:
         json.dump(
             {
@@ -203,14 +219,19 @@ def _get(args: argparse.Namespace) -> int:
 
 
 def _paw_install(project: Project, build: list[ModuleVersion]) -> list[str]:
-    """Install every ``paw`` artifact of the build list into the PAW SDK's cache."""
+    """Install every ``paw`` artifact of the build list into the PAW SDK's cache.
+
+    Runs before the project's files are saved; an install that fails leaves
+    them unchanged (programs installed before it stay in the SDK's cache,
+    which is keyed by program ID and holds only validated programs).
+    """
     from ..build import release_artifacts
     from ..kinds import PAW
     from ..modload.buildlist import Fetched
     from ..modload.resolver import ProjectResolver
     from ..paw.sdk import install_artifact
 
-    resolver = ProjectResolver(project)
+    resolver = ProjectResolver(project, save=False)  # the caller saves once all are installed
     done = []
     for m in build[1:]:
         origin = project.origin(m)
@@ -230,7 +251,7 @@ def _paw_install(project: Project, build: list[ModuleVersion]) -> list[str]:
 def _tidy(args: argparse.Namespace) -> int:
     from ..modget import tidy
 
-    with _project(args) as project, project.using_cache():
+    with _project(args, default="mod") as project, project.using_cache():
         tidy(project)
     return 0
 

@@ -81,8 +81,13 @@ class ProjectFiles:
         self._orig_sum = sums.format()
 
     @classmethod
-    def load(cls, root: Path, readonly: bool) -> ProjectFiles:
-        """Parse ``root/wgt.mod`` and ``root/wgt.sum``; every malformed line is reported."""
+    def load(
+        cls, root: Path, readonly: bool, fix: str = "run 'wgtpm get' to add it"
+    ) -> ProjectFiles:
+        """Parse ``root/wgt.mod`` and ``root/wgt.sum``; every malformed line is reported.
+
+        Under ``readonly`` a missing wgt.sum line is an error that ends in ``fix``.
+        """
         from .. import modfile as _modfile
         from .. import sumfile as _sumfile
         from .sums import SumLedger
@@ -92,7 +97,7 @@ class ProjectFiles:
             sums = _sumfile.parse((root / SUM).read_bytes(), str(root / SUM))
         except FileNotFoundError:
             sums = _sumfile.SumFile()
-        return cls(root, mf, SumLedger(sums, readonly))
+        return cls(root, mf, SumLedger(sums, readonly, fix))
 
     @property
     def path(self) -> str:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from .. import mvs
 from .. import version as _v
-from .._errors import UsageError
+from .._errors import ReadonlyError, ResolveError, UsageError
 from ..module import ModuleVersion
 from .buildlist import Fetched, FromDirectory, Origin, origin_of
 from .files import ProjectFiles, find_root, locked
@@ -34,10 +34,25 @@ if TYPE_CHECKING:
     from ..index import ReleaseIndex
     from ..modfetch import Fetcher
 
-__all__ = ["Project"]
+__all__ = ["Project", "plain_readonly_errors"]
 
 MV = ModuleVersion
 DOWNLOAD_MODULES_AT_ONCE = 4  # module versions downloaded at once (each runs opts.jobs files)
+
+
+@contextmanager
+def plain_readonly_errors() -> Iterator[None]:
+    """Show a refused wgt.sum change as its one line, not under MVS's requirement chain.
+
+    The chain explains why a version is needed; a missing wgt.sum line is a
+    state of the project, and its message already names the line and the fix.
+    """
+    try:
+        yield
+    except ResolveError as exc:
+        if isinstance(exc.__cause__, ReadonlyError):
+            raise ReadonlyError(str(exc.__cause__)) from exc
+        raise
 
 
 class Project:
@@ -55,7 +70,7 @@ class Project:
         """The project whose wgt.mod is nearest at or above ``start`` (default: the working dir)."""
         opts = opts or Options()
         root = find_root(start or Path.cwd())
-        return cls(ProjectFiles.load(root, opts.readonly), opts)
+        return cls(ProjectFiles.load(root, opts.readonly, opts.missing_sum_fix), opts)
 
     @classmethod
     @contextmanager
@@ -67,7 +82,7 @@ class Project:
         opts = opts or Options()
         root = find_root(start or Path.cwd())
         if opts.readonly:  # nothing will be written
-            yield cls(ProjectFiles.load(root, True), opts)
+            yield cls(ProjectFiles.load(root, True, opts.missing_sum_fix), opts)
             return
         from ..cache import default_root
 
@@ -140,7 +155,8 @@ class Project:
 
     def build_list(self) -> list[MV]:
         """The main module, then every selected module version, sorted by path."""
-        return mvs.build_list([self.main], self.reqs, workers=self.opts.jobs)
+        with plain_readonly_errors():
+            return mvs.build_list([self.main], self.reqs, workers=self.opts.jobs)
 
     def origin(self, m: MV) -> Origin:
         """Where the files of ``m`` come from (itself, a module replacement, a directory)."""
@@ -191,6 +207,20 @@ class Project:
             out += [tree / e.path for e in self.index(origin).files if matches(patterns, e.path)]
         return out
 
+    def verified_meta(self, build: list[MV]) -> list[Path]:
+        """The cached wgt.mod of every module version of the graph read so far, and the cached
+        index of every fetched module of ``build``: the metadata a no-op ``get`` relies on."""
+        out = []
+        for m in self.reqs.loaded():
+            origin = self.origin(m)
+            if isinstance(origin, Fetched):
+                out.append(self.cache.meta_path(origin.path, origin.version, "mod"))
+        for m in build[1:]:
+            origin = self.origin(m)
+            if isinstance(origin, Fetched):
+                out.append(self.cache.meta_path(origin.path, origin.version, "index.json"))
+        return out
+
     def warn_retracted(self, build: list[MV]) -> None:
         """Report each released version of the build list that its author retracted."""
         for m in build[1:]:
@@ -231,6 +261,10 @@ class Project:
     def prune_sums(self) -> None:
         """Keep in wgt.sum exactly the lines used since :meth:`forget_graph`."""
         self.sums.prune()
+
+    def drop_unused_new_sums(self) -> None:
+        """Drop the wgt.sum lines this command added but has not used since :meth:`forget_graph`."""
+        self.sums.drop_unused_new()
 
     def changes(self) -> tuple[bool, bool]:
         """Whether (wgt.mod, wgt.sum) differ from what was loaded."""

@@ -96,6 +96,10 @@ class Reqs:
         self._mods[m] = mf
         return mf
 
+    def loaded(self) -> list[MV]:
+        """The module versions whose wgt.mod has been read and checked since the last forget."""
+        return [m for m in self._mods if m.version != ""]
+
     def forget(self) -> None:
         """Drop the wgt.mod files learnt so far (they are read, and checked, again)."""
         self._mods.clear()

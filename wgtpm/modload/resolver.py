@@ -5,7 +5,10 @@ Builders (WeightLang imports, a PAW program's interpreter) are handed a
 that fits the project in a directory:
 
 - :class:`ProjectResolver` (the default): the build list by MVS, each module
-  downloaded and verified on first use, new wgt.sum lines saved;
+  downloaded and verified on first use. Builders only read wgt.mod and
+  wgt.sum (``-mod=readonly`` unless ``WGTFLAGS`` says otherwise, as ``go
+  build`` since Go 1.16): a missing wgt.sum line is an error naming the
+  command that adds it; only ``WGTFLAGS=-mod=mod`` lets them save new lines;
 - :class:`VendorResolver` (``-mod=vendor``, from ``WGTFLAGS``): the modules
   of ``vendor/`` only; each fetched module's file list must hash to its h1
   in wgt.sum, and its files are re-hashed (and unlisted ones refused) before
@@ -29,8 +32,11 @@ __all__ = ["ProjectResolver", "VendorResolver", "open_resolver"]
 
 
 def open_resolver(project_dir: Path) -> ModuleResolver:
-    """The resolver for the package in ``project_dir`` (``WGTFLAGS``, ``-mod=vendor`` honoured)."""
-    project = Project.load(project_dir, Options.from_env())
+    """The resolver for the package in ``project_dir`` (``WGTFLAGS``, ``-mod=vendor`` honoured).
+
+    Read-only unless ``WGTFLAGS=-mod=mod``: see the module docstring.
+    """
+    project = Project.load(project_dir, Options.from_env(default="readonly"))
     if project.opts.vendor:
         return VendorResolver(project)
     return ProjectResolver(project)
@@ -39,8 +45,9 @@ def open_resolver(project_dir: Path) -> ModuleResolver:
 class ProjectResolver:
     """A :class:`~wgtpm.deps.ModuleResolver` over a project's build list."""
 
-    def __init__(self, project: Project) -> None:
+    def __init__(self, project: Project, save: bool = True) -> None:
         self._project = project
+        self._save = save  # False: the caller saves (or not) when its own work is done
         self._build: dict[str, ModuleVersion] | None = None
 
     def _list(self) -> dict[str, ModuleVersion]:
@@ -63,7 +70,8 @@ class ProjectResolver:
         if isinstance(origin, FromDirectory):  # no version, no commit
             return ResolvedModule(m.path, "", d, None)
         commit = self._project.index(origin).commit
-        self._project.save()
+        if self._save:
+            self._project.save()  # a no-op unless WGTFLAGS=-mod=mod
         return ResolvedModule(m.path, m.version, d, commit)
 
 

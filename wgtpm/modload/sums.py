@@ -9,10 +9,14 @@ under ``VERSION/wgt.mod``) it
   wgt.sum has another hash for the same module version, or more than one
   (two different lines for one version: one of them is not honest);
 - records it when wgt.sum has nothing, or raises
-  :class:`~wgtpm.ReadonlyError` under ``-mod=readonly`` and ``-mod=vendor``.
+  :class:`~wgtpm.ReadonlyError` when the command may not change wgt.sum
+  (``-mod=readonly``, ``-mod=vendor``, and every command but ``get`` and
+  ``tidy`` by default): ``missing wgt.sum entry for M@V[/wgt.mod]; FIX``.
 
 It also remembers which (module, version) keys the command used, so that
-``tidy`` can prune wgt.sum to exactly those lines (:meth:`SumLedger.prune`).
+``tidy`` can prune wgt.sum to exactly those lines (:meth:`SumLedger.prune`)
+and ``get`` can drop the lines it added for versions the final graph does not
+use (:meth:`SumLedger.drop_unused_new`).
 """
 
 from __future__ import annotations
@@ -28,9 +32,13 @@ __all__ = ["SumLedger"]
 class SumLedger:
     """Check, record (or refuse) and track the lines of one wgt.sum."""
 
-    def __init__(self, file: SumFile, readonly: bool) -> None:
+    def __init__(
+        self, file: SumFile, readonly: bool, fix: str = "run 'wgtpm get' to add it"
+    ) -> None:
         self._file = file
+        self._loaded = {(p, v) for p, v, _ in file.lines}
         self._readonly = readonly
+        self._fix = fix  # what the error about a missing line tells the user to run
         self._used: set[tuple[str, str]] = set()
         self._lock = threading.Lock()  # the fetcher checks from several threads
 
@@ -50,10 +58,7 @@ class SumLedger:
             if have or not record:
                 return
             if self._readonly:
-                raise ReadonlyError(
-                    f"{path}@{version.removesuffix(MOD_SUFFIX)}: missing wgt.sum entry "
-                    "(-mod=readonly); run 'wgtpm get' or 'wgtpm tidy' to add it"
-                )
+                raise ReadonlyError(f"missing wgt.sum entry for {path}@{version}; {self._fix}")
             self._file.add(path, version, h1)
 
     def mismatch(self, path: str, version: str, h1: str) -> ChecksumMismatchError | None:
@@ -75,6 +80,16 @@ class SumLedger:
         """Keep exactly the lines whose (module, version) was used since the last forget."""
         with self._lock:
             self._file = self._file.keep(self._used)
+
+    def drop_unused_new(self) -> None:
+        """Drop the lines added by this command whose key was not used since the last forget.
+
+        ``get`` tries versions it does not keep (a downgrade walks older
+        versions' wgt.mod files); like Go, wgt.sum keeps only what it had and
+        what the final graph uses.
+        """
+        with self._lock:
+            self._file = self._file.keep(self._loaded | self._used)
 
     def format(self) -> bytes:
         """The wgt.sum text as it stands now."""
