@@ -27,6 +27,8 @@ timeout), so concurrent writers queue instead of failing.
 from __future__ import annotations
 
 import abc
+import sqlite3
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -272,12 +274,19 @@ class MetadataStore(abc.ABC):
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     dbapi_conn.isolation_level = None  # SQLAlchemy's "begin" hook below issues BEGIN
     cur = dbapi_conn.cursor()
-    for pragma in (
-        "PRAGMA journal_mode=WAL",
-        "PRAGMA synchronous=NORMAL",
-        "PRAGMA foreign_keys=ON",
-        "PRAGMA busy_timeout=30000",
-    ):
+    cur.execute("PRAGMA busy_timeout=30000")
+    # Switching a new file to WAL needs it to itself and does not wait for the busy timeout:
+    # while another starter holds a transaction, retry (once in WAL, the mode sticks).
+    deadline = time.monotonic() + 30
+    while cur.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+        try:
+            cur.execute("PRAGMA journal_mode=WAL")  # answers the mode it got (memory: memory)
+            break
+        except sqlite3.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+    for pragma in ("PRAGMA synchronous=NORMAL", "PRAGMA foreign_keys=ON"):
         cur.execute(pragma)
     cur.close()
 
