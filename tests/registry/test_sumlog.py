@@ -1,19 +1,42 @@
-"""The registry's checksum log in the database: one linear log, each version once."""
+"""The registry's checksum log: wgtpm's sumdb client against the real server and database.
+
+The client (:class:`wgtpm.sumdb.client.Client`) reads ``$URL/sumdb/sum.test``
+over httpx, with its configuration and cache in memory
+(:class:`tests.sumdb.server.MemoryOps`). Commits that need no HTTP go
+straight to the metadata store (the same transaction the publish API runs),
+which keeps the module fast.
+"""
 
 from __future__ import annotations
 
+import os
+import stat
 import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import httpx
+import pytest
 import sqlalchemy as sa
 
-from registry.metadata import FileRecord, NewVersion, open_metadata_store
-from registry.sumlog import sumdb_records, sumdb_tree
-from tests.sumdb.server import TestServer
-from wgtpm.sumdb import note, tlog
+from registry.metadata import FileRecord, NewVersion, SqlMetadataStore, open_metadata_store
+from registry.sumdb import SumDB
+from registry.sumkey import SumdbKeyError, signer_key, verifier_key
+from registry.sumlog import sumdb_hashes, sumdb_records, sumdb_tree
+from tests.sumdb.server import MemoryOps, TestServer
+from wgtpm import FetchError, NotFoundError, SumdbSecurityError, SumdbVerifyError
+from wgtpm.sumdb import note, record, tlog
+from wgtpm.sumdb.client import Client
+
+from .conftest import Live
+from .helpers import h1, publish
 
 BASE = "example.com/acme/base"
 TOP = "example.com/acme/Top"  # escaped as !top
+
+
+def files(tag: int, module: str = BASE) -> dict[str, bytes]:
+    return {"wgt.mod": f"module {module}\nwgt 0.1\n".encode(), "w.bin": bytes([tag]) * 100}
 
 
 def new_version(module: str, version: str, tag: str = "A", private: bool = False) -> NewVersion:
@@ -26,6 +49,27 @@ def new_version(module: str, version: str, tag: str = "A", private: bool = False
         files=[FileRecord("wgt.mod", 20, "b" * 64)],
         private=private,
     )
+
+
+@pytest.fixture
+def clients(live: Live) -> Iterator[Callable[[], tuple[Client, MemoryOps]]]:
+    """New sumdb clients of the live registry, each with its own (memory) config and cache."""
+    http = httpx.Client(base_url=f"{live.url}/sumdb/sum.test", timeout=30)
+
+    def remote(path: str) -> bytes:
+        r = http.get(path)
+        if r.status_code in (404, 410):
+            raise NotFoundError(path, None, r.text)
+        if r.status_code != 200:
+            raise FetchError(path, None, f"{r.status_code} {r.text}")
+        return r.content
+
+    def make() -> tuple[Client, MemoryOps]:
+        ops = MemoryOps(remote)
+        return Client(live.vkey, ops), ops
+
+    yield make
+    http.close()
 
 
 def log_of(engine: sa.Engine) -> tuple[list[tuple[str, str, bytes]], tlog.Tree]:
@@ -54,6 +98,173 @@ def check_linear(engine: sa.Engine) -> list[tuple[str, str, bytes]]:
     recs, tree = log_of(engine)
     assert recomputed([t for _, _, t in recs]) == tree
     return recs
+
+
+# ---- over HTTP, as a client sees it ---------------------------------------------------
+
+
+def test_publish_lookup_verify_publish_more_and_look_up_again(
+    live: Live, clients: Callable[[], tuple[Client, MemoryOps]]
+) -> None:
+    with httpx.Client(base_url=live.url) as http:
+        for i, v in enumerate(["v0.1.0", "v0.2.0"]):
+            assert publish(http, live.token, BASE, v, files(i)).status_code == 201
+        assert publish(http, live.token, TOP, "v1.0.0", files(9, TOP)).status_code == 201
+
+        # Go's lookup body: id, the record, a blank line, the signed head of a tree holding it.
+        body = http.get("/sumdb/sum.test/lookup/example.com/acme/base@v0.2.0")
+        assert body.status_code == 200 and body.headers["content-type"].startswith("text/plain")
+        mod_h1 = h1({"wgt.mod": files(1)["wgt.mod"]})
+        head, _, signed = body.content.partition(b"\n\n")
+        assert head.decode() == (f"1\n{BASE} v0.2.0 {h1(files(1))}\n{BASE} v0.2.0/wgt.mod {mod_h1}")
+        assert signed == http.get("/sumdb/sum.test/latest").content
+        assert note.open(signed, note.VerifierList(note.new_verifier(live.vkey))).text == (
+            tlog.format_tree(tlog.parse_tree(signed)).decode()
+        )
+        assert tlog.parse_tree(signed).n == 3
+
+        a, a_ops = clients()
+        b, _ = clients()
+        assert a.lookup(BASE, "v0.1.0") == [f"{BASE} v0.1.0 {h1(files(0))}"]
+        assert a.lookup(BASE, "v0.1.0/wgt.mod") == [
+            f"{BASE} v0.1.0/wgt.mod {h1({'wgt.mod': files(0)['wgt.mod']})}"
+        ]
+        assert a.lookup(TOP, "v1.0.0") == [f"{TOP} v1.0.0 {h1(files(9, TOP))}"]
+        assert "/lookup/example.com/acme/!top@v1.0.0" in a_ops.reads
+        assert b.lookup(BASE, "v0.2.0")[0].endswith(h1(files(1)))
+        assert a.latest == b.latest  # two clients, one head
+
+        for i, v in enumerate(["v0.3.0", "v0.4.0"], start=3):
+            assert publish(http, live.token, BASE, v, files(i)).status_code == 201
+        assert a.lookup(BASE, "v0.4.0")[0].endswith(h1(files(4)))  # consistent with tree#3
+        assert b.lookup(BASE, "v0.3.0")[0].endswith(h1(files(3)))
+        assert a.latest == b.latest and a.latest[0].n == 5
+        assert a_ops.config["sum.test/latest"] == a.latest[1]
+        assert not a_ops.security
+
+        # Publishing the same bytes again logs nothing; a private module is never logged.
+        assert publish(http, live.token, BASE, "v0.1.0", files(0)).status_code == 200
+        priv = "example.com/acme/secret"
+        r = publish(http, live.token, priv, "v1.0.0", files(1, priv), private=True)
+        assert r.status_code == 201
+        assert http.get(f"/sumdb/sum.test/lookup/{priv}@v1.0.0").status_code == 404
+    recs = check_linear(live.registry.meta.engine)  # type: ignore[attr-defined]
+    assert [(m, v) for m, v, _ in recs] == [
+        (BASE, "v0.1.0"), (BASE, "v0.2.0"), (TOP, "v1.0.0"), (BASE, "v0.3.0"), (BASE, "v0.4.0"),
+    ]  # fmt: skip
+
+
+def test_paths_statuses_and_caching(live: Live) -> None:
+    meta: SqlMetadataStore = live.registry.meta  # type: ignore[attr-defined]
+    with httpx.Client(base_url=f"{live.url}/sumdb/sum.test") as http:
+        empty = http.get("/latest")
+        assert empty.status_code == 200 and tlog.parse_tree(empty.content).n == 0
+        assert empty.headers["cache-control"] == "no-cache"
+        assert http.get("/supported").status_code == 200
+        assert http.get(f"{live.url}/sumdb/sum.other/supported").status_code == 404
+        assert http.get(f"{live.url}/sumdb/sum.other/latest").status_code == 404
+        for i in range(258):
+            meta.commit_version(new_version(BASE, f"v0.{i}.0"))
+        assert tlog.parse_tree(http.get("/latest").content).n == 258
+
+        full = http.get("/tile/8/0/000")
+        assert full.status_code == 200 and len(full.content) == 256 * 32
+        assert full.headers["cache-control"] == "public, max-age=31536000, immutable"
+        assert full.headers["content-type"] == "application/octet-stream"
+        part = http.get("/tile/8/0/001.p/2")
+        assert part.status_code == 200 and len(part.content) == 64
+        assert part.headers["cache-control"] == "public, max-age=60"
+        assert http.get("/tile/8/1/000.p/1").status_code == 200
+        data = http.get("/tile/8/data/001.p/2")
+        assert data.status_code == 200 and data.content == b"".join(
+            tlog.format_record(256 + i, record.record_text(BASE, f"v0.{256 + i}.0",
+                                                           f"h1:Av0.{256 + i}.0=", "h1:MOD="))
+            for i in range(2)
+        )  # fmt: skip
+        assert http.get("/tile/8/data/000").headers["cache-control"].endswith("immutable")
+
+        for missing in ("/tile/8/0/001.p/3", "/tile/8/0/001", "/tile/8/1/000", "/tile/8/2/000.p/1",
+                        "/tile/8/data/001.p/3", "/tile/4/0/000", "/tile/8/9/x999/999",
+                        "/lookup/example.com/acme/base@v9.0.0", "/nothing"):  # fmt: skip
+            assert http.get(missing).status_code == 404, missing
+        for malformed in ("/tile/8/0/01", "/tile/8/0/000.p/256", "/tile/x/0/000",
+                          "/lookup/example.com/acme/base", "/lookup/example.com/acme/base@1.0"):  # fmt: skip
+            assert http.get(malformed).status_code == 400, malformed
+
+
+def test_a_log_past_one_tile(live: Live, clients: Callable[[], tuple[Client, MemoryOps]]) -> None:
+    meta: SqlMetadataStore = live.registry.meta  # type: ignore[attr-defined]
+    a, _ = clients()
+    meta.commit_version(new_version(BASE, "v0.0.1"))
+    assert a.lookup(BASE, "v0.0.1") == [f"{BASE} v0.0.1 h1:Av0.0.1="]
+    for i in range(300):
+        meta.commit_version(new_version(TOP, f"v0.{i}.0"))
+    b, _ = clients()
+    assert b.lookup(TOP, "v0.299.0") == [f"{TOP} v0.299.0 h1:Av0.299.0="]
+    assert a.lookup(TOP, "v0.7.0") == [f"{TOP} v0.7.0 h1:Av0.7.0="]  # tree#1 -> tree#301
+    assert a.latest == b.latest and a.latest[0].n == 301
+    check_linear(meta.engine)
+
+
+def _rewrite_log(engine: sa.Engine, texts: list[bytes]) -> None:
+    """What an attacker holding the database and the key does: a new, self-consistent history."""
+    stored: list[bytes] = []
+    for n, t in enumerate(texts):
+        stored.extend(tlog.stored_hashes(n, t, lambda ix: [stored[i] for i in ix]))
+    root = tlog.tree_hash(len(texts), lambda ix: [stored[i] for i in ix])
+    with engine.begin() as conn:
+        for n, t in enumerate(texts):
+            conn.execute(sumdb_records.update().where(sumdb_records.c.id == n).values(text=t))
+        conn.execute(sumdb_hashes.delete())
+        conn.execute(sumdb_hashes.insert(), [{"idx": i, "hash": h} for i, h in enumerate(stored)])
+        conn.execute(sumdb_tree.update().values(size=len(texts), hash=root))
+
+
+def test_a_rewritten_history_is_a_security_error(
+    live: Live, clients: Callable[[], tuple[Client, MemoryOps]]
+) -> None:
+    meta: SqlMetadataStore = live.registry.meta  # type: ignore[attr-defined]
+    for v in ("v0.1.0", "v0.2.0", "v0.3.0"):
+        meta.commit_version(new_version(BASE, v))
+    a, a_ops = clients()
+    a.lookup(BASE, "v0.1.0")
+    old_note = a.latest[1]
+
+    # Rewrite record 1 (v0.2.0 now "has" other bytes) and every hash and the head with it.
+    recs, _ = log_of(meta.engine)
+    texts = [t for _, _, t in recs]
+    texts[1] = record.record_text(BASE, "v0.2.0", "h1:EVIL=", "h1:MOD=")
+    _rewrite_log(meta.engine, texts)
+    meta.commit_version(new_version(BASE, "v0.4.0"))
+
+    fresh, _ = clients()  # a client that never saw the old head cannot tell
+    assert fresh.lookup(BASE, "v0.2.0") == [f"{BASE} v0.2.0 h1:EVIL="]
+    with pytest.raises(SumdbSecurityError) as err:
+        a.lookup(BASE, "v0.4.0")
+    assert err.value.old_note == old_note and err.value.new_note != old_note
+    assert tlog.parse_tree(err.value.new_note.split(b"\n\n")[0] + b"\n").n == 4
+    report = a_ops.security[0]
+    assert "SECURITY ERROR" in report and "proof of misbehavior" in report
+    for n in (old_note, err.value.new_note):
+        assert n.decode().split("\n")[2] in report  # both tree hashes are shown
+
+
+def test_a_rewritten_record_fails_its_inclusion_proof(
+    live: Live, clients: Callable[[], tuple[Client, MemoryOps]]
+) -> None:
+    meta: SqlMetadataStore = live.registry.meta  # type: ignore[attr-defined]
+    for v in ("v0.1.0", "v0.2.0"):
+        meta.commit_version(new_version(BASE, v))
+    with meta.engine.begin() as conn:  # only the text: the hashes still say what was logged
+        conn.execute(
+            sumdb_records.update()
+            .where(sumdb_records.c.id == 1)
+            .values(text=record.record_text(BASE, "v0.2.0", "h1:EVIL=", "h1:MOD="))
+        )
+    a, _ = clients()
+    assert a.lookup(BASE, "v0.1.0")
+    with pytest.raises(SumdbVerifyError, match="cannot authenticate record"):
+        a.lookup(BASE, "v0.2.0")
 
 
 # ---- the log in the database ----------------------------------------------------------
@@ -119,6 +330,19 @@ def test_two_processes_on_postgresql_make_one_linear_log(postgres: object) -> No
     want |= {("example.com/shared", f"v0.{i}.0") for i in range(15)}
     assert len(recs) == len(want) and {(m, v) for m, v, _ in recs} == want
 
+    # And the client agrees, on every version, through the server's answers.
+    db = SumDB.open(store.engine, note.generate_key("sum.test")[0], ttl=0)
+
+    def remote(path: str) -> bytes:
+        ans = db.handle(path)
+        if ans.status != 200:
+            raise NotFoundError(path, None, ans.body.decode())
+        return ans.body
+
+    c = Client(db.vkey, MemoryOps(remote))
+    for m, v in want:
+        assert c.lookup(m, v) == [f"{m} {v} h1:A{v}="]
+    assert c.latest[0] == log_of(store.engine)[1]
     store.close()
 
 
@@ -152,3 +376,79 @@ def test_the_migration_logs_versions_committed_before_it(tmp_path: Path) -> None
     store.commit_version(new_version(BASE, "v0.3.0"))
     assert len(check_linear(store.engine)) == 3
     store.close()
+
+
+def test_signed_heads_are_cached_briefly_but_lookups_get_a_tree_holding_them(
+    tmp_path: Path,
+) -> None:
+    store = open_metadata_store(f"sqlite:///{tmp_path / 'r.db'}")
+    db = SumDB.open(store.engine, note.generate_key("sum.test")[0], ttl=3600)
+    store.commit_version(new_version(BASE, "v0.1.0"))
+    first = db.signed()
+    store.commit_version(new_version(BASE, "v0.2.0"))
+    assert db.signed() is first  # within the ttl: neither read nor signed again
+    ans = db.handle("/lookup/example.com/acme/base@v0.2.0")
+    assert ans.status == 200 and tlog.parse_tree(tlog.parse_record(ans.body)[2]).n == 2
+    assert tlog.parse_tree(db.signed()).n == 2
+    store.close()
+
+
+# ---- the key --------------------------------------------------------------------------
+
+
+def test_the_key_is_made_once_kept_private_and_shared(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for var in ("WGTPM_REGISTRY_SUMDB_KEY", "WGTPM_REGISTRY_SUMDB_KEY_FILE",
+                "WGTPM_REGISTRY_SUMDB_NAME"):  # fmt: skip
+        monkeypatch.delenv(var, raising=False)
+    data = tmp_path / "reg"
+    skey = signer_key(data, "sum.example.com")
+    assert stat.S_IMODE(os.stat(data / "sumdb.key").st_mode) == 0o600
+    assert signer_key(data) == skey == signer_key(data, "sum.example.com")
+    assert verifier_key(skey).startswith("sum.example.com+")
+    with pytest.raises(SumdbKeyError, match="not the name"):
+        signer_key(data, "sum.other.com")
+    with pytest.raises(SumdbKeyError, match="host name"):
+        signer_key(tmp_path / "new", "bad/name")
+
+    other, _ = note.generate_key("sum.example.com")
+    (tmp_path / "shared.key").write_text(other + "\n")
+    assert signer_key(data, key_file=tmp_path / "shared.key") == other
+    monkeypatch.setenv("WGTPM_REGISTRY_SUMDB_KEY", skey)
+    assert signer_key(tmp_path / "elsewhere", key_file=tmp_path / "shared.key") == skey
+    monkeypatch.setenv("WGTPM_REGISTRY_SUMDB_KEY", "PRIVATE+KEY+broken")
+    with pytest.raises(SumdbKeyError, match="malformed"):
+        signer_key(data)
+
+    # A replica with another key must not sign the same log.
+    store = open_metadata_store(f"sqlite:///{tmp_path / 'r.db'}")
+    assert SumDB.open(store.engine, skey).vkey == verifier_key(skey)
+    assert SumDB.open(store.engine, skey).name == "sum.example.com"
+    with pytest.raises(SumdbKeyError, match="every replica must use the same key"):
+        SumDB.open(store.engine, other)
+    store.close()
+
+
+def test_wgtpm_registry_key_prints_the_key_the_server_signs_with(
+    wgtpm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    from registry.app import open_registry
+    from registry.config import Config
+
+    for var in ("WGTPM_REGISTRY_SUMDB_KEY", "WGTPM_REGISTRY_SUMDB_KEY_FILE",
+                "WGTPM_REGISTRY_SUMDB_NAME", "WGTPM_REGISTRY_DB"):  # fmt: skip
+        monkeypatch.delenv(var, raising=False)
+    data = tmp_path / "reg"
+    r = wgtpm("registry", "key", "--data", str(data), "--sumdb-name", "sum.example.com")
+    assert r.code == 0, r.err
+    vkey = r.out.strip().splitlines()[-1]
+    assert vkey.startswith("sum.example.com+") and note.new_verifier(vkey).name == "sum.example.com"
+    assert wgtpm("registry", "key", "--data", str(data)).out.strip().splitlines()[-1] == vkey
+    reg = open_registry(Config(data=data))
+    try:
+        assert reg.sumdb is not None and reg.sumdb.vkey == vkey
+    finally:
+        reg.close()
+    r = wgtpm("registry", "key", "--data", str(data), "--sumdb-name", "sum.other.com")
+    assert r.code == 1 and "not the name" in r.err
