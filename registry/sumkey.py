@@ -21,6 +21,7 @@ two keys. ``wgtpm registry key`` prints the verifier key clients configure
 from __future__ import annotations
 
 import base64
+import logging
 import os
 import re
 import socket
@@ -39,8 +40,10 @@ __all__ = [
     "verifier_key",
 ]
 
+log = logging.getLogger("registry.sumkey")
+
 KEY_FILE = "sumdb.key"
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9.\-_:]{0,252}\Z")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9.\-_]{0,252}\Z")
 
 
 class SumdbKeyError(RegistryError):
@@ -48,9 +51,13 @@ class SumdbKeyError(RegistryError):
 
 
 def default_name() -> str:
-    """This host's fully qualified name, lower case; ``localhost`` when it has none usable."""
+    """This host's name, lower case (no DNS lookup); ``localhost`` when it has none usable.
+
+    Clients keep their state per name, so a registry reached by a public host
+    name should be given that name (``--sumdb-name registry.example.com``).
+    """
     try:
-        name = socket.getfqdn().lower().rstrip(".")
+        name = socket.gethostname().lower().rstrip(".")
     except OSError:
         name = ""
     return name if _NAME.match(name) else "localhost"
@@ -60,7 +67,7 @@ def _check_name(name: str) -> str:
     if not _NAME.match(name):
         raise SumdbKeyError(
             f"checksum database name {name!r}: use a host name like sum.example.com "
-            "(letters, digits, '.', '-', '_', ':'; no '/', '+' or spaces)"
+            "(letters, digits, '.', '-', '_'; no '/', '+', ':' or spaces)"
         )
     return name
 
@@ -108,6 +115,9 @@ def load_or_create_key(data: Path, name: str | None = None) -> str:
                 pass  # another process created it first: use theirs
         finally:
             tmp.unlink(missing_ok=True)
+    mode = path.stat().st_mode & 0o777
+    if mode & 0o077:
+        log.warning("%s is readable by others (mode %o): chmod 600 it", path, mode)
     return _read_key(path)
 
 

@@ -397,7 +397,7 @@ def test_signed_heads_are_cached_briefly_but_lookups_get_a_tree_holding_them(
 
 
 def test_the_key_is_made_once_kept_private_and_shared(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     for var in ("WGTPM_REGISTRY_SUMDB_KEY", "WGTPM_REGISTRY_SUMDB_KEY_FILE",
                 "WGTPM_REGISTRY_SUMDB_NAME"):  # fmt: skip
@@ -409,8 +409,13 @@ def test_the_key_is_made_once_kept_private_and_shared(
     assert verifier_key(skey).startswith("sum.example.com+")
     with pytest.raises(SumdbKeyError, match="not the name"):
         signer_key(data, "sum.other.com")
-    with pytest.raises(SumdbKeyError, match="host name"):
-        signer_key(tmp_path / "new", "bad/name")
+    for bad in ("bad/name", "host:8080", "a+b", "has space"):
+        with pytest.raises(SumdbKeyError, match="host name"):
+            signer_key(tmp_path / "new", bad)
+    os.chmod(data / "sumdb.key", 0o644)
+    with caplog.at_level("WARNING", logger="registry.sumkey"):
+        assert signer_key(data) == skey
+    assert "chmod 600" in caplog.text
 
     other, _ = note.generate_key("sum.example.com")
     (tmp_path / "shared.key").write_text(other + "\n")

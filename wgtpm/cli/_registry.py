@@ -91,7 +91,11 @@ def register(sub: Any) -> None:
         help="print the checksum database's verifier key (name+hash+base64) as the last line",
         description=_SUMDB_HELP,
     )
-    _storage_flags(k, store=False)
+    k.add_argument(
+        "--data",
+        metavar="DIR",
+        help="data folder (default: $WGTPM_REGISTRY_DATA, else the user data dir)",
+    )
     _sumdb_flags(k)
     k.set_defaults(run=_key)
 
@@ -127,7 +131,7 @@ def _config(args: argparse.Namespace) -> Config:
         ) from exc
     return Config(
         data=Path(args.data) if args.data else default_data_dir(),
-        db=args.db,
+        db=getattr(args, "db", None),
         store=getattr(args, "store", None),
         s3_endpoint=getattr(args, "s3_endpoint", None),
         sumdb_name=getattr(args, "sumdb_name", None),
