@@ -457,3 +457,63 @@ def test_wgtpm_registry_key_prints_the_key_the_server_signs_with(
         reg.close()
     r = wgtpm("registry", "key", "--data", str(data), "--sumdb-name", "sum.other.com")
     assert r.code == 1 and "not the name" in r.err
+
+
+def test_two_replicas_over_http_serve_one_log(postgres: object, tmp_path: Path) -> None:
+    """Two servers on one PostgreSQL and one blob folder, sharing the key: publishes through
+    both at once land in one log, and a client reading from either sees one history."""
+    import uuid
+
+    from registry.app import create_app
+    from registry.blobs import open_blob_store
+    from registry.service import Registry
+
+    from .conftest import _serve
+
+    url = postgres.create_database(f"replicas_{uuid.uuid4().hex[:8]}")  # type: ignore[attr-defined]
+    skey, vkey = note.generate_key("sum.test")
+    regs = []
+    for i in range(2):
+        meta = open_metadata_store(url)
+        blobs = open_blob_store(str(tmp_path / "blobs"), spool=tmp_path / f"spool{i}")
+        regs.append(Registry(meta, blobs, sumdb=SumDB.open(meta.engine, skey)))
+    token, _ = regs[0].create_token("example.com", "publish")
+    servers = [_serve(create_app(registry=r)) for r in regs]
+    urls = [next(s) for s in servers]
+    try:
+        statuses: list[int] = []
+        barrier = threading.Barrier(8)
+
+        def run(k: int) -> None:
+            with httpx.Client(base_url=urls[k % 2], timeout=30) as http:
+                barrier.wait()
+                statuses.append(publish(http, token, BASE, f"v0.{k}.0", files(k)).status_code)
+
+        threads = [threading.Thread(target=run, args=(k,)) for k in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert statuses == [201] * 8
+        check_linear(regs[0].meta.engine)  # type: ignore[attr-defined]
+
+        with httpx.Client(timeout=30) as http:
+            reads = iter(range(10**6))
+
+            def remote(path: str) -> bytes:  # alternate between the replicas
+                r = http.get(f"{urls[next(reads) % 2]}/sumdb/sum.test{path}")
+                if r.status_code != 200:
+                    raise NotFoundError(path, None, r.text)
+                return r.content
+
+            c = Client(vkey, MemoryOps(remote))
+            for k in range(8):
+                assert c.lookup(BASE, f"v0.{k}.0") == [f"{BASE} v0.{k}.0 {h1(files(k))}"]
+            heads = {http.get(f"{u}/sumdb/sum.test/latest").content for u in urls}
+            assert heads == {c.latest[1]}  # deterministic signatures: one head, byte for byte
+    finally:
+        for s in servers:
+            for _ in s:
+                pass
+        for r in regs:
+            r.close()
