@@ -10,7 +10,7 @@ store answer, else 503), ``/api/v1/...`` (:mod:`registry.api`),
 ``/sumdb/$NAME/...`` (the checksum database, :mod:`registry.sumdb`), and every
 other GET or HEAD is a proxy-protocol URL (:mod:`registry.protocol`).
 Module paths start with a host name holding a dot, so they never collide
-with ``api`` or ``healthz``. The stores are closed when the server shuts down
+with ``api``, ``healthz`` or ``sumdb``. The stores are closed when the server shuts down
 (uvicorn's lifespan, on SIGTERM or SIGINT).
 """
 
