@@ -33,6 +33,7 @@ deterministic (Ed25519), so every replica signs a tree alike.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from dataclasses import dataclass
@@ -52,6 +53,8 @@ from .sumkey import SumdbKeyError, verifier_key
 from .sumlog import SqlSumLog
 
 __all__ = ["Answer", "SumDB", "routes"]
+
+log = logging.getLogger("registry.sumdb")
 
 TILE_HEIGHT = 8
 IMMUTABLE = "public, max-age=31536000, immutable"
@@ -98,6 +101,9 @@ class SumDB:
                 f"is {db.vkey}: every replica must use the same key (copy DATA/sumdb.key, or "
                 "set WGTPM_REGISTRY_SUMDB_KEY or --sumdb-key-file)"
             )
+        caught_up = db.log.catch_up()
+        if caught_up:
+            log.warning("logged %d versions committed without the checksum log", caught_up)
         return db
 
     def signed(self, holding: int = -1) -> bytes:

@@ -20,7 +20,9 @@ of the lock only writes rows nobody else writes, so appends cannot
 deadlock with other commits.
 
 :class:`SqlSumLog` reads the log for the server (:mod:`registry.sumdb`):
-the tree head, a record's id, records and stored hashes.
+the tree head, a record's id, records and stored hashes; at startup it
+appends any public version committed without being logged (by a server
+older than the log, during a rolling upgrade).
 
 Private modules are not logged: a log is public, and their names would leak
 (clients list them in ``WGTPRIVATE`` or ``WGTNOSUMDB``).
@@ -194,6 +196,32 @@ class SqlSumLog:
 
         out: list[bytes] | None = self._read(read)
         return out
+
+    def catch_up(self) -> int:
+        """Append the public committed versions the log lacks, oldest first; returns how many.
+
+        None exist unless a server older than the log committed versions into
+        this database (a rolling upgrade): the registry runs this at startup.
+        """
+        q = sa.text(
+            "SELECT m.path, v.version, v.h1, v.mod_h1 FROM versions v"
+            " JOIN modules m ON v.module_id = m.id"
+            " LEFT JOIN sumdb_records r ON r.module = m.path AND r.version = v.version"
+            " WHERE v.committed AND NOT m.private AND r.id IS NULL ORDER BY v.id"
+        )
+        with self.engine.connect() as conn:
+            conn.info["wgt_write"] = True
+            try:
+                with conn.begin():
+                    missing = conn.execute(q).all()
+                    if missing:
+                        _lock_tree(conn)  # then look again: another replica may have caught up
+                        missing = conn.execute(q).all()
+                    for path, version, h1, mod_h1 in missing:
+                        append(conn, path, version, record_text(path, version, h1, mod_h1))
+                    return len(missing)
+            except sa.exc.SQLAlchemyError as exc:
+                raise StoreError(f"checksum log: database error: {exc}") from exc
 
     def claim_key(self, vkey: str) -> str:
         """Record ``vkey`` as the log's verifier key unless one is recorded; return the one

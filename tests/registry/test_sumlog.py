@@ -378,6 +378,32 @@ def test_the_migration_logs_versions_committed_before_it(tmp_path: Path) -> None
     store.close()
 
 
+def test_versions_committed_by_an_older_server_are_logged_at_startup(tmp_path: Path) -> None:
+    """During a rolling upgrade a server without the log may still commit: the next start
+    of a server with it appends what is missing, in commit order."""
+    from registry.metadata import versions
+
+    store = open_metadata_store(f"sqlite:///{tmp_path / 'r.db'}")
+    store.commit_version(new_version(BASE, "v0.1.0"))
+    store.commit_version(new_version("example.com/p", "v0.1.0", private=True))
+    with store.engine.begin() as conn:  # what the older code did: the version, no record
+        mid = conn.execute(sa.text("SELECT id FROM modules WHERE path = :p"), {"p": BASE}).scalar()
+        for v in ("v0.3.0", "v0.2.0"):
+            conn.execute(
+                versions.insert().values(
+                    module_id=mid, version=v, h1=f"h1:A{v}=", mod_h1="h1:MOD=",
+                    index_sha256="a" * 64, committed=True, created="x",
+                )
+            )  # fmt: skip
+    skey = note.generate_key("sum.test")[0]
+    SumDB.open(store.engine, skey)
+    recs = check_linear(store.engine)
+    assert [v for _, v, _ in recs] == ["v0.1.0", "v0.3.0", "v0.2.0"]
+    SumDB.open(store.engine, skey)  # nothing more to do
+    assert len(check_linear(store.engine)) == 3
+    store.close()
+
+
 def test_signed_heads_are_cached_briefly_but_lookups_get_a_tree_holding_them(
     tmp_path: Path,
 ) -> None:
