@@ -30,8 +30,8 @@ Private modules are not logged: a log is public, and their names would leak
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -51,6 +51,7 @@ __all__ = [
     "sumdb_tree",
 ]
 
+_T = TypeVar("_T")
 _meta = sa.MetaData()
 
 sumdb_records = sa.Table(
@@ -147,7 +148,7 @@ class SqlSumLog:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    def _read(self, fn: Any) -> Any:
+    def _read(self, fn: Callable[[Connection], _T]) -> _T:
         try:
             with self.engine.connect() as conn, conn.begin():
                 return fn(conn)
@@ -165,15 +166,14 @@ class SqlSumLog:
                 raise StoreError("checksum log: the sumdb_tree row is missing")
             return Tree(int(row.size), bytes(row.hash))
 
-        tree: Tree = self._read(read)
-        return tree
+        return self._read(read)
 
     def lookup(self, module: str, version: str) -> int | None:
         """The id of ``module@version``'s record; ``None`` when it is not logged."""
         q = sa.select(sumdb_records.c.id).where(
             sumdb_records.c.module == module, sumdb_records.c.version == version
         )
-        rid = self._read(lambda conn: conn.execute(q).scalar())
+        rid: Any = self._read(lambda conn: conn.execute(q).scalar())
         return None if rid is None else int(rid)
 
     def records(self, start: int, n: int) -> list[bytes]:
@@ -183,7 +183,7 @@ class SqlSumLog:
             .where(sumdb_records.c.id >= start, sumdb_records.c.id < start + n)
             .order_by(sumdb_records.c.id)
         )
-        return self._read(lambda conn: [bytes(t) for t in conn.execute(q).scalars()])  # type: ignore[no-any-return]
+        return self._read(lambda conn: [bytes(t) for t in conn.execute(q).scalars()])
 
     def hashes(self, indexes: Sequence[int]) -> list[bytes] | None:
         """The stored hashes at ``indexes``; ``None`` when one is not stored (yet)."""
@@ -194,8 +194,7 @@ class SqlSumLog:
             except StoreError:
                 return None
 
-        out: list[bytes] | None = self._read(read)
-        return out
+        return self._read(read)
 
     def catch_up(self) -> int:
         """Append the public committed versions the log lacks, oldest first; returns how many.
