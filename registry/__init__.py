@@ -5,12 +5,14 @@ The layers, bottom up (imports run one way)::
     limits, _errors, tokens        constants, the error tree, token format and coverage (pure)
     blobs, s3                      content-addressed blob stores (folder, S3)
     metadata, migrations           SQL metadata through SQLAlchemy; Alembic migrations
+    sumlog, sumkey                 the checksum log's tables and append; its signing key
     service                        Registry: reading hosted modules, publishing (no HTTP)
-    protocol, api, accesslog       HTTP: the proxy protocol, the publish API, JSON access logs
+    protocol, api, sumdb,          HTTP: the proxy protocol, the publish API, the checksum
+    accesslog                      database (Go's sumdb paths), JSON access logs
     app, config, server            the ASGI app, settings, uvicorn
 
-Start it with ``wgtpm registry serve``; the publish API is specified in
-``registry/api.md``.
+Start it with ``wgtpm registry serve``; the publish API and the checksum
+database are specified in ``registry/api.md``.
 """
 
 from __future__ import annotations

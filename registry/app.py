@@ -6,10 +6,11 @@
     app = create_app(registry=Registry(meta, blobs))       # or serve stores you opened
 
 Routes: ``/healthz`` (200 ``{"status": "ok"}`` when the database and the blob
-store answer, else 503), ``/api/v1/...`` (:mod:`registry.api`), and every
+store answer, else 503), ``/api/v1/...`` (:mod:`registry.api`),
+``/sumdb/$NAME/...`` (the checksum database, :mod:`registry.sumdb`), and every
 other GET or HEAD is a proxy-protocol URL (:mod:`registry.protocol`).
 Module paths start with a host name holding a dot, so they never collide
-with ``api`` or ``healthz``. The stores are closed when the server shuts down
+with ``api``, ``healthz`` or ``sumdb``. The stores are closed when the server shuts down
 (uvicorn's lifespan, on SIGTERM or SIGINT).
 """
 
@@ -26,7 +27,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from . import api
+from . import api, sumdb
 from ._errors import RegistryError, StoreError, UnauthorizedError
 from .accesslog import AccessLog
 from .blobs import open_blob_store
@@ -34,6 +35,8 @@ from .config import Config
 from .metadata import open_metadata_store
 from .protocol import parse_request_path, serve_protocol
 from .service import Registry
+from .sumdb import SumDB
+from .sumkey import signer_key
 from .tokens import parse_authorization
 
 __all__ = ["create_app", "from_env", "open_registry"]
@@ -42,7 +45,8 @@ log = logging.getLogger("registry.app")
 
 
 def open_registry(config: Config) -> Registry:
-    """Open (and migrate) the database and open the blob store that ``config`` names."""
+    """Open (and migrate) the database, open the blob store that ``config`` names, and load
+    (or create) the checksum log's signing key (:mod:`registry.sumkey`)."""
     config.data.mkdir(parents=True, exist_ok=True)
     meta = open_metadata_store(config.db_url())
     try:
@@ -52,7 +56,14 @@ def open_registry(config: Config) -> Registry:
     except BaseException:
         meta.close()
         raise
-    return Registry(meta, blobs, config.limits)
+    try:
+        skey = signer_key(config.data, config.sumdb_name, config.sumdb_key_file)
+        log_db = SumDB.open(meta.engine, skey)
+    except BaseException:
+        blobs.close()
+        meta.close()
+        raise
+    return Registry(meta, blobs, config.limits, sumdb=log_db)
 
 
 async def _error(request: Request, exc: Exception) -> Response:
@@ -130,6 +141,7 @@ def create_app(
         routes=[
             Route("/healthz", _healthz, methods=["GET"]),
             *api.routes(),
+            *sumdb.routes(),
             Route("/{path:path}", _protocol, methods=["GET", "HEAD"]),
         ],
         middleware=[Middleware(AccessLog)],

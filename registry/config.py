@@ -1,16 +1,20 @@
 """Where the registry keeps its data, from flags or the environment.
 
-=====================  ==============================  ==========================================
-flag                   environment                     default
-=====================  ==============================  ==========================================
-``--data DIR``         ``WGTPM_REGISTRY_DATA``         platformdirs user data dir ``/wgtpm-registry``
-``--db URL``           ``WGTPM_REGISTRY_DB``           ``sqlite:///DATA/registry.db``
-``--store URL``        ``WGTPM_REGISTRY_STORE``        ``DATA/blobs`` (a folder)
-``--s3-endpoint URL``  ``AWS_ENDPOINT_URL``            AWS itself
-=====================  ==============================  ==========================================
+=========================  =================================  ==============================================
+flag                       environment                        default
+=========================  =================================  ==============================================
+``--data DIR``             ``WGTPM_REGISTRY_DATA``            platformdirs user data dir ``/wgtpm-registry``
+``--db URL``               ``WGTPM_REGISTRY_DB``              ``sqlite:///DATA/registry.db``
+``--store URL``            ``WGTPM_REGISTRY_STORE``           ``DATA/blobs`` (a folder)
+``--s3-endpoint URL``      ``AWS_ENDPOINT_URL``               AWS itself
+``--sumdb-name NAME``      ``WGTPM_REGISTRY_SUMDB_NAME``      this host's name (naming a new key only)
+``--sumdb-key-file FILE``  ``WGTPM_REGISTRY_SUMDB_KEY_FILE``  ``DATA/sumdb.key``, made on first start
+(none)                     ``WGTPM_REGISTRY_SUMDB_KEY``       the signer key itself (wins over a file)
+=========================  =================================  ==============================================
 
 ``--db`` takes ``postgresql://user:pass@host/db`` for PostgreSQL (through
-psycopg 3); ``--store`` takes ``s3://bucket/prefix``.
+psycopg 3); ``--store`` takes ``s3://bucket/prefix``. Replicas on one
+database must share the checksum log's key (:mod:`registry.sumkey`).
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ class Config:
     db: str | None = None
     store: str | None = None
     s3_endpoint: str | None = None
+    sumdb_name: str | None = None
+    sumdb_key_file: Path | None = None
     limits: Limits = field(default_factory=Limits)
 
     def db_url(self) -> str:

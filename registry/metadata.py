@@ -9,6 +9,7 @@ Tables (created and upgraded by the Alembic migrations in
     files     version_id -> versions, path, size, sha256;  PRIMARY KEY (version_id, path)
     uploads   id, module, version, h1, index_sha256, private, token_id, created
     tokens    id, secret_sha256 UNIQUE, prefix, scope, created, revoked
+    sumdb_records, sumdb_hashes, sumdb_tree   the checksum log (:mod:`registry.sumlog`)
 
 Times are ISO 8601 UTC strings (``2026-12-01T01:33:53Z``), the same on both
 databases. ``modules.private`` is fixed by the first publish of a module.
@@ -19,7 +20,10 @@ readers only ever see committed rows.
 Committing a version is one transaction that inserts the version and its
 files; ``UNIQUE (module_id, version)`` makes it race-free across processes
 and replicas: whoever commits second finds the first's row, and gets a no-op
-when the h1s agree and :class:`ConflictError` when they do not. On SQLite
+when the h1s agree and :class:`ConflictError` when they do not. The same
+transaction appends the version's record to the checksum log
+(:func:`registry.sumlog.append`, unless the module is private), so a
+version is committed if and only if it is logged. On SQLite
 write transactions start with ``BEGIN IMMEDIATE`` (WAL mode, a busy
 timeout), so concurrent writers queue instead of failing.
 """
@@ -40,6 +44,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
+from . import sumlog as _sumlog
 from ._errors import ConflictError, StoreError
 
 __all__ = [
@@ -275,16 +280,15 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     dbapi_conn.isolation_level = None  # SQLAlchemy's "begin" hook below issues BEGIN
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA busy_timeout=30000")
-    # Switching a new database to WAL takes an exclusive lock and does not wait
-    # on the busy handler: several processes starting at once on a fresh file
-    # see "database is locked" here. Retry for as long as the busy timeout.
+    # Switching a new file to WAL needs it to itself and does not wait for the busy timeout:
+    # while another starter holds a transaction, retry (once in WAL, the mode sticks).
     deadline = time.monotonic() + 30
-    while True:
+    while cur.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
         try:
-            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA journal_mode=WAL")  # answers the mode it got (memory: memory)
             break
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() > deadline:
+        except sqlite3.OperationalError:
+            if time.monotonic() > deadline:
                 raise
             time.sleep(0.02)
     for pragma in ("PRAGMA synchronous=NORMAL", "PRAGMA foreign_keys=ON"):
@@ -438,7 +442,7 @@ class SqlMetadataStore(MetadataStore):
                     row = self._find_version(conn, new.module, new.version)
                     if row is not None:
                         return self._same_or_conflict(self._version_record(row), new)
-                    module_id = self._module_id(conn, new.module, new.private)
+                    module_id, private = self._module_id(conn, new.module, new.private)
                     stamp = now()
                     res = conn.execute(
                         versions.insert().values(
@@ -467,6 +471,13 @@ class SqlMetadataStore(MetadataStore):
                                 for f in new.files
                             ],
                         )
+                    if not private:  # logged in this transaction, or not committed at all
+                        _sumlog.append(
+                            conn,
+                            new.module,
+                            new.version,
+                            _sumlog.record_text(new.module, new.version, new.h1, new.mod_h1),
+                        )
                     row = self._find_version(conn, new.module, new.version)
                     return CommitOutcome(self._version_record(row), created=True)
             except IntegrityError:
@@ -480,12 +491,15 @@ class SqlMetadataStore(MetadataStore):
         return CommitOutcome(have, created=False)
 
     @staticmethod
-    def _module_id(conn: Connection, path: str, private: bool) -> int:
-        mid = conn.execute(sa.select(modules.c.id).where(modules.c.path == path)).scalar()
-        if mid is None:
-            res = conn.execute(modules.insert().values(path=path, private=private, created=now()))
-            mid = _inserted_id(res)
-        return int(mid)
+    def _module_id(conn: Connection, path: str, private: bool) -> tuple[int, bool]:
+        """The module's id and private flag; a new module is created with ``private``."""
+        row = conn.execute(
+            sa.select(modules.c.id, modules.c.private).where(modules.c.path == path)
+        ).one_or_none()
+        if row is not None:
+            return int(row.id), bool(row.private)
+        res = conn.execute(modules.insert().values(path=path, private=private, created=now()))
+        return _inserted_id(res), private
 
     # -- uploads
 

@@ -36,6 +36,12 @@ def serve(
     log.info(
         "serving on http://%s:%d (database %s, blobs %s)", host, port, reg.meta_url(), reg.blobs.url
     )
+    if reg.sumdb is not None:
+        log.info(
+            "checksum database at /sumdb/%s/; clients set WGTSUMDB=%s",
+            reg.sumdb.name,
+            f'"{reg.sumdb.vkey} URL"',
+        )
     uvicorn.run(
         # closed by the app's lifespan shutdown: uvicorn re-raises SIGTERM/SIGINT after
         # draining, so code after run() would not run

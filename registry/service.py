@@ -19,8 +19,12 @@ Publishing is three steps (the routes are in ``registry/api.md``):
    h1 agrees; then records the version in one transaction. The same h1 again
    is a no-op; another h1 is a :class:`ConflictError` naming both.
 
-Seams for later work: ``on_commit`` listeners run after a version is first
-recorded (the checksum log appends its two wgt.sum lines there); reads go
+Committing a (public) version also appends its two wgt.sum lines to the
+checksum log, in the same database transaction
+(:meth:`~registry.metadata.SqlMetadataStore.commit_version`,
+:mod:`registry.sumlog`); :attr:`Registry.sumdb` serves that log
+(:mod:`registry.sumdb`). Seams for later work: ``on_commit`` listeners run
+after a version is first recorded (after its transaction); reads go
 through :meth:`Registry.version` and friends, which a caching proxy would
 back with an upstream source when the module is not hosted here.
 """
@@ -35,6 +39,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING
 
 from wgtpm import dirhash
 from wgtpm import version as _v
@@ -64,6 +69,9 @@ from .metadata import (
     VersionRecord,
     now,
 )
+
+if TYPE_CHECKING:
+    from .sumdb import SumDB
 
 __all__ = ["MOD_FILE", "Registry", "UploadState", "create_token"]
 
@@ -102,6 +110,7 @@ class Registry:
     blobs: BlobStore
     limits: Limits = field(default_factory=Limits)
     on_commit: list[Callable[[VersionRecord], None]] = field(default_factory=list)
+    sumdb: SumDB | None = None  # the checksum database served under /sumdb/NAME/
     _indexes: OrderedDict[str, ReleaseIndex] = field(
         default_factory=OrderedDict, init=False, repr=False
     )  # parsed indexes of open uploads, by sha256 (parsing 10,000 entries per PUT is slow)

@@ -7,7 +7,8 @@
 - ``meta_url`` / ``blob_url``: parametrised over SQLite and PostgreSQL, and
   over a folder and S3; the conformance tests run once per backend.
 - ``live``: the registry served by a real uvicorn on ``127.0.0.1`` in a
-  thread, with a publish token.
+  thread, with a publish token and a checksum database named ``sum.test``
+  (its verifier key in ``Live.vkey``; signed heads are not cached).
 """
 
 from __future__ import annotations
@@ -101,6 +102,7 @@ class Live:
     url: str
     registry: object
     token: str
+    vkey: str = ""
 
 
 def _serve(app: object) -> Iterator[str]:
@@ -131,12 +133,18 @@ def _live(meta_url: str, blob_url: str, spool: Path) -> Iterator[Live]:
     from registry.blobs import open_blob_store
     from registry.metadata import open_metadata_store
     from registry.service import Registry
+    from registry.sumdb import SumDB
+    from wgtpm.sumdb import note
 
-    reg = Registry(open_metadata_store(meta_url), open_blob_store(blob_url, spool=spool))
+    meta = open_metadata_store(meta_url)
+    skey, vkey = note.generate_key("sum.test")
+    reg = Registry(
+        meta, open_blob_store(blob_url, spool=spool), sumdb=SumDB.open(meta.engine, skey, ttl=0)
+    )
     text, _ = reg.create_token("example.com", "publish")
     try:
         for url in _serve(create_app(registry=reg)):
-            yield Live(url, reg, text)
+            yield Live(url, reg, text, vkey)
     finally:
         reg.close()
 

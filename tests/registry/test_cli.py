@@ -13,6 +13,8 @@ from pathlib import Path
 
 import httpx
 
+from wgtpm.sumdb import note
+
 from .helpers import publish
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,6 +79,14 @@ def test_serve_publish_and_stop_on_sigterm(tmp_path: Path) -> None:
         check=True,
     )
     token = made.stdout.strip().splitlines()[-1]
+    key = subprocess.run(
+        [*wgtpm, "key", "--data", str(data), "--sumdb-name", "sum.test"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    vkey = key.stdout.strip().splitlines()[-1]
     port = _port()
     proc = subprocess.Popen(
         [*wgtpm, "serve", "--port", str(port), "--data", str(data)],
@@ -96,6 +106,12 @@ def test_serve_publish_and_stop_on_sigterm(tmp_path: Path) -> None:
         with httpx.Client(base_url=url) as http:
             assert publish(http, token, "example.com/m", "v1.0.0", fs).status_code == 201
             assert http.get("/example.com/m/@v/v1.0.0/a.bin").content == b"abc"
+            lookup = http.get("/sumdb/sum.test/lookup/example.com/m@v1.0.0")
+            assert lookup.status_code == 200 and lookup.text.startswith(
+                "0\nexample.com/m v1.0.0 h1:"
+            )
+            verifier = note.VerifierList(note.new_verifier(vkey))  # signed with the key printed
+            assert note.open(lookup.content.split(b"\n\n", 1)[1], verifier).text.endswith("=\n")
     finally:
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=30)
@@ -107,7 +123,8 @@ def test_serve_publish_and_stop_on_sigterm(tmp_path: Path) -> None:
         "path": "/example.com/m/@v/v1.0.0/a.bin",
         "status": 200,
         "bytes": 3,
-    }.items() <= access[-1].items()
+    }.items() <= access[-2].items()  # then the checksum database lookup
     assert records[-1]["message"] == "registry stopped: database and blob store closed"
     assert (data / "registry.db").exists() and (data / "blobs" / "sha256").is_dir()
     assert token not in err
+    assert any(vkey in r["message"] for r in records if "message" in r)  # logged at startup

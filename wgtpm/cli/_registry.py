@@ -1,4 +1,4 @@
-"""``wgtpm registry serve|token``: run a registry and manage its tokens.
+"""``wgtpm registry serve|token|key``: run a registry, manage its tokens, show its log's key.
 
 Imports nothing of the server (starlette, sqlalchemy, uvicorn, boto3) until
 a command runs, so the rest of ``wgtpm`` starts as fast without the
@@ -43,17 +43,61 @@ def _storage_flags(p: Any, store: bool) -> None:
         )
 
 
+_SUMDB_HELP = (
+    "The checksum log is signed with an Ed25519 key: WGTPM_REGISTRY_SUMDB_KEY (the key itself), "
+    "else --sumdb-key-file / WGTPM_REGISTRY_SUMDB_KEY_FILE, else DIR/sumdb.key, created on first "
+    "start. Replicas on one database must share one key: copy DIR/sumdb.key to each, or give "
+    "each the same --sumdb-key-file or WGTPM_REGISTRY_SUMDB_KEY (a replica with another key "
+    "refuses to start). 'wgtpm registry key' prints the verifier key clients put in WGTSUMDB."
+)
+
+
+def _sumdb_flags(p: Any) -> None:
+    p.add_argument(
+        "--sumdb-name",
+        metavar="NAME",
+        help="checksum database name for a new key (default: $WGTPM_REGISTRY_SUMDB_NAME, "
+        "else this host's name); served at /sumdb/NAME/",
+    )
+    p.add_argument(
+        "--sumdb-key-file",
+        metavar="FILE",
+        help="the signer key (PRIVATE+KEY+...), shared by all replicas "
+        "(default: $WGTPM_REGISTRY_SUMDB_KEY_FILE, else DIR/sumdb.key)",
+    )
+
+
 def register(sub: Any) -> None:
-    p = sub.add_parser("registry", help="run a wgtpm registry and manage its tokens")
+    p = sub.add_parser(
+        "registry", help="run a wgtpm registry, manage its tokens, show its checksum log's key"
+    )
     rsub = p.add_subparsers(dest="registrycmd", metavar="SUBCOMMAND")
 
-    s = rsub.add_parser("serve", help="serve the proxy protocol and the publish API (uvicorn)")
+    s = rsub.add_parser(
+        "serve",
+        help="serve the proxy protocol, the publish API and the checksum database (uvicorn)",
+        description=_SUMDB_HELP,
+    )
     s.add_argument(
         "--host", help="address to listen on (default: $WGTPM_REGISTRY_HOST, else 127.0.0.1)"
     )
     s.add_argument("--port", type=int, help="port (default: $WGTPM_REGISTRY_PORT, else 8080)")
     _storage_flags(s, store=True)
+    _sumdb_flags(s)
     s.set_defaults(run=_serve)
+
+    k = rsub.add_parser(
+        "key",
+        help="print the checksum database's verifier key (name+hash+base64) as the last line",
+        description=_SUMDB_HELP,
+    )
+    k.add_argument(
+        "--data",
+        metavar="DIR",
+        help="data folder (default: $WGTPM_REGISTRY_DATA, else the user data dir)",
+    )
+    _sumdb_flags(k)
+    k.set_defaults(run=_key)
 
     t = rsub.add_parser("token", help="create, list and revoke access tokens")
     tsub = t.add_subparsers(dest="tokencmd", metavar="SUBCOMMAND")
@@ -87,9 +131,11 @@ def _config(args: argparse.Namespace) -> Config:
         ) from exc
     return Config(
         data=Path(args.data) if args.data else default_data_dir(),
-        db=args.db,
+        db=getattr(args, "db", None),
         store=getattr(args, "store", None),
         s3_endpoint=getattr(args, "s3_endpoint", None),
+        sumdb_name=getattr(args, "sumdb_name", None),
+        sumdb_key_file=Path(args.sumdb_key_file) if getattr(args, "sumdb_key_file", None) else None,
     )
 
 
@@ -131,6 +177,22 @@ def _with_meta(args: argparse.Namespace, fn: Any) -> int:
     except RegistryError as exc:
         raise _registry_error(exc) from exc
     return code
+
+
+def _key(args: argparse.Namespace) -> int:
+    """The verifier key, creating DIR/sumdb.key as ``serve`` would if there is none yet."""
+    config = _config(args)
+    from registry import RegistryError
+    from registry.sumkey import signer_key, verifier_key
+
+    try:
+        vkey = verifier_key(signer_key(config.data, config.sumdb_name, config.sumdb_key_file))
+    except RegistryError as exc:
+        raise _registry_error(exc) from exc
+    name = vkey.split("+")[0]
+    print(f'checksum database {name}: clients set WGTSUMDB="{vkey} URL"')
+    print(vkey)
+    return 0
 
 
 def _token_create(args: argparse.Namespace) -> int:
