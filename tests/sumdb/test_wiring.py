@@ -444,3 +444,29 @@ def test_the_ledger_asks_its_verifier_about_new_lines_only() -> None:
         ledger.check(B, "v0.1.0", "h1:bad")
     assert asked == [(A, "v0.1.0", "h1:good"), (B, "v0.1.0", "h1:bad")]
     assert ledger.hashes(A, "v0.1.0") == ["h1:good"] and ledger.hashes(B, "v0.1.0") == []
+
+
+def test_a_file_proxy_that_mirrors_the_database(tmp_path: Path, db: TestServer) -> None:
+    """A ``file://`` WGTPROXY entry is searched like an HTTP one; the first without one is passed."""
+    publish(ProxyTree(tmp_path / "t"), db, B)
+    mirror = tmp_path / "mirror" / "sumdb" / NAME
+    (mirror / "lookup" / "github.com" / "acme").mkdir(parents=True)
+    (mirror / "supported").write_bytes(b"")
+    (mirror / "latest").write_bytes(db.signed())
+    lookup = f"/lookup/{B}@v0.1.0"
+    (mirror / lookup[1:]).write_bytes(db.handle(lookup))
+    (mirror / "tile" / "8" / "0" / "000.p").mkdir(parents=True)
+    (mirror / "tile" / "8" / "0" / "000.p" / "1").write_bytes(db.handle("/tile/8/0/000.p/1"))
+    (tmp_path / "bare").mkdir()
+    proxies = f"{(tmp_path / 'bare').as_uri()},{(tmp_path / 'mirror').as_uri()},direct"
+    ops = RemoteOps(
+        SumdbConfig(VKEY, NAME), tmp_path / "sumdb", lambda: pytest.fail("no HTTP"), proxies
+    )
+    assert ops.base == (tmp_path / "mirror").as_uri() + f"/sumdb/{NAME}"
+    assert ops.read_remote("/latest") == db.signed()
+    with pytest.raises(NotFoundError):
+        ops.read_remote("/lookup/github.com/acme/zzz@v0.1.0")
+    from wgtpm.sumdb.remote import SumdbCheck
+
+    SumdbCheck(ops.config, ops)(B, "v0.1.0/wgt.mod", publish(ProxyTree(tmp_path / "u"), None, B)[1])
+    assert (tmp_path / "sumdb" / NAME / "latest").read_bytes() == db.signed()

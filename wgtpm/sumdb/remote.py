@@ -229,11 +229,13 @@ class SumdbCheck:
             raise self._fork from None
         except SumdbVerifyError as exc:
             raise SumdbVerifyError(path, base, exc.message) from exc
+        except UsageError:
+            raise  # a malformed WGTPROXY says so itself
         except WgtpmError as exc:
             why = exc.message if isinstance(exc, ModuleError) else str(exc)
             hint = (
                 "the database has no record of it"
-                if isinstance(exc, NotFoundError)
+                if isinstance(exc, NotFoundError) and "/lookup/" in str(exc)
                 else "the database could not be asked"
             )
             raise SumdbVerifyError(
