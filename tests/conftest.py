@@ -26,6 +26,8 @@ def _isolated_env(
         "WGTPRIVATE",
         "WGTNOPROXY",
         "WGTFLAGS",
+        "WGTSUMDB",
+        "WGTNOSUMDB",
         "GITHUB_TOKEN",
         "HF_TOKEN",
         "PAW_API_KEY",

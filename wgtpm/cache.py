@@ -10,9 +10,18 @@ Layout under ``$WGTPM_CACHE`` (default: the platform's user cache dir)::
         v0.1.0 -> ../../../../mod/github.com/acme/xor@v0.1.0
     meta/github.com/acme/xor/list.json  what a source said, with the time it said it (TTL)
     tmp/                              partial downloads (<sha256>.partial) and their locks
+    sumdb/sum.example.com/            one folder per checksum database (WGTSUMDB), by name
+        latest                        the latest signed tree head seen (kept by clean and gc)
+        latest.lock                   taken to replace latest (compare-and-swap)
+        lookup/github.com/acme/xor@v0.1.0   verified lookup answers (record + tree head)
+        tile/8/0/000 ... tile/8/data/000    verified hash and record tiles
     .lock                             shared by every wgtpm process; exclusive for clean and gc
 
 Module paths and versions are escaped (capitals as ``!`` + lower case).
+
+``clean`` leaves ``sumdb/`` alone: the latest tree head is what a log that
+rewrites its history is caught against (Go keeps it outside the module cache
+for the same reason), and what is cached there is small and verified.
 
 Guarantees:
 
@@ -109,6 +118,13 @@ class Cache:
     def file_lock(self, name: str) -> FileLock:
         """A cross-process lock named ``name`` under ``tmp/`` (``with cache.file_lock(n):``)."""
         return FileLock(self.root / "tmp" / f"{name}.lock")
+
+    # ---- checksum databases ---------------------------------------------
+
+    @property
+    def sumdb_root(self) -> Path:
+        """``sumdb/``: the tree heads, lookups and tiles of checksum databases (:mod:`wgtpm.sumdb.remote`)."""
+        return self.root / "sumdb"
 
     # ---- blobs ----------------------------------------------------------
 

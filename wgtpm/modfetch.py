@@ -13,7 +13,10 @@ the cache (which stores them). For each module version it
    sha256 match the index; then links it into the module tree.
 
 Hashes that wgt.sum does not have yet are handed to a :class:`SumChecker`,
-which records them (``wgtpm get``) or refuses (``-mod=readonly``).
+which records them (``wgtpm get``) or refuses (``-mod=readonly``). Checking
+new hashes against the checksum database (``WGTSUMDB``) is the checker's
+business too: the project's ledger is handed a verifier for that
+(:mod:`wgtpm.modload.fetch`), so this module never talks to the database.
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ MOD_SUFFIX = "/wgt.mod"
 
 
 class SumChecker(Protocol):
-    """What the fetcher asks about hashes (backed by wgt.sum, later also the checksum log)."""
+    """What the fetcher asks about hashes (backed by wgt.sum and, for new lines, the checksum log)."""
 
     def check(self, path: str, version: str, h1: str, record: bool = True) -> None:
         """Accept ``h1`` for ``path version`` (``version`` may end in /wgt.mod) or raise.

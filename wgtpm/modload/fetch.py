@@ -5,6 +5,11 @@ options name a source), to the project's sum ledger and to its reporter.
 Nothing is built until it is used: a no-op ``get`` that finds every file in
 the cache never imports httpx or builds the chain. The sources and the
 downloads share one HTTP client, so connections are reused.
+
+When ``WGTSUMDB`` names a checksum database, the ledger's new lines are
+checked against it (:func:`wgtpm.sumdb.remote.check_from_env`) through the
+same HTTP client; under ``-mod=readonly`` nothing is recorded, so nothing is
+looked up.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import threading
 from typing import TYPE_CHECKING
 
 from ..modfetch import Fetcher, FetchOptions, SumChecker
+from .sums import SumLedger
 
 if TYPE_CHECKING:
     from ..cache import Cache
@@ -26,6 +32,10 @@ __all__ = ["open_fetcher"]
 def open_fetcher(opts: Options, cache: Cache, sums: SumChecker) -> Fetcher:
     """A fetcher into ``cache`` from ``opts.source`` (default ``WGTPROXY``), checking ``sums``."""
     http = _SharedHttp()
+    if isinstance(sums, SumLedger) and not opts.readonly:
+        from ..sumdb.remote import check_from_env
+
+        sums.verify_new_lines(check_from_env(cache, http))
     return Fetcher(
         cache,
         opts.source or _LazySource(http, cache),

@@ -11,7 +11,10 @@ under ``VERSION/wgt.mod``) it
 - records it when wgt.sum has nothing, or raises
   :class:`~wgtpm.ReadonlyError` when the command may not change wgt.sum
   (``-mod=readonly``, ``-mod=vendor``, and every command but ``get`` and
-  ``tidy`` by default): ``missing wgt.sum entry for M@V[/wgt.mod]; FIX``.
+  ``tidy`` by default): ``missing wgt.sum entry for M@V[/wgt.mod]; FIX``;
+  before recording, a verifier (:meth:`SumLedger.verify_new_lines`, the
+  checksum database's :class:`~wgtpm.sumdb.remote.SumdbCheck`) must accept
+  the line, or its error stops the command and nothing is recorded.
 
 It also remembers which (module, version) keys the command used, so that
 ``tidy`` can prune wgt.sum to exactly those lines (:meth:`SumLedger.prune`)
@@ -22,11 +25,15 @@ use (:meth:`SumLedger.drop_unused_new`).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 from .._errors import ChecksumMismatchError, ReadonlyError
 from ..sumfile import MOD_SUFFIX, SumFile
 
-__all__ = ["SumLedger"]
+__all__ = ["SumLedger", "Verifier"]
+
+#: ``verify(path, version, h1)``: accept a line about to be recorded, or raise.
+Verifier = Callable[[str, str, str], None]
 
 
 class SumLedger:
@@ -41,6 +48,11 @@ class SumLedger:
         self._fix = fix  # what the error about a missing line tells the user to run
         self._used: set[tuple[str, str]] = set()
         self._lock = threading.Lock()  # the fetcher checks from several threads
+        self._verify: Verifier | None = None
+
+    def verify_new_lines(self, verify: Verifier | None) -> None:
+        """Have ``verify`` vouch for every line before it is recorded (``None``: no one)."""
+        self._verify = verify
 
     def check(self, path: str, version: str, h1: str, record: bool = True) -> None:
         """Accept ``h1`` for ``path version`` (``version`` may end in /wgt.mod) or raise.
@@ -59,7 +71,17 @@ class SumLedger:
                 return
             if self._readonly:
                 raise ReadonlyError(f"missing wgt.sum entry for {path}@{version}; {self._fix}")
-            self._file.add(path, version, h1)
+            verify = self._verify
+            if verify is None:
+                self._file.add(path, version, h1)
+                return
+        verify(path, version, h1)  # over the network: other threads' checks go on meanwhile
+        with self._lock:
+            err = _mismatch(path, version, h1, self._file.hashes(path, version))
+            if err is not None:
+                raise err
+            if not self._file.hashes(path, version):
+                self._file.add(path, version, h1)
 
     def mismatch(self, path: str, version: str, h1: str) -> ChecksumMismatchError | None:
         """The SECURITY ERROR that :meth:`check` would raise for ``h1``, or ``None``
