@@ -394,3 +394,24 @@ def test_bundle_members_encrypted_or_oddly_compressed(
     p.write_bytes(_zip_with(method, flag))
     with pytest.raises(BundleError, match=want):
         validate_file(p)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"format": "weightlang.artifact", "x": ' + b"[" * _DEEP + b"]" * _DEEP + b"}",
+        b'{"format": "weightlang.artifact", "n": ' + b"9" * 5000 + b"}",
+        b'{"format": "weightlang.artifact", "\xff": 1}',
+    ],
+)
+def test_hostile_artifact_manifest_is_one_line(tmp_path: Path, wgtpm: Any, body: bytes) -> None:  # type: ignore[no-untyped-def]
+    art = tmp_path / "art"
+    art.mkdir()
+    (art / "manifest.json").write_bytes(body)
+    (art / "weights.safetensors").write_bytes(b"")
+    (art / "source.wgt").write_text("")
+    for cmd in ("inspect", "verify"):
+        r = wgtpm(cmd, str(art))
+        assert r.code == 1, r.err
+        assert "manifest.json is not valid JSON" in r.err and "Traceback" not in r.err
+        assert len(r.err.splitlines()) == 1, r.err

@@ -52,6 +52,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from . import _json
 from ._errors import CacheError
 from ._fs import FileLock, sha256_file, write_atomic
 from .module import escape_path, escape_version
@@ -241,7 +242,7 @@ class Cache:
         """A JSON value stored by :meth:`write_ttl` no more than ``ttl`` seconds ago."""
         p = self.root / "meta" / f"{key}.json"
         try:
-            doc = json.loads(p.read_bytes())
+            doc = _json.loads(p.read_bytes())
         except (FileNotFoundError, ValueError):
             return None
         if not isinstance(doc, dict) or time.time() - float(doc.get("at", 0)) > ttl:
@@ -260,7 +261,7 @@ class Cache:
         """The (etag, body) that :meth:`put_etag` stored under ``key`` (a source's listing)."""
         p = self.root / "meta" / "etag" / (hashlib.sha256(key.encode()).hexdigest() + ".json")
         try:
-            doc = json.loads(p.read_bytes())
+            doc = _json.loads(p.read_bytes())
             return str(doc["etag"]), bytes.fromhex(doc["body"])
         except (FileNotFoundError, ValueError, KeyError, TypeError):
             return None
@@ -301,7 +302,7 @@ class Cache:
             return
         for p in dl.rglob("*.index.json"):
             try:
-                doc = json.loads(p.read_bytes())
+                doc = _json.loads(p.read_bytes())
             except ValueError:
                 continue
             if isinstance(doc, dict):

@@ -29,13 +29,12 @@ file under ``vendor/MODULE/`` that the manifest does not list is refused
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import dirhash
+from .. import _json, dirhash
 from .._errors import UsageError, VerifyError
 from .._fs import canonical_json, replace_dir, sha256_file, temp_dir
 from ..modfetch import matches
@@ -109,7 +108,7 @@ def read_manifest(vendor_dir: Path, requires: Sequence[ModuleVersion]) -> Manife
     """The vendored modules by path, checked against wgt.mod's ``requires``."""
     p = vendor_dir / MANIFEST
     try:
-        doc = json.loads(p.read_bytes())
+        doc = _json.loads(p.read_bytes())
     except FileNotFoundError as exc:
         raise UsageError(f"-mod=vendor: {p} does not exist; run 'wgtpm vendor' first") from exc
     except (ValueError, RecursionError) as exc:

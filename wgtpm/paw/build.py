@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import _json
 from .._errors import BuildError, ResolveError
 from .._fs import sha256_file
 from .._report import SILENT, Reporter
@@ -118,7 +119,7 @@ def _find_interpreter(spec: PawSpec, resolver: ModuleResolver) -> _Interpreter:
             raise BuildError(f"{spec.path}: interpreter {spec.interpreter}: {exc}") from exc
         directory, record = module.dir, {"module": module.path, "version": module.version}
     try:
-        config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+        config = _json.loads((directory / "config.json").read_text(encoding="utf-8"))
         if config.get("model_type") != "qwen3":
             raise BuildError(
                 f"{spec.path}: interpreter {spec.interpreter} is a {config.get('model_type')!r} model; "

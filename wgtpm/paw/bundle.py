@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from .. import _json
 from .._errors import WgtpmError
 from .._fs import write_atomic
 
@@ -197,7 +198,7 @@ def _member_problem(info: zipfile.ZipInfo, seen: set[str]) -> str | None:
 
 def _parse_meta(raw: bytes) -> dict[str, Any]:
     try:
-        value = json.loads(raw.decode("utf-8"))
+        value = _json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError):
         return {}
     return value if isinstance(value, dict) else {}

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import _json
 from .._errors import ParseError, Position, PositionedError
 
 __all__ = ["Example", "examples_sha256", "read_jsonl"]
@@ -47,7 +48,7 @@ def read_jsonl(path: Path, *, display: str | None = None) -> list[Example]:
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
+            value = _json.loads(line)
         except json.JSONDecodeError as exc:
             errors.append(
                 PositionedError(Position(name, number, exc.colno), f"not JSON: {exc.msg}")

@@ -17,7 +17,6 @@ to be a multiple of 32.
 
 from __future__ import annotations
 
-import json
 import re
 import tempfile
 from collections.abc import Mapping
@@ -28,6 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .. import _json
 from .adapter_format import QUANTIZATIONS, TENSOR_NAME_RE, quantization_block
 from .shape import GGUF_MODULE_NAMES
 
@@ -214,7 +214,7 @@ def convert_peft_adapter(adapter_dir: Path, *, quantization: str = "Q4_0") -> by
     """The GGUF adapter for a peft adapter directory (``adapter_config.json`` + safetensors)."""
     from safetensors.torch import load_file
 
-    config = json.loads((adapter_dir / "adapter_config.json").read_text(encoding="utf-8"))
+    config = _json.loads((adapter_dir / "adapter_config.json").read_text(encoding="utf-8"))
     alpha = float(config.get("lora_alpha", config.get("r", 8)))
     state = load_file(str(adapter_dir / "adapter_model.safetensors"))
     return adapter_bytes(peft_state_to_pairs(state), alpha=alpha, quantization=quantization)

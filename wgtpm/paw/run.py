@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .. import _json
 from .._errors import (
     BuildError,
     FetchError,
@@ -115,7 +115,7 @@ def _recorded_interpreter(meta: Any, resolver: ModuleResolver | None) -> Path | 
 
 def _shape_of(directory: Path) -> InterpreterShape:
     try:
-        config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+        config = _json.loads((directory / "config.json").read_text(encoding="utf-8"))
         return InterpreterShape.from_hf_config(config)
     except (OSError, ValueError) as exc:
         raise UsageError(

@@ -29,6 +29,7 @@ from typing import Any
 
 import httpx
 
+from .. import _json
 from .._errors import BuildError
 from .._fs import canonical_json, write_atomic
 from .._report import SILENT, Reporter
@@ -189,7 +190,7 @@ class _Caller:
 
     def _cache_read(self, key: str) -> list[Example] | None:
         try:
-            value = json.loads(self._cache_path(key).read_text(encoding="utf-8"))
+            value = _json.loads(self._cache_path(key).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
         examples = _examples_of(value)
@@ -208,7 +209,7 @@ class _Caller:
 def parse_answer(body: bytes) -> list[Example]:
     """The examples in a ``/chat/completions`` response body; ``[]`` when it holds none."""
     try:
-        content = json.loads(body)["choices"][0]["message"]["content"]
+        content = _json.loads(body)["choices"][0]["message"]["content"]
     except (ValueError, KeyError, IndexError, TypeError):
         return []
     if not isinstance(content, str):
@@ -217,7 +218,7 @@ def parse_answer(body: bytes) -> list[Example]:
     if text.startswith("```"):
         text = text.split("\n", 1)[-1].rsplit("```", 1)[0]
     try:
-        return _examples_of(json.loads(text))
+        return _examples_of(_json.loads(text))
     except ValueError:
         return []
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import _json
 from .._errors import Position, PositionedError
 from .check import check_rows, raise_errors
 from .syntax import FileData, InlineData, Program, Row
@@ -223,7 +224,7 @@ def _jsonl_rows(file: str, lines: list[str], errors: list[PositionedError]) -> I
             continue
         pos = Position(file, lineno, 1)
         try:
-            obj = json.loads(line, parse_constant=_reject_constant)
+            obj = _json.loads(line, parse_constant=_reject_constant)
         except json.JSONDecodeError as exc:
             where = Position(file, lineno, exc.colno)
             errors.append(

@@ -72,6 +72,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .. import _json
 from .._fs import is_hex64
 from .errors import ArtifactError
 from .ops import OPS, LayerSpec
@@ -234,7 +235,7 @@ class Manifest:
     def from_bytes(cls, where: str, data: bytes) -> Manifest:
         """Parse and validate ``data``; ``where`` (the artifact path) names it in errors."""
         try:
-            raw = json.loads(data.decode("utf-8"))
+            raw = _json.loads(data.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as exc:
             raise ArtifactError(
                 where, f"{MANIFEST_FILE} is not valid JSON ({exc}); rebuild it"
