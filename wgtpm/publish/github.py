@@ -472,11 +472,16 @@ class GitHubTarget:
 # ---- helpers -------------------------------------------------------------------------
 
 
-def _blobs(release: Release) -> dict[str, _Blob]:
-    """Asset name -> what to upload: every file of the index (hashed now) and the index."""
+def local_files(release: Release) -> list[tuple[_index.IndexEntry, Path]]:
+    """Every file of the release's index with the file holding it, hashed now.
+
+    Refused (:class:`UsageError`): an index entry with no file, a file whose
+    size or sha256 is not its entry's (changed on disk since the build), a
+    file the index does not list.
+    """
     idx = _index.parse(release.index, release.module, release.version)
     where = f"{release.module}@{release.version}"
-    out: dict[str, _Blob] = {}
+    out = []
     for entry in idx.files:
         path = release.files.get(entry.path)
         if path is None:
@@ -487,10 +492,19 @@ def _blobs(release: Release) -> dict[str, _Blob]:
                 f"{where}: {path} is not the {entry.path} the index lists (sha256 {sha[:12]}…, "
                 f"size {size}; the index says {entry.sha256[:12]}…, {entry.size}); build again"
             )
-        out[asset_name(entry.path)] = _Blob(asset_name(entry.path), size, sha, path=path)
+        out.append((entry, path))
     extra = sorted(set(release.files) - {e.path for e in idx.files})
     if extra:
         raise UsageError(f"{where}: files not in the index: {', '.join(extra)}")
+    return out
+
+
+def _blobs(release: Release) -> dict[str, _Blob]:
+    """Asset name -> what to upload: every file of the index and the index itself."""
+    out = {
+        asset_name(e.path): _Blob(asset_name(e.path), e.size, e.sha256, path=p)
+        for e, p in local_files(release)
+    }
     sha = hashlib.sha256(release.index).hexdigest()
     out[INDEX] = _Blob(INDEX, len(release.index), sha, data=release.index)
     return out
