@@ -243,3 +243,42 @@ def test_a_release_whose_file_changed_on_disk_is_refused(
     with pytest.raises(UsageError, match=r"is not the README\.md the index lists"):
         target(github, http).publish(release, reporter)
     assert repo.releases == []
+
+
+def test_a_draft_of_an_earlier_build_is_brought_to_this_release(
+    tmp_path: Path, github: GitHubServer, repo: GhRepo, http: HttpClient, reporter: Recorder
+) -> None:
+    old = make_release(tmp_path, MOD, "v0.1.0", {**FILES, "junk.bin": b"j"})
+    github.fail_uploads(after=4, times=100)  # README, junk, wgt.mod, manifest arrive
+    t = target(github, http)
+    with pytest.raises(ModuleError):
+        t.publish(old, reporter)
+    github.fail_uploads(times=0)
+    new = make_release(tmp_path, MOD, "v0.1.0", {**FILES, "README.md": b"# rebuilt\n"})
+    t.publish(new, reporter)
+    (rel,) = repo.releases
+    names = {a.name: a.data for a in rel.assets}
+    assert "junk.bin" not in names and names["README.md"] == b"# rebuilt\n"
+    assert names["wgt.index.json"] == new.index
+    assert any("deleting draft asset junk.bin" in ln for ln in reporter.lines)
+
+
+def test_a_failed_publish_step_leaves_the_complete_draft(
+    tmp_path: Path, github: GitHubServer, repo: GhRepo, http: HttpClient, reporter: Recorder
+) -> None:
+    github.inject(Fault("status", "/repos/acme/xor/releases/*", status=500, method="PATCH"))
+    release = make_release(tmp_path, MOD, "v0.1.0", FILES)
+    t = target(github, http)
+    with pytest.raises(ModuleError, match="HTTP 500"):
+        t.publish(release, reporter)
+    assert published(repo) == [] and "v0.1.0" not in repo.tags and len(repo.releases[0].assets) == 5
+    github.log.clear()
+    assert t.publish(release, reporter).created
+    assert not github.log.where(server="github-uploads")  # every asset was there already
+
+
+def test_a_missing_repository_is_refused(
+    tmp_path: Path, github: GitHubServer, http: HttpClient
+) -> None:
+    with pytest.raises(ModuleError, match="check that acme/xor exists"):
+        target(github, http).check(make_release(tmp_path, MOD, "v0.1.0", FILES))

@@ -228,3 +228,13 @@ def test_a_wrong_token_is_reported_without_showing_it(
             make_release(tmp_path, MOD, "v0.1.0", FILES), reporter
         )
     assert bad not in str(err.value) and repo.tags == {}
+
+
+def test_a_transient_500_on_an_lfs_upload_is_retried(
+    tmp_path: Path, hf: HuggingFaceServer, repo: HfRepo, http: HttpClient, reporter: Recorder
+) -> None:
+    hf.inject(Fault.error("/lfs-upload/*", 500))  # huggingface_hub retries it after a second
+    release = make_release(tmp_path, MOD, "v0.1.0", FILES)
+    assert target(hf, http).publish(release, reporter).created
+    assert len(hf.log.where(method="PUT", status=500)) == 1
+    assert files_at(repo, "v0.1.0")["tiny/weights.safetensors"] == FILES["tiny/weights.safetensors"]
