@@ -282,3 +282,23 @@ def test_a_missing_repository_is_refused(
 ) -> None:
     with pytest.raises(ModuleError, match="check that acme/xor exists"):
         target(github, http).check(make_release(tmp_path, MOD, "v0.1.0", FILES))
+
+
+def test_a_secondary_rate_limit_on_an_upload_is_waited_out(
+    tmp_path: Path, github: GitHubServer, repo: GhRepo, http: HttpClient, reporter: Recorder
+) -> None:
+    github.uploads.inject(Fault.too_many("/repos/acme/xor/releases/*/assets", retry_after="1"))
+    release = make_release(tmp_path, MOD, "v0.1.0", FILES)
+    assert target(github, http).publish(release, reporter).created
+    assert len(github.log.where(server="github-uploads", status=429)) == 1
+
+
+def test_a_rate_limit_hours_away_is_not_waited_for(
+    tmp_path: Path, github: GitHubServer, repo: GhRepo, http: HttpClient, reporter: Recorder
+) -> None:
+    github.uploads.inject(
+        Fault("status", "/repos/acme/xor/releases/*/assets", status=403, retry_after="7200")
+    )
+    with pytest.raises(ModuleError, match="HTTP 403"):
+        target(github, http).publish(make_release(tmp_path, MOD, "v0.1.0", FILES), reporter)
+    assert len(github.log.where(server="github-uploads", status=403)) == 1

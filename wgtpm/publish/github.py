@@ -56,7 +56,14 @@ from .._report import Reporter
 from .._retry import Backoff
 from ..httpclient import Credential, origin, redact
 from ..sources._hosted import repo_elems
-from ..sources.github import API_VERSION, DEFAULT_API_URL, GitHubSource, asset_name, asset_problem
+from ..sources.github import (
+    API_VERSION,
+    DEFAULT_API_URL,
+    MAX_PAGES,
+    GitHubSource,
+    asset_name,
+    asset_problem,
+)
 from ._target import Published, Release
 
 if TYPE_CHECKING:
@@ -96,13 +103,19 @@ class _Blob:
 class _Failed(Exception):
     """A write that GitHub refused (``status``) or that did not complete (``status`` 0)."""
 
-    def __init__(self, status: int, message: str, body: Any = None) -> None:
+    def __init__(
+        self, status: int, message: str, body: Any = None, retry_after: float | None = None
+    ) -> None:
         self.status = status
         self.body = body
+        self.retry_after = retry_after  # a rate limit that lifts this many seconds from now
         super().__init__(redact(message))
 
     @property
     def retryable(self) -> bool:
+        """A network failure, a 5xx, or a rate limit that lifts soon enough to wait for."""
+        if self.retry_after is not None:
+            return self.retry_after <= UPLOAD_RETRY.max_retry_after
         return self.status == 0 or self.status == 429 or self.status >= 500
 
     def code(self) -> str | None:
@@ -254,7 +267,7 @@ class GitHubTarget:
                     return found
                 if UPLOAD_RETRY.last(attempt):
                     raise
-            UPLOAD_RETRY.sleep(attempt)
+            UPLOAD_RETRY.sleep(attempt, cause.retry_after)
         raise AssertionError("unreachable")
 
     def _find_draft(self, release: Release, tag: str) -> dict[str, Any] | None:
@@ -310,6 +323,7 @@ class GitHubTarget:
             "Content-Length": str(blob.size),
         }
         for attempt in UPLOAD_RETRY.attempts_range():
+            wait: float | None = None
             reporter.start(blob.name, blob.size)
             try:
                 resp = self._send(
@@ -324,7 +338,7 @@ class GitHubTarget:
             except _Failed as exc:
                 if not (exc.retryable or exc.code() == "already_exists"):
                     raise self._error(release, f"uploading {blob.name}", exc) from exc
-                problem = str(exc)
+                problem, wait = str(exc), exc.retry_after
                 for asset in self._list(assets_url, release, "listing assets"):
                     if asset.get("name") == blob.name:
                         if _complete(asset, blob):
@@ -341,7 +355,7 @@ class GitHubTarget:
                     "`wgtpm publish` reuses it",
                 )
             reporter.warning(f"{self.name}: uploading {blob.name} again: {problem}")
-            UPLOAD_RETRY.sleep(attempt)
+            UPLOAD_RETRY.sleep(attempt, wait)
 
     def _delete(self, asset: Mapping[str, Any], release: Release) -> None:
         try:
@@ -399,7 +413,9 @@ class GitHubTarget:
 
         items: list[dict[str, Any]] = []
         page: str | None = f"{url}?per_page=100"
-        while page is not None:
+        for _ in range(MAX_PAGES):
+            if page is None:
+                return items
             try:
                 resp = self.http.get(page, headers=self._headers(page))
             except (HTTPStatusError, TransportError, ResponseTooLargeError) as exc:
@@ -409,14 +425,20 @@ class GitHubTarget:
                 raise ModuleError(release.module, release.version, f"{what}: not a JSON list")
             items.extend(i for i in doc if isinstance(i, dict))
             page = resp.links.get("next", {}).get("url")
-        return items
+        raise ModuleError(release.module, release.version, f"{what}: more than {MAX_PAGES} pages")
 
     def _send_json(
         self, method: str, url: str, body: dict[str, Any], release: Release
     ) -> dict[str, Any]:
         what = f"{method} {urlsplit(url).path}"
         try:
-            resp = self._send(method, url, release, content=json.dumps(body).encode())
+            resp = self._send(
+                method,
+                url,
+                release,
+                content=json.dumps(body).encode(),
+                headers={"Content-Type": "application/json"},
+            )
         except _Failed as exc:
             raise self._error(release, what, exc) from exc
         doc = _json_of(resp)
@@ -455,7 +477,12 @@ class GitHubTarget:
         detail = f": {message}" if isinstance(message, str) else ""
         if isinstance(body, dict) and isinstance(body.get("errors"), list):
             detail += " " + json.dumps(body["errors"])[:300]
-        raise _Failed(resp.status_code, f"{method} {url}: HTTP {resp.status_code}{detail}", body)
+        raise _Failed(
+            resp.status_code,
+            f"{method} {url}: HTTP {resp.status_code}{detail}",
+            body,
+            _rate_wait(resp.status_code, resp.headers),
+        )
 
     def _error(self, release: Release, what: str, exc: _Failed) -> ModuleError:
         hint = ""
@@ -544,6 +571,22 @@ def _why(asset: Mapping[str, Any]) -> str:
     if asset.get("state", "uploaded") != "uploaded":
         return f"state {asset.get('state')}, an interrupted upload"
     return "not this release's bytes"
+
+
+def _rate_wait(status: int, headers: Mapping[str, str]) -> float | None:
+    """Seconds until a rate limit (primary or secondary) lifts; ``None`` if this is none."""
+    import time
+
+    from ..httpclient import retry_after
+
+    if status not in (403, 429):
+        return None
+    h = {k.lower(): v for k, v in headers.items()}
+    wait = retry_after(h)
+    if wait is None and h.get("x-ratelimit-remaining") == "0":
+        reset = h.get("x-ratelimit-reset", "")
+        wait = max(0.0, int(reset) - time.time()) if reset.isdigit() else None
+    return wait
 
 
 def _json_of(resp: httpx.Response) -> Any:
