@@ -302,3 +302,31 @@ def test_a_rate_limit_hours_away_is_not_waited_for(
     with pytest.raises(ModuleError, match="HTTP 403"):
         target(github, http).publish(make_release(tmp_path, MOD, "v0.1.0", FILES), reporter)
     assert len(github.log.where(server="github-uploads", status=403)) == 1
+
+
+class _Interrupt(Recorder):
+    """A reporter through which Ctrl-C arrives after the first MiB of one asset has been sent."""
+
+    def advance(self, label: str, n: int) -> None:
+        if label == "xor--weights.safetensors":
+            raise KeyboardInterrupt
+
+
+def test_ctrl_c_mid_upload_leaves_a_draft_the_next_attempt_completes(
+    tmp_path: Path, github: GitHubServer, repo: GhRepo, http: HttpClient, reporter: Recorder
+) -> None:
+    big = {**FILES, "xor/weights.safetensors": bytes(range(256)) * 10_000}  # 2.5 MiB: 3 chunks
+    release = make_release(tmp_path, MOD, "v0.1.0", big)
+    t = target(github, http)
+    with pytest.raises(KeyboardInterrupt):
+        t.publish(release, _Interrupt())
+    (draft,) = repo.releases
+    assert draft.draft and published(repo) == [] and "v0.1.0" not in repo.tags
+    assert t.publish(release, reporter).created
+    assets = {a.name: a for a in draft.assets}
+    assert assets["xor--weights.safetensors"].data == big["xor/weights.safetensors"]
+    assert all(a.state == "uploaded" for a in draft.assets) and len(assets) == 5
+    # the interrupted upload left a "starter" asset, which was deleted and sent again
+    sent = github.log.where(server="github-uploads", path="*name=xor--weights.safetensors")
+    assert sent[0].status == 400 and sent[-1].status == 201
+    assert github.log.where(method="DELETE", status=204)

@@ -38,7 +38,8 @@ ref). With ``GhRepo.immutable`` (GitHub's immutable releases), a published
 release's assets and tag are frozen: uploads and asset deletions answer 422
 "Cannot upload assets to an immutable release", and its tag cannot be used by
 another release. :meth:`GitHubServer.fail_uploads` breaks uploads the way
-GitHub documents: a 502 that leaves an empty asset in state ``starter``.
+GitHub documents: a 502 that leaves an empty asset in state ``starter``; an
+upload whose client hangs up before the whole body arrived leaves one too.
 
 Lists are paginated with ``Link: <...&page=2>; rel="next", <...>; rel="last"``
 (``per_page`` defaults to 30, at most 100). Every answer carries an
@@ -569,6 +570,10 @@ class GitHubServer(LoopbackServer):
                 )
             if any(a.name == name for a in rel.assets):
                 return _invalid("ReleaseAsset", "already_exists", "name")
+            declared = req.header("content-length")
+            if declared is not None and int(declared) != len(req.body):  # the client gave up
+                rel.assets.append(GhAsset(name, req.body, content_type=ctype, state="starter"))
+                return Response.json({"message": "Body shorter than Content-Length"}, 400)
             if self._upload_failures and not self._upload_ok:
                 self._upload_failures -= 1
                 half = req.body[: len(req.body) // 2]
