@@ -238,3 +238,14 @@ def test_a_transient_500_on_an_lfs_upload_is_retried(
     assert target(hf, http).publish(release, reporter).created
     assert len(hf.log.where(method="PUT", status=500)) == 1
     assert files_at(repo, "v0.1.0")["tiny/weights.safetensors"] == FILES["tiny/weights.safetensors"]
+
+
+def test_a_repository_that_keeps_json_in_lfs_publishes_and_verifies(
+    tmp_path: Path, hf: HuggingFaceServer, repo: HfRepo, http: HttpClient, reporter: Recorder
+) -> None:
+    repo.lfs_patterns = (*repo.lfs_patterns, "*.json")
+    release = make_release(tmp_path, MOD, "v0.1.0", FILES)
+    assert target(hf, http).publish(release, reporter).created
+    sha = repo.tags["v0.1.0"]
+    assert repo.commits[sha].files["wgt.index.json"].lfs
+    assert repo.commits[sha].files["wgt.index.json"].data == release.index
