@@ -85,10 +85,12 @@ def make_release(
     *,
     commit: str | None = None,
     notes: str = "",
+    requires: dict[str, str] | None = None,
 ) -> Release:
     """A release as ``wgtpm publish`` assembles it: files on disk, the index, both hashes."""
     d = root / f"release-{next(_n)}"
-    mod = f"module {module}\n".encode()
+    mod = f"module {module}\nwgt 0.1\n".encode()
+    mod += "".join(f"require {m} {v}\n" for m, v in (requires or {}).items()).encode()
     paths: dict[str, Path] = {}
     entries = []
     for name, data in {"wgt.mod": mod, **files}.items():
