@@ -330,3 +330,25 @@ def test_ctrl_c_mid_upload_leaves_a_draft_the_next_attempt_completes(
     sent = github.log.where(server="github-uploads", path="*name=xor--weights.safetensors")
     assert sent[0].status == 400 and sent[-1].status == 201
     assert github.log.where(method="DELETE", status=204)
+
+
+@pytest.mark.parametrize(
+    ("api", "url", "sent"),
+    [
+        ("https://api.github.com", "https://api.github.com/repos/a/b/releases", True),
+        ("https://api.github.com", "https://uploads.github.com/repos/a/b/releases/1/assets", True),
+        ("https://api.github.com", "http://uploads.github.com/repos/a/b/releases/1/assets", False),
+        (
+            "https://api.github.com",
+            "https://uploads.evil.example/repos/a/b/releases/1/assets",
+            False,
+        ),
+        ("https://ghe.example/api/v3", "https://ghe.example/api/uploads/repos/a/b", True),
+        ("https://ghe.example/api/v3", "https://uploads.github.com/repos/a/b", False),
+    ],
+)
+def test_the_token_goes_only_to_the_api_and_its_upload_host(
+    http: HttpClient, api: str, url: str, sent: bool
+) -> None:
+    t = GitHubTarget(MOD, http, {"GITHUB_API_URL": api, "GITHUB_TOKEN": GH_TOKEN})
+    assert ("Authorization" in t._headers(url)) is sent
