@@ -166,7 +166,9 @@ class HuggingFaceTarget:
         api = self._api()
         try:
             info = self._hub(
-                release, "reading the repository", lambda: api.model_info(self.repo_id)
+                release,
+                "reading the repository",
+                lambda: api.model_info(self.repo_id, revision=BRANCH),
             )
         except ModuleError as exc:
             if isinstance(exc.__cause__, errors.RepositoryNotFoundError):
@@ -178,7 +180,7 @@ class HuggingFaceTarget:
             raise
         if not isinstance(info.sha, str) or not info.sha:
             raise ModuleError(
-                release.module, release.version, "the Hub did not say which commit main is"
+                release.module, release.version, f"the Hub did not say which commit {BRANCH} is"
             )
         return info.sha
 
