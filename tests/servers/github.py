@@ -65,7 +65,7 @@ from urllib.parse import quote
 from . import CdnServer, LoopbackServer, Request, RequestLog, Response
 from . import _Handler as _BaseHandler
 
-__all__ = ["GhAsset", "GhRelease", "GhRepo", "GitHubServer"]
+__all__ = ["GhAsset", "GhRelease", "GhRepo", "GitHubServer", "GitHubUploads"]
 
 _ids = itertools.count(1000)
 _EPOCH = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -165,6 +165,8 @@ class GhRepo:
         if not draft:
             self.tag(tag, commit or self.commit(when=when))
             rel.immutable = self.immutable
+            if self.immutable:
+                self.frozen_tags.add(tag)
         self.releases.append(rel)
         return rel
 
