@@ -12,6 +12,30 @@ URL element with ``/`` written ``%2F``)::
     HEAD /REPO/resolve/REV/PATH                                      metadata of one file
     GET  /REPO/resolve/REV/PATH                                      the file (Range works)
 
+and the write side that ``HfApi.create_commit`` and ``HfApi.create_tag`` use
+(every write needs the token: 401 without it)::
+
+    POST /api/models/REPO/preupload/REV        {"files": [{path, sample, size}]} -> uploadMode
+                                               ("lfs" by .gitattributes pattern or size >= 10 MB,
+                                               else "regular"), shouldIgnore, and the oid a file
+                                               already has at REV (sha256 for LFS, git blob id else)
+    POST /REPO.git/info/lfs/objects/batch      the git-lfs batch API, "basic" transfer: an upload
+                                               action (a PUT to /lfs-upload/OID, signed, no token)
+                                               and a verify action; objects the store holds
+                                               already get no actions
+    PUT  /lfs-upload/OID?sig=...               the bytes; 400 unless their sha256 and size are OID's
+    POST /REPO.git/info/lfs/objects/verify     {"oid", "size"}: 200 once stored
+    POST /api/models/REPO/commit/BRANCH        NDJSON: a "header" line ({"summary", "description",
+                                               "parentCommit"}), then "file" (base64), "lfsFile",
+                                               "deletedFile", "deletedFolder" lines; 412 when
+                                               parentCommit is not the branch's head; 422 for an
+                                               LFS object never uploaded
+    POST /api/models/REPO/tag/REV              {"tag", "message"}: 409 when the tag exists
+    POST /api/validate-yaml                    a README's metadata block; 400 when it is not YAML
+
+The loopback speaks the LFS protocol, not Xet: tests that upload set
+``huggingface_hub.constants.HF_HUB_DISABLE_XET`` so that the client does too.
+
 Resolve answers carry ``X-Repo-Commit`` (the commit REV resolved to) and
 ``ETag`` (the git blob oid for regular files, the sha256 for LFS files). An
 LFS file answers ``302`` to the CDN server with ``X-Linked-Etag`` and
@@ -31,8 +55,10 @@ Repositories are built in the test, commit by commit::
 
 from __future__ import annotations
 
+import base64
 import fnmatch
 import hashlib
+import json
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from functools import cached_property
@@ -58,6 +84,8 @@ GITATTRIBUTES = b"".join(
     p.encode() + b" filter=lfs diff=lfs merge=lfs -text\n" for p in LFS_PATTERNS
 )
 _EPOCH = datetime(2026, 3, 1, tzinfo=timezone.utc)
+#: Files this large go to LFS whatever their name, as on the Hub.
+LFS_THRESHOLD = 10 << 20
 
 
 def _iso(t: datetime) -> str:
@@ -201,6 +229,8 @@ class HuggingFaceServer(LoopbackServer):
         self.tree_page_size = tree_page_size
         self.commits_page_size = commits_page_size
         self.repos: dict[str, HfRepo] = {}
+        self.lfs_store: dict[str, bytes] = {}  # sha256 -> bytes uploaded through the LFS API
+        self.validated: list[str] = []  # README contents sent to /api/validate-yaml
 
     def repo(self, owner: str, name: str, *, private: bool = False) -> HfRepo:
         """The repository ``owner/name``, created (with a first commit of .gitattributes) if new."""
@@ -215,10 +245,24 @@ class HuggingFaceServer(LoopbackServer):
 
     def route(self, req: Request) -> Response:
         seg = req.segments
+        if req.method == "PUT" and len(seg) == 2 and seg[0] == "lfs-upload":
+            return self._lfs_put(req, seg[1])  # a pre-signed storage URL: no token
         token = req.bearer()
         if token is not None and self.token is not None and token != self.token:
             return _err(401, "Unauthorized", "Invalid credentials in Authorization header")
         authed = token is not None and token == self.token
+        if req.method == "POST" and not authed:
+            return _err(401, "Unauthorized", "You must be authenticated to write")
+        if req.method == "POST" and seg == ("api", "validate-yaml"):
+            return self._validate_yaml(req)
+        if req.method == "POST" and len(seg) == 6 and seg[1].endswith(".git"):
+            repo = self._repo(seg[0], seg[1][: -len(".git")], authed)
+            if repo is None:
+                return _err(401, "RepoNotFound", "Repository not found")
+            if seg[2:] == ("info", "lfs", "objects", "batch"):
+                return self._lfs_batch(req, repo)
+            if seg[2:] == ("info", "lfs", "objects", "verify"):
+                return self._lfs_verify(req)
         if len(seg) >= 4 and seg[0] == "api" and seg[1] == "models":
             repo = self._repo(seg[2], seg[3], authed)
             if repo is None:
@@ -238,6 +282,14 @@ class HuggingFaceServer(LoopbackServer):
         return repo
 
     def _api(self, req: Request, repo: HfRepo, rest: tuple[str, ...]) -> Response:
+        if req.method == "POST":
+            if len(rest) == 2 and rest[0] == "preupload":
+                return self._preupload(req, repo, rest[1])
+            if len(rest) == 2 and rest[0] == "commit":
+                return self._commit(req, repo, rest[1])
+            if len(rest) == 2 and rest[0] == "tag":
+                return self._tag(req, repo, rest[1])
+            return Response.text("Not Found", 404)
         if not rest or (len(rest) == 2 and rest[0] == "revision"):
             sha = repo.resolve(rest[1] if rest else "main")
             if sha is None:
@@ -402,6 +454,171 @@ class HuggingFaceServer(LoopbackServer):
                 "Content-Type": "text/plain; charset=utf-8",
             },
         )
+
+    # the write side ------------------------------------------------------
+
+    def _is_lfs(self, repo: HfRepo, path: str, size: int) -> bool:
+        name = path.rsplit("/", 1)[-1]
+        return size >= LFS_THRESHOLD or any(fnmatch.fnmatchcase(name, p) for p in repo.lfs_patterns)
+
+    def _preupload(self, req: Request, repo: HfRepo, rev: str) -> Response:
+        sha = repo.resolve(rev)
+        if sha is None:
+            return _rev_not_found(rev)
+        body = _json_body(req)
+        files = body.get("files") if isinstance(body, dict) else None
+        if not isinstance(files, list):
+            return _err(400, "BadRequest", "files must be a list")
+        tree = repo.commits[sha].files
+        out = []
+        for f in files:
+            path, size = f.get("path"), f.get("size")
+            if not isinstance(path, str) or not isinstance(size, int):
+                return _err(400, "BadRequest", "each file needs a path and a size")
+            entry: dict[str, Any] = {
+                "path": path,
+                "uploadMode": "lfs" if self._is_lfs(repo, path, size) else "regular",
+                "shouldIgnore": False,
+            }
+            have = tree.get(path)
+            if have is not None:
+                entry["oid"] = have.sha256 if have.lfs else have.oid
+            out.append(entry)
+        return Response.json({"files": out, "commitOid": sha})
+
+    def _lfs_batch(self, req: Request, repo: HfRepo) -> Response:
+        body = _json_body(req)
+        if not isinstance(body, dict) or body.get("operation") != "upload":
+            return _err(422, "BadRequest", "only the upload operation is supported")
+        if "basic" not in (body.get("transfers") or ["basic"]):
+            return _err(422, "BadRequest", "the basic transfer is the only one offered")
+        objects = []
+        base = f"{self.url}/{repo.repo_id}.git/info/lfs/objects"
+        for o in body.get("objects") or []:
+            oid, size = o.get("oid"), o.get("size")
+            item: dict[str, Any] = {"oid": oid, "size": size, "authenticated": True}
+            if self.lfs_store.get(str(oid)) is None or len(self.lfs_store[str(oid)]) != size:
+                item["actions"] = {
+                    "upload": {"href": f"{self.url}/lfs-upload/{oid}?sig={_sig(str(oid))}"},
+                    "verify": {"href": f"{base}/verify"},
+                }
+            objects.append(item)
+        return Response.json(
+            {"transfer": "basic", "objects": objects},
+            headers={"Content-Type": "application/vnd.git-lfs+json"},
+        )
+
+    def _lfs_put(self, req: Request, oid: str) -> Response:
+        if req.query.get("sig") != _sig(oid):
+            return Response.text("SignatureDoesNotMatch", 403)
+        if hashlib.sha256(req.body).hexdigest() != oid:
+            return Response.text("BadDigest: the bytes are not the object named", 400)
+        self.lfs_store[oid] = req.body
+        return Response(200, {"ETag": f'"{oid[:32]}"'})
+
+    def _lfs_verify(self, req: Request) -> Response:
+        body = _json_body(req)
+        oid = body.get("oid") if isinstance(body, dict) else None
+        data = self.lfs_store.get(str(oid))
+        if data is None or len(data) != body.get("size"):
+            return _err(404, "EntryNotFound", f"object {oid} was not uploaded")
+        return Response.json({"success": True})
+
+    def _commit(self, req: Request, repo: HfRepo, branch: str) -> Response:
+        if branch not in repo.branches:
+            return _rev_not_found(branch)
+        try:
+            lines = [json.loads(ln) for ln in req.body.splitlines() if ln.strip()]
+        except ValueError:
+            return _err(400, "BadRequest", "the commit payload is not NDJSON")
+        if not lines or lines[0].get("key") != "header":
+            return _err(400, "BadRequest", "the first line must be the header")
+        header = lines[0].get("value") or {}
+        parent = header.get("parentCommit")
+        if parent is not None and parent != repo.branches[branch]:
+            return _err(
+                412,
+                "PreconditionFailed",
+                f"A commit has happened since. Please refresh and try again: the head of {branch} "
+                f"is {repo.branches[branch]}, not {parent}",
+            )
+        files: dict[str, bytes | None] = {}
+        head = repo.commits[repo.branches[branch]].files
+        for ln in lines[1:]:
+            key, value = ln.get("key"), ln.get("value") or {}
+            path = value.get("path")
+            if not isinstance(path, str) or not path:
+                return _err(400, "BadRequest", f"a {key} line without a path")
+            if key == "file":
+                files[path] = base64.b64decode(value.get("content", ""))
+            elif key == "lfsFile":
+                data = self.lfs_store.get(str(value.get("oid")))
+                if data is None:
+                    return _err(422, "BadRequest", f"{path}: LFS object {value.get('oid')} unknown")
+                files[path] = data
+            elif key == "deletedFile":
+                if path not in head:
+                    return _err(404, "EntryNotFound", "A file with this name doesn't exist")
+                files[path] = None
+            elif key == "deletedFolder":
+                files.update({p: None for p in head if p.startswith(path.rstrip("/") + "/")})
+            else:
+                return _err(400, "BadRequest", f"unknown line {key!r}")
+        title = str(header.get("summary") or "") or None
+        sha = repo.commit(files, branch=branch, title=title)
+        return Response.json(
+            {
+                "success": True,
+                "commitOid": sha,
+                "commitUrl": f"{self.url}/{repo.repo_id}/commit/{sha}",
+                "hookOutput": "",
+                "pullRequestUrl": None,
+            }
+        )
+
+    def _tag(self, req: Request, repo: HfRepo, rev: str) -> Response:
+        sha = repo.resolve(rev)
+        if sha is None:
+            return _rev_not_found(rev)
+        body = _json_body(req)
+        tag = body.get("tag") if isinstance(body, dict) else None
+        if not isinstance(tag, str) or not tag:
+            return _err(400, "BadRequest", "tag is required")
+        if tag in repo.tags:
+            return _err(409, "Conflict", f"Tag {tag} already exists")
+        repo.tags[tag] = sha
+        return Response.json({"success": True})
+
+    def _validate_yaml(self, req: Request) -> Response:
+        import yaml
+
+        body = _json_body(req)
+        content = body.get("content") if isinstance(body, dict) else None
+        if not isinstance(content, str):
+            return _err(400, "BadRequest", "content is required")
+        self.validated.append(content)
+        if content.startswith("---"):
+            end = content.find("\n---", 3)
+            try:
+                if end < 0:
+                    raise yaml.YAMLError("the metadata block is not closed by ---")
+                meta = yaml.safe_load(content[3:end])
+                if meta is not None and not isinstance(meta, dict):
+                    raise yaml.YAMLError("the metadata is not a mapping")
+            except yaml.YAMLError as exc:
+                return Response.json({"errors": [{"message": str(exc)}], "warnings": []}, 400)
+        return Response.json({"errors": [], "warnings": []})
+
+
+def _json_body(req: Request) -> Any:
+    try:
+        return json.loads(req.body or b"null")
+    except ValueError:
+        return None
+
+
+def _sig(oid: str) -> str:
+    return hashlib.sha256(b"loopback-lfs/" + oid.encode()).hexdigest()[:32]
 
 
 def _multi(req: Request, key: str) -> list[tuple[str, str]]:

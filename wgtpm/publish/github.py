@@ -1,0 +1,596 @@
+"""Publishing a module version as a GitHub release: ``github.com/OWNER/REPO[/DIR][/vN]``.
+
+What consumers read back is :mod:`wgtpm.sources.github`: a published
+(non-draft) release tagged ``vX.Y.Z`` (``DIR/vX.Y.Z`` for a module in a
+subdirectory) whose assets are ``wgt.mod``, ``wgt.index.json`` and every file
+of the index, each logical path stored under :func:`~wgtpm.sources.github.asset_name`
+(``xor/weights.safetensors`` -> ``xor--weights.safetensors``).
+
+The flow, all or nothing
+------------------------
+1. **check**: the release is of this target's module; ``GITHUB_TOKEN`` is
+   set; every path can be an asset name; the repository exists. A published
+   release of the tag with the same h1 makes the publish a no-op; with
+   another h1 (or a tag with no release) it is refused, naming both.
+2. **draft**: the draft release of the tag that an earlier attempt left is
+   reused, else one is created (``POST /repos/O/R/releases``, ``draft: true``,
+   ``target_commitish`` the release's commit). A draft has no tag and is
+   invisible to consumers.
+3. **assets**: an asset already on the draft with the same size and
+   ``sha256:`` digest is kept; any other (a ``starter`` left by a broken
+   upload, other bytes, a name the release does not hold) is deleted. Each
+   missing asset is uploaded to the release's ``upload_url`` and retried as
+   :data:`UPLOAD_RETRY` says; after a failed try the draft is listed again,
+   and an asset of that name is kept when complete and deleted otherwise.
+4. **publish**: ``PATCH`` the draft with ``draft: false``, which creates the
+   tag at ``target_commitish`` in the same step (so repositories with
+   immutable releases work: nothing is changed after publication).
+
+A failure at any step leaves at most the draft, which the next attempt
+reuses. A published release is never modified.
+
+Credentials: ``GITHUB_TOKEN`` goes as ``Authorization: Bearer`` to the API's
+origin (``GITHUB_API_URL``, default ``https://api.github.com``) and to the
+upload host it names only when that is the API's host (GitHub Enterprise,
+loopback tests) or ``uploads.github.com`` for ``api.github.com``; never to
+a download redirect. Writes go through their own ``httpx`` client with the
+timeout of :class:`~wgtpm.httpclient.HttpOptions` (the shared
+:class:`~wgtpm.httpclient.HttpClient` only GETs); reads go through the shared one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, urlsplit
+
+from .. import index as _index
+from .. import module as _module
+from .. import version as _version
+from .._errors import ModuleError, NotFoundError, UsageError
+from .._report import Reporter
+from .._retry import Backoff
+from ..httpclient import Credential, origin, redact
+from ..sources._hosted import repo_elems
+from ..sources.github import (
+    API_VERSION,
+    DEFAULT_API_URL,
+    MAX_PAGES,
+    GitHubSource,
+    asset_name,
+    asset_problem,
+)
+from ._target import Published, Release
+
+if TYPE_CHECKING:
+    import httpx
+
+    from ..httpclient import HttpClient
+
+__all__ = ["UPLOAD_RETRY", "GitHubTarget"]
+
+#: Tries of one asset upload (and of creating the draft), and the waits between.
+UPLOAD_RETRY = Backoff(attempts=4, base=0.5, cap=8.0)
+#: Bytes read from a file per chunk while uploading it.
+CHUNK = 1 << 20
+_JSON = "application/vnd.github+json"
+INDEX = "wgt.index.json"
+
+
+@dataclass(frozen=True)
+class _Blob:
+    """One asset to upload: its bytes (in memory or a file), size and sha256."""
+
+    name: str
+    size: int
+    sha256: str
+    path: Path | None = None
+    data: bytes = b""
+
+    def chunks(self) -> Iterator[bytes]:
+        if self.path is None:
+            yield self.data
+            return
+        with self.path.open("rb") as f:
+            while chunk := f.read(CHUNK):
+                yield chunk
+
+
+class _Failed(Exception):
+    """A write that GitHub refused (``status``) or that did not complete (``status`` 0)."""
+
+    def __init__(
+        self, status: int, message: str, body: Any = None, retry_after: float | None = None
+    ) -> None:
+        self.status = status
+        self.body = body
+        self.retry_after = retry_after  # a rate limit that lifts this many seconds from now
+        super().__init__(redact(message))
+
+    @property
+    def retryable(self) -> bool:
+        """A network failure, a 5xx, or a rate limit that lifts soon enough to wait for."""
+        if self.retry_after is not None:
+            return self.retry_after <= UPLOAD_RETRY.max_retry_after
+        return self.status == 0 or self.status == 429 or self.status >= 500
+
+    def code(self) -> str | None:
+        """The ``code`` of GitHub's first validation error (``already_exists``), if any."""
+        errs = self.body.get("errors") if isinstance(self.body, dict) else None
+        if isinstance(errs, list) and errs and isinstance(errs[0], dict):
+            code = errs[0].get("code")
+            return code if isinstance(code, str) else None
+        return None
+
+
+class GitHubTarget:
+    """Publishes releases of ``module`` to its GitHub repository (see the module docstring)."""
+
+    def __init__(self, module: str, http: HttpClient, environ: Mapping[str, str]) -> None:
+        self.module = _module.normalise(module)
+        elems = repo_elems(self.module, "github.com")
+        if elems is None or len(elems) < 2:
+            raise UsageError(
+                f"{module}: not a GitHub module path (want github.com/OWNER/REPO[/DIR])"
+            )
+        self.owner, self.repo = elems[0], elems[1]
+        self.prefix = "".join(e + "/" for e in elems[2:])
+        self.http = http
+        self.api_url = (environ.get("GITHUB_API_URL") or DEFAULT_API_URL).rstrip("/")
+        token = environ.get("GITHUB_TOKEN") or None
+        self._cred = Credential(self.api_url, "Authorization", f"Bearer {token}") if token else None
+        self._client: httpx.Client | None = None
+
+    @property
+    def name(self) -> str:
+        return f"github.com/{self.owner}/{self.repo}"
+
+    # ---- the PublishTarget protocol -------------------------------------------
+
+    def published_versions(self, module: str) -> list[str]:
+        try:
+            return _version.sort_versions(self._source().versions(module))
+        except NotFoundError:
+            return []
+
+    def check(self, release: Release) -> None:
+        tag = self._check_release(release)
+        self._get(f"{self._repo_url()}", release, f"repository {self.owner}/{self.repo}")
+        if self._existing(release, tag) is None and self._tag_exists(release, tag):
+            raise UsageError(
+                f"{release.module}@{release.version}: tag {tag} exists in {self.name} but has no "
+                "published release; wgtpm publishes the tag with the release. Delete the tag "
+                "(git push --delete origin " + tag + ") or publish another version"
+            )
+
+    def publish(self, release: Release, reporter: Reporter) -> Published:
+        tag = self._check_release(release)
+        existing = self._existing(release, tag)
+        if existing is not None:
+            reporter.notice(f"{self.name}: release {tag} is already published with this h1")
+            return Published(str(existing.get("html_url") or ""), created=False)
+        blobs = _blobs(release)
+        try:
+            draft = self._draft(release, tag, reporter)
+            self._sync_assets(release, draft, blobs, reporter)
+            done = self._publish_draft(release, draft, tag)
+        finally:
+            if self._client is not None:
+                self._client.close()
+                self._client = None
+        reporter.notice(f"{self.name}: published release {tag}")
+        return Published(str(done.get("html_url") or ""), created=True)
+
+    # ---- checks -------------------------------------------------------------------
+
+    def _check_release(self, release: Release) -> str:
+        """The tag of ``release``, after the checks that need no network."""
+        where = f"{release.module}@{release.version}"
+        if _module.normalise(release.module) != self.module:
+            raise UsageError(
+                f"{where}: cannot publish to {self.name}: the target is for module {self.module}"
+            )
+        if self._cred is None:
+            raise UsageError(
+                f"{where}: publishing to {self.name} needs GITHUB_TOKEN, a token that can "
+                "write releases (contents: write)"
+            )
+        tag = self.prefix + release.version
+        if release.extra.get("tag", tag) != tag:
+            raise UsageError(
+                f"{where}: the release is tagged {release.extra['tag']}, but versions of "
+                f"{self.module} are tags {tag}"
+            )
+        for path in [*release.files, INDEX]:
+            problem = asset_problem(path)
+            if problem is not None:
+                raise UsageError(f"{where}: {path} cannot be a GitHub release asset: {problem}")
+        return tag
+
+    def _existing(self, release: Release, tag: str) -> dict[str, Any] | None:
+        """The published release of ``tag`` when it holds this h1; refused when another."""
+        url = f"{self._repo_url()}/releases/tags/{quote(tag, safe='/')}"
+        rel = self._get(url, release, f"release {tag}", missing_ok=True)
+        if rel is None:
+            return None
+        try:
+            data = self._source().index(release.module, release.version)
+            h1 = _index.parse(data, release.module, release.version).h1()
+        except ModuleError as exc:
+            h1 = f"an index wgtpm cannot read ({exc.message})"
+        if h1 != release.h1:
+            raise UsageError(
+                f"{release.module}@{release.version}: {self.name} has release {tag} already, "
+                f"with {h1}; this release is {release.h1}. A published version never changes: "
+                "publish a new version"
+            )
+        return rel
+
+    def _tag_exists(self, release: Release, tag: str) -> bool:
+        url = f"{self._repo_url()}/git/ref/tags/{quote(tag, safe='/')}"
+        return self._get(url, release, f"tag {tag}", missing_ok=True) is not None
+
+    # ---- the draft ------------------------------------------------------------------
+
+    def _draft(self, release: Release, tag: str, reporter: Reporter) -> dict[str, Any]:
+        """The draft release of ``tag`` an earlier attempt left, else a new one."""
+        found = self._find_draft(release, tag)
+        if found is not None:
+            reporter.notice(f"{self.name}: reusing draft release {tag} (id {found.get('id')})")
+            if release.commit and found.get("target_commitish") != release.commit:
+                found = self._send_json(
+                    "PATCH", str(found["url"]), {"target_commitish": release.commit}, release
+                )
+            return found
+        body: dict[str, Any] = {
+            "tag_name": tag,
+            "name": tag,
+            "body": release.notes,
+            "draft": True,
+            "prerelease": _version.is_prerelease(release.version),
+        }
+        if release.commit:
+            body["target_commitish"] = release.commit
+        for attempt in UPLOAD_RETRY.attempts_range():
+            try:
+                return self._send_json("POST", f"{self._repo_url()}/releases", body, release)
+            except ModuleError as exc:
+                cause = exc.__cause__
+                if not isinstance(cause, _Failed) or not cause.retryable:
+                    raise
+                found = self._find_draft(release, tag)  # created, but the answer was lost
+                if found is not None:
+                    return found
+                if UPLOAD_RETRY.last(attempt):
+                    raise
+            UPLOAD_RETRY.sleep(attempt, cause.retry_after)
+        raise AssertionError("unreachable")
+
+    def _find_draft(self, release: Release, tag: str) -> dict[str, Any] | None:
+        for rel in self._list(f"{self._repo_url()}/releases", release, "listing releases"):
+            if rel.get("draft") and rel.get("tag_name") == tag:
+                return rel
+        return None
+
+    def _publish_draft(self, release: Release, draft: dict[str, Any], tag: str) -> dict[str, Any]:
+        body: dict[str, Any] = {"draft": False, "tag_name": tag}
+        if release.commit:
+            body["target_commitish"] = release.commit
+        try:
+            done = self._send_json("PATCH", str(draft["url"]), body, release)
+        except ModuleError:
+            url = f"{self._repo_url()}/releases/tags/{quote(tag, safe='/')}"
+            pub = self._get(url, release, f"release {tag}", missing_ok=True)
+            if pub is not None and pub.get("id") == draft.get("id"):
+                return pub  # published; only the answer was lost
+            raise
+        if done.get("draft") is not False:
+            raise ModuleError(
+                release.module, release.version, f"GitHub did not publish draft release {tag}"
+            )
+        return done
+
+    # ---- assets -----------------------------------------------------------------------
+
+    def _sync_assets(
+        self, release: Release, draft: dict[str, Any], blobs: dict[str, _Blob], reporter: Reporter
+    ) -> None:
+        assets_url = f"{self._repo_url()}/releases/{draft['id']}/assets"
+        have = {str(a.get("name")): a for a in self._list(assets_url, release, "listing assets")}
+        for name, asset in have.items():
+            if name not in blobs or not _complete(asset, blobs[name]):
+                reporter.notice(f"{self.name}: deleting draft asset {name} ({_why(asset)})")
+                self._delete(asset, release)
+        upload_url = str(draft.get("upload_url") or "").split("{", 1)[0]
+        if not upload_url:
+            raise ModuleError(release.module, release.version, "the draft has no upload_url")
+        for name, blob in blobs.items():
+            if name in have and _complete(have[name], blob):
+                continue
+            self._upload(release, assets_url, upload_url, blob, reporter)
+
+    def _upload(
+        self, release: Release, assets_url: str, upload_url: str, blob: _Blob, reporter: Reporter
+    ) -> None:
+        """Upload ``blob``, retrying; what a failed try left under its name is kept or deleted."""
+        url = f"{upload_url}?name={quote(blob.name)}"
+        headers = {
+            "Content-Type": "application/octet-stream",
+            "Content-Length": str(blob.size),
+        }
+        for attempt in UPLOAD_RETRY.attempts_range():
+            wait: float | None = None
+            reporter.start(blob.name, blob.size)
+            try:
+                resp = self._send(
+                    "POST", url, release, content=_progress(blob, reporter), headers=headers
+                )
+                asset = _json_of(resp)
+                if isinstance(asset, dict) and _complete(asset, blob, trust_size=True):
+                    return
+                problem = "GitHub stored other bytes than were sent"
+                if isinstance(asset, dict):
+                    self._delete(asset, release)
+            except _Failed as exc:
+                if not (exc.retryable or exc.code() == "already_exists"):
+                    raise self._error(release, f"uploading {blob.name}", exc) from exc
+                problem, wait = str(exc), exc.retry_after
+                for asset in self._list(assets_url, release, "listing assets"):
+                    if asset.get("name") == blob.name:
+                        if _complete(asset, blob):
+                            return  # it arrived; only the answer was lost
+                        self._delete(asset, release)
+            finally:
+                reporter.finish(blob.name)
+            if UPLOAD_RETRY.last(attempt):
+                raise ModuleError(
+                    release.module,
+                    release.version,
+                    f"uploading {blob.name} to draft release of {self.name} failed "
+                    f"{attempt + 1} times ({problem}); the draft is kept and the next "
+                    "`wgtpm publish` reuses it",
+                )
+            reporter.warning(f"{self.name}: uploading {blob.name} again: {problem}")
+            UPLOAD_RETRY.sleep(attempt, wait)
+
+    def _delete(self, asset: Mapping[str, Any], release: Release) -> None:
+        try:
+            self._send("DELETE", str(asset["url"]), release)
+        except _Failed as exc:
+            if exc.status != 404:
+                raise self._error(release, f"deleting asset {asset.get('name')}", exc) from exc
+
+    # ---- HTTP ----------------------------------------------------------------------------
+
+    def _source(self) -> GitHubSource:
+        """A fresh read side (no release cached from before this call)."""
+        token = self._cred.value.removeprefix("Bearer ") if self._cred else ""
+        return GitHubSource(self.http, api_url=self.api_url, token=token)
+
+    def _repo_url(self) -> str:
+        return f"{self.api_url}/repos/{self.owner}/{self.repo}"
+
+    def _headers(self, url: str) -> dict[str, str]:
+        h = {"Accept": _JSON, "X-GitHub-Api-Version": API_VERSION}
+        if self._cred is not None and self._token_may_go_to(url):
+            h["Authorization"] = self._cred.value
+        return h
+
+    def _token_may_go_to(self, url: str) -> bool:
+        scheme, host, _ = origin(url)
+        api_scheme, api_host, _ = origin(self.api_url)
+        if scheme != api_scheme:
+            return False
+        return host == api_host or (api_host == "api.github.com" and host == "uploads.github.com")
+
+    def _get(
+        self, url: str, release: Release, what: str, *, missing_ok: bool = False
+    ) -> dict[str, Any] | None:
+        from ..httpclient import HTTPStatusError, ResponseTooLargeError, TransportError
+
+        try:
+            resp = self.http.get(url, headers=self._headers(url))
+        except HTTPStatusError as exc:
+            if missing_ok and exc.status == 404:
+                return None
+            hint = ""
+            if exc.status == 404:
+                hint = f"; check that {self.owner}/{self.repo} exists and GITHUB_TOKEN can see it"
+            raise ModuleError(release.module, release.version, f"{what}: {exc}{hint}") from exc
+        except (TransportError, ResponseTooLargeError) as exc:
+            raise ModuleError(release.module, release.version, f"{what}: {exc}") from exc
+        doc = _json_of(resp)
+        if not isinstance(doc, dict):
+            raise ModuleError(release.module, release.version, f"{what}: not a JSON object")
+        return doc
+
+    def _list(self, url: str, release: Release, what: str) -> list[dict[str, Any]]:
+        from ..httpclient import HTTPStatusError, ResponseTooLargeError, TransportError
+
+        items: list[dict[str, Any]] = []
+        page: str | None = f"{url}?per_page=100"
+        for _ in range(MAX_PAGES):
+            if page is None:
+                return items
+            try:
+                resp = self.http.get(page, headers=self._headers(page))
+            except (HTTPStatusError, TransportError, ResponseTooLargeError) as exc:
+                raise ModuleError(release.module, release.version, f"{what}: {exc}") from exc
+            doc = _json_of(resp)
+            if not isinstance(doc, list):
+                raise ModuleError(release.module, release.version, f"{what}: not a JSON list")
+            items.extend(i for i in doc if isinstance(i, dict))
+            page = resp.links.get("next", {}).get("url")
+        raise ModuleError(release.module, release.version, f"{what}: more than {MAX_PAGES} pages")
+
+    def _send_json(
+        self, method: str, url: str, body: dict[str, Any], release: Release
+    ) -> dict[str, Any]:
+        what = f"{method} {urlsplit(url).path}"
+        try:
+            resp = self._send(
+                method,
+                url,
+                release,
+                content=json.dumps(body).encode(),
+                headers={"Content-Type": "application/json"},
+            )
+        except _Failed as exc:
+            raise self._error(release, what, exc) from exc
+        doc = _json_of(resp)
+        if not isinstance(doc, dict):
+            raise ModuleError(release.module, release.version, f"{what}: not a JSON object")
+        return doc
+
+    def _send(
+        self,
+        method: str,
+        url: str,
+        release: Release,
+        *,
+        content: bytes | Iterator[bytes] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> httpx.Response:
+        """One write request; :class:`_Failed` unless GitHub answers 2xx."""
+        import httpx
+
+        if self._client is None:
+            opts = self.http.opts
+            self._client = httpx.Client(
+                follow_redirects=False,
+                timeout=httpx.Timeout(opts.timeout, connect=min(10.0, opts.timeout)),
+                headers={"User-Agent": opts.user_agent},
+            )
+        h = {**self._headers(url), **(headers or {})}
+        try:
+            resp = self._client.request(method, url, content=content, headers=h)
+        except httpx.HTTPError as exc:
+            raise _Failed(0, f"{method} {url}: {type(exc).__name__}: {exc}") from exc
+        if 200 <= resp.status_code < 300:
+            return resp
+        body = _json_of(resp)
+        message = body.get("message") if isinstance(body, dict) else None
+        detail = f": {message}" if isinstance(message, str) else ""
+        if isinstance(body, dict) and isinstance(body.get("errors"), list):
+            detail += " " + json.dumps(body["errors"])[:300]
+        raise _Failed(
+            resp.status_code,
+            f"{method} {url}: HTTP {resp.status_code}{detail}",
+            body,
+            _rate_wait(resp.status_code, resp.headers),
+        )
+
+    def _error(self, release: Release, what: str, exc: _Failed) -> ModuleError:
+        hint = ""
+        if exc.status in (401, 403):
+            hint = "; GITHUB_TOKEN must be able to write releases of " + self.name
+        return ModuleError(
+            release.module,
+            release.version,
+            f"{what}: {exc}{hint}; nothing was published (at most a draft release is left, "
+            "which the next `wgtpm publish` reuses)",
+        )
+
+
+# ---- helpers -------------------------------------------------------------------------
+
+
+def local_files(release: Release) -> list[tuple[_index.IndexEntry, Path]]:
+    """Every file of the release's index with the file holding it, hashed now.
+
+    Refused (:class:`UsageError`): an index entry with no file, a file whose
+    size or sha256 is not its entry's (changed on disk since the build), a
+    file the index does not list.
+    """
+    idx = _index.parse(release.index, release.module, release.version)
+    where = f"{release.module}@{release.version}"
+    out = []
+    for entry in idx.files:
+        path = release.files.get(entry.path)
+        if path is None:
+            raise UsageError(f"{where}: the index lists {entry.path}, which the release lacks")
+        size, sha = _hash_file(path)
+        if (size, sha) != (entry.size, entry.sha256):
+            raise UsageError(
+                f"{where}: {path} is not the {entry.path} the index lists (sha256 {sha[:12]}…, "
+                f"size {size}; the index says {entry.sha256[:12]}…, {entry.size}); build again"
+            )
+        out.append((entry, path))
+    extra = sorted(set(release.files) - {e.path for e in idx.files})
+    if extra:
+        raise UsageError(f"{where}: files not in the index: {', '.join(extra)}")
+    return out
+
+
+def _blobs(release: Release) -> dict[str, _Blob]:
+    """Asset name -> what to upload: every file of the index and the index itself."""
+    out = {
+        asset_name(e.path): _Blob(asset_name(e.path), e.size, e.sha256, path=p)
+        for e, p in local_files(release)
+    }
+    sha = hashlib.sha256(release.index).hexdigest()
+    out[INDEX] = _Blob(INDEX, len(release.index), sha, data=release.index)
+    return out
+
+
+def _hash_file(path: Path) -> tuple[int, str]:
+    h = hashlib.sha256()
+    size = 0
+    with path.open("rb") as f:
+        while chunk := f.read(CHUNK):
+            h.update(chunk)
+            size += len(chunk)
+    return size, h.hexdigest()
+
+
+def _progress(blob: _Blob, reporter: Reporter) -> Iterator[bytes]:
+    for chunk in blob.chunks():
+        yield chunk
+        reporter.advance(blob.name, len(chunk))
+
+
+def _complete(asset: Mapping[str, Any], blob: _Blob, *, trust_size: bool = False) -> bool:
+    """Whether ``asset`` holds exactly ``blob``: uploaded, same size, same ``sha256:`` digest.
+
+    An asset without a digest (GitHub Enterprise before 2025) counts only when
+    ``trust_size`` (the answer to the upload that just sent these bytes).
+    """
+    if asset.get("state", "uploaded") != "uploaded" or asset.get("size") != blob.size:
+        return False
+    digest = asset.get("digest")
+    if digest is None:
+        return trust_size
+    return bool(digest == f"sha256:{blob.sha256}")
+
+
+def _why(asset: Mapping[str, Any]) -> str:
+    if asset.get("state", "uploaded") != "uploaded":
+        return f"state {asset.get('state')}, an interrupted upload"
+    return "not this release's bytes"
+
+
+def _rate_wait(status: int, headers: Mapping[str, str]) -> float | None:
+    """Seconds until a rate limit (primary or secondary) lifts; ``None`` if this is none."""
+    import time
+
+    from ..httpclient import retry_after
+
+    if status not in (403, 429):
+        return None
+    h = {k.lower(): v for k, v in headers.items()}
+    wait = retry_after(h)
+    if wait is None and h.get("x-ratelimit-remaining") == "0":
+        reset = h.get("x-ratelimit-reset", "")
+        wait = max(0.0, int(reset) - time.time()) if reset.isdigit() else None
+    return wait
+
+
+def _json_of(resp: httpx.Response) -> Any:
+    try:
+        return json.loads(resp.content or b"null")
+    except ValueError:
+        return None
