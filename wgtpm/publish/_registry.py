@@ -156,12 +156,10 @@ class RegistryTarget:
         raise AssertionError("unreachable")
 
     def _refused(self, what: str, answer: Answer, release: Release) -> ModuleError:
-        if answer.status == 409:
+        if answer.status == 409:  # the registry's message names both h1s; say ours if not
+            ours = "" if release.h1 in answer.error else f" (this build is {release.h1})"
             return ModuleError(
-                release.module,
-                release.version,
-                f"{self.name} refused it: {answer.error} (this build is {release.h1}); "
-                "versions are immutable: publish a new version",
+                release.module, release.version, f"{self.name} refused it: {answer.error}{ours}"
             )
         hint = {
             401: f"; check {TOKEN_ENV}",
