@@ -17,7 +17,6 @@ import contextlib
 import hashlib
 import json
 import os
-import shutil
 import tempfile
 from collections.abc import Mapping
 from datetime import datetime, timezone
@@ -25,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from . import version as _v
-from ._errors import ModuleError
+from ._errors import ModuleError, VerifyError
 from ._fs import write_atomic
 from .index import IndexEntry, ReleaseIndex, build_index, synthetic_mod
 from .index import parse as parse_index
@@ -34,14 +33,23 @@ from .module import check_path, check_path_major, escape_path, escape_version
 __all__ = ["ProxyTree"]
 
 
-def _copy_atomic(src: Path, dst: Path) -> None:
-    """Copy ``src`` to ``dst`` through a unique temporary file beside it, renamed into place."""
+def _copy_atomic(src: Path, dst: Path, sha256: str, where: tuple[str, str]) -> None:
+    """Copy ``src`` to ``dst`` through a unique temporary file beside it, renamed into place
+    only if the bytes copied have ``sha256`` (a file that changed since it was indexed is not)."""
     fd, tmp = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=".tmp", dir=dst.parent)
     try:
+        h = hashlib.sha256()
         with os.fdopen(fd, "wb") as out, open(src, "rb") as inp:
-            shutil.copyfileobj(inp, out, 1 << 20)
+            while chunk := inp.read(1 << 20):
+                h.update(chunk)
+                out.write(chunk)
             out.flush()
             os.fsync(out.fileno())
+        if h.hexdigest() != sha256:
+            raise VerifyError(
+                *where,
+                f"{src} changed after it was indexed (sha256 {h.hexdigest()}, indexed {sha256})",
+            )
         os.chmod(tmp, 0o644)
         os.replace(tmp, dst)
     except BaseException:
@@ -138,10 +146,10 @@ class ProxyTree:
                     "Versions are immutable: publish a new version",
                 )
             return False
-        for p, src in files.items():
-            dst = vdir / ev / p
+        for e in idx.files:
+            dst = vdir / ev / e.path
             dst.parent.mkdir(parents=True, exist_ok=True)
-            _copy_atomic(src, dst)
+            _copy_atomic(files[e.path], dst, e.sha256, (module, version))
         write_atomic(vdir / f"{ev}.mod", files["wgt.mod"].read_bytes())
         info: dict[str, str] = {"Version": version}
         if idx.time:

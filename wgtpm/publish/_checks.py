@@ -18,7 +18,7 @@ The git checks (clean tree, HEAD committed) are :func:`._git.open_checkout`.
 from __future__ import annotations
 
 from .. import version as _v
-from .._errors import InvalidVersionError, ReadonlyError, UsageError
+from .._errors import InvalidVersionError, ReadonlyError, ResolveError, UsageError
 from ..modfile import ModFile
 from ..modload.buildlist import Fetched, FromDirectory
 from ..modload.project import Project
@@ -82,6 +82,16 @@ def check_replacements(mf: ModFile) -> None:
         )
 
 
+def _readonly_cause(exc: BaseException) -> ReadonlyError | None:
+    """The :class:`ReadonlyError` that ``exc`` is or was raised from (MVS wraps it), or None."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ReadonlyError):
+            return seen
+        seen = seen.__cause__
+    return None
+
+
 def check_build_list(project: Project) -> None:
     """Refuse untidy wgt.mod/wgt.sum, and any module of the build list that does not verify.
 
@@ -100,9 +110,12 @@ def check_build_list(project: Project) -> None:
             if isinstance(origin, Fetched):
                 project.index(origin)
         project.prune_sums()
-    except ReadonlyError as exc:
+    except (ReadonlyError, ResolveError) as exc:
+        cause = _readonly_cause(exc)
+        if cause is None:
+            raise
         raise UsageError(
-            f"wgt.sum is not tidy ({exc}); run 'wgtpm tidy' and commit wgt.mod and wgt.sum"
+            f"wgt.sum is not tidy ({cause}); run 'wgtpm tidy' and commit wgt.mod and wgt.sum"
         ) from exc
     mod_changed, sum_changed = project.changes()
     what = " and ".join(n for n, c in (("wgt.mod", mod_changed), ("wgt.sum", sum_changed)) if c)
