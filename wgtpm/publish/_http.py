@@ -73,15 +73,26 @@ def send(
         hdrs["Content-Type"] = "application/octet-stream"
     inner = client._client  # see the module docstring
     try:
-        resp = inner.request(method, url, content=content, headers=hdrs)
+        with inner.stream(method, url, content=content, headers=hdrs) as resp:
+            status, body = resp.status_code, _read_capped(resp)
     except httpx.HTTPError as exc:
         raise TransportError(url, f"{method}: {type(exc).__name__}: {exc}") from exc
-    body = resp.content[:MAX_METADATA]
     try:
         doc = _json.loads(body) if body else {}
     except ValueError:
         doc = {"error": body.decode("utf-8", "replace")}
-    return Answer(resp.status_code, doc if isinstance(doc, dict) else {})
+    return Answer(status, doc if isinstance(doc, dict) else {})
+
+
+def _read_capped(resp: Any) -> bytes:
+    """At most :data:`MAX_METADATA` bytes of the body (an answer is a small JSON document)."""
+    chunks, have = [], 0
+    for chunk in resp.iter_bytes():
+        chunks.append(chunk)
+        have += len(chunk)
+        if have >= MAX_METADATA:
+            break
+    return b"".join(chunks)[:MAX_METADATA]
 
 
 def is_transient(exc: Exception | Answer) -> bool:
