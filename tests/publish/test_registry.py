@@ -139,4 +139,5 @@ def test_a_missing_token_is_one_line_before_anything_is_built(  # type: ignore[n
 ) -> None:
     r = wgtpm("publish", "--version", "v0.1.0", "--to", live.url, cwd=base_pkg)
     assert r.code == 1
+    assert "building artifact" not in r.err
     assert "WGTPM_TOKEN" in r.err.strip().splitlines()[-1]

@@ -62,6 +62,7 @@ class RegistryTarget:
         return self._cred.headers_for(self.url) if self._token else {}
 
     def published_versions(self, module: str) -> list[str]:
+        self._need_token()  # asked before anything is built: a missing token fails fast
         url = f"{self.url}/{escape_path(module)}/@v/list"
         try:
             resp = self._http().get(url, headers=self._auth(), ok=(200, 404, 410))
@@ -70,6 +71,9 @@ class RegistryTarget:
         return resp.text.split() if resp.status_code == 200 else []
 
     def check(self, release: Release) -> None:
+        self._need_token()
+
+    def _need_token(self) -> None:
         if not self._token:
             raise UsageError(
                 f"publishing to {self.name} needs a token: set {TOKEN_ENV} to a publish token "
@@ -77,7 +81,7 @@ class RegistryTarget:
             )
 
     def publish(self, release: Release, reporter: Reporter) -> Published:
-        self.check(release)
+        self._need_token()
         where = (release.module, release.version)
         start = self._call(
             "start upload",
