@@ -79,3 +79,24 @@ def test_same_bytes_again_is_a_noop_other_bytes_are_refused(wgtpm, base_pkg: Pat
     last = r.err.strip().splitlines()[-1]
     assert old_h1 in last and last.count("h1:") == 2, r.err  # both h1s named
     assert "immutable" in last
+
+
+def test_a_package_in_a_subdirectory_gets_a_dir_tag(tmp_path: Path) -> None:
+    from tests.publish.conftest import base_wgt, make_package
+    from wgtpm._report import SILENT
+    from wgtpm.publish import DirectoryTarget, PublishOptions, publish_package
+
+    repo = make_package(tmp_path / "repo", "example.com/acme/repo", {"README.txt": "hi\n"})
+    sub = repo / "models/xor"
+    sub.mkdir(parents=True)
+    (sub / "wgt.mod").write_text(
+        "module example.com/acme/repo/models/xor\nwgt 0.1\n\nartifact xor model.wgt\n"
+    )
+    (sub / "model.wgt").write_text(base_wgt())
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "a model in a subdirectory")
+    out = tmp_path / "out"
+    done = publish_package(sub, PublishOptions("v0.1.0"), DirectoryTarget(out), SILENT)
+    assert done.published.created and done.release.tag == "models/xor/v0.1.0"
+    assert git(repo, "tag") == "models/xor/v0.1.0"
+    assert (out / "example.com/acme/repo/models/xor/@v/v0.1.0/xor/weights.safetensors").is_file()
