@@ -163,3 +163,11 @@ def test_retract(wgtpm, pkg: Path) -> None:  # type: ignore[no-untyped-def]
     assert "retract v0.1.0 // trained on the wrong split\n" in (pkg / "wgt.mod").read_text()
     assert "wgtpm publish --version v0.1.1" in r.err
     assert "want a released version" in refused(wgtpm("retract", "0.1.0", "-m", "x", cwd=pkg))
+
+
+def test_the_output_directory_does_not_make_the_tree_dirty(wgtpm, pkg: Path) -> None:  # type: ignore[no-untyped-def]
+    for _ in range(2):
+        r = wgtpm("publish", "--version", "v0.1.0", "-o", "out/tree", cwd=pkg)
+        assert r.code == 0, r.err
+    assert "already published" in r.out
+    assert (pkg / "out/tree/example.com/acme/p/@v/v0.1.0/notes.txt").read_text() == "hello\n"

@@ -35,6 +35,7 @@ from ._checks import (
     check_tag,
     check_version,
 )
+from ._directory import DirectoryTarget
 from ._git import Checkout, create_tag, export_commit, open_checkout, tag_commit
 from ._provenance import ArtifactProvenance, tool_versions
 from ._release import MOD_FILE, ReleaseSpec, assemble
@@ -93,7 +94,7 @@ def publish_package(
     assert mf.module is not None
     module = mf.module.path
     check_version(module, opts.version)
-    checkout = open_checkout(pkg, (BUILD_DIR, DRY_RUN_DIR))
+    checkout = open_checkout(pkg, _outputs(pkg, target))
     tag = checkout.tag(opts.version)
     check_tag(tag, tag_commit(pkg, tag), checkout.commit)
     check_replacements(mf)
@@ -122,6 +123,14 @@ def publish_package(
     if opts.tag:
         create_tag(pkg, tag, checkout.commit, f"{module} {opts.version}")
     return Outcome(release, done)
+
+
+def _outputs(pkg: Path, target: PublishTarget) -> tuple[str, ...]:
+    """Directories of the package that wgtpm writes (their untracked files are not "dirty")."""
+    out = [BUILD_DIR, DRY_RUN_DIR]
+    if isinstance(target, DirectoryTarget) and target.tree.root.is_relative_to(pkg):
+        out.append(target.tree.root.relative_to(pkg).as_posix())
+    return tuple(out)
 
 
 def _mkdir(d: Path) -> Path:
