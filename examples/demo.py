@@ -2,10 +2,11 @@
 
 Everything runs offline, in a temporary directory:
 
-1. build ``examples/xor-base`` (a WeightLang XOR model) and publish v0.1.0
-   into a proxy-protocol file tree;
-2. build ``examples/xor-classifier``, which imports xor-base's trained hidden
-   layer (frozen) through its build list, and publish v0.1.0;
+1. commit ``examples/xor-base`` (a WeightLang XOR model) to a git repository
+   and ``wgtpm publish`` v0.1.0 into a proxy-protocol file tree (``-o``): the
+   build runs in a clean export of the commit;
+2. the same for ``examples/xor-classifier``, which imports xor-base's trained
+   hidden layer (frozen) through its build list;
 3. in a fresh project: ``wgtpm init``, ``wgtpm get`` the classifier (MVS pulls
    in xor-base), list the build list, show the graph, verify the cache,
    inspect the classifier's provenance and run it;
@@ -59,6 +60,30 @@ def _fewer_steps(text: str) -> str:
     return "".join(out)
 
 
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "wgtpm demo",
+    "GIT_AUTHOR_EMAIL": "demo@example.com",
+    "GIT_COMMITTER_NAME": "wgtpm demo",
+    "GIT_COMMITTER_EMAIL": "demo@example.com",
+    "GIT_AUTHOR_DATE": "2026-11-29T12:00:00Z",
+    "GIT_COMMITTER_DATE": "2026-11-29T12:00:00Z",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+}
+
+
+def git_commit(pkg: Path, env: dict[str, str]) -> None:
+    """``git init`` and commit everything in ``pkg`` (publishing builds from a commit)."""
+    print(f"\n$ git init && git add -A && git commit -m 'v0.1.0'   # in {pkg.name}", flush=True)
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "v0.1.0"]):
+        subprocess.run(["git", *args], cwd=pkg, env={**env, **GIT_ENV}, check=True)
+
+
+def publish(pkg: Path, tree: ProxyTree, env: dict[str, str]) -> None:
+    """Commit ``pkg`` and ``wgtpm publish`` it as v0.1.0 into ``tree``."""
+    git_commit(pkg, env)
+    sh("wgtpm", "publish", "--version", "v0.1.0", "-o", str(tree.root), cwd=pkg, env=env)
+
+
 def paw_demo(work: Path, tree: ProxyTree, env: dict[str, str]) -> None:
     print("\n## 3. A PAW program, compiled by finetuning, used offline")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
@@ -74,19 +99,10 @@ def paw_demo(work: Path, tree: ProxyTree, env: dict[str, str]) -> None:
     print("published hf.co/wgtpm-demo/tiny-qwen3@v0.1.0 (a 2-layer Qwen3) and its base-model GGUF")
     pkg = work / "src" / "fruit"
     shutil.copytree(HERE / "fruit", pkg)
-    sh("wgtpm", "build", cwd=pkg, env=env)
-    sh(
-        "wgtpm",
-        "paw",
-        "validate",
-        "build/fruit.paw",
-        "--interpreter",
-        str(interp),
-        cwd=pkg,
-        env=env,
-    )
-    idx = tree.add_package(pkg, "v0.1.0", time="2026-11-29T12:00:00Z")
-    print(f"published {idx.module}@{idx.version}: {len(idx.files)} files, {idx.h1()}")
+    sh("wgtpm", "tidy", cwd=pkg, env=env)  # wgt.sum locks the interpreter before publishing
+    publish(pkg, tree, env)
+    bundle = tree.root / "github.com/acme/fruit/@v/v0.1.0/fruit.paw"
+    sh("wgtpm", "paw", "validate", str(bundle), "--interpreter", str(interp), cwd=pkg, env=env)
     app = work / "paw-app"
     app.mkdir()
     penv = {**env, "PAW_CACHE_DIR": str(work / "paw-cache"), "PAW_OFFLINE": "1"}
@@ -100,16 +116,23 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="wgtpm-demo-"))
     try:
         tree = ProxyTree(work / "proxy")
-        env = {**os.environ, "WGTPM_CACHE": str(work / "cache"), "WGTPROXY": tree.url}
+        # The commands run the wgtpm beside this file, as the demo itself does.
+        path = os.pathsep.join(p for p in (str(HERE.parent), os.environ.get("PYTHONPATH")) if p)
+        env = {
+            **os.environ,
+            "PYTHONPATH": path,
+            "WGTPM_CACHE": str(work / "cache"),
+            "WGTPROXY": tree.url,
+        }
         print(f"# demo in {work}\n# WGTPROXY={tree.url}")
 
         print("\n## 1. Publish the example packages to a local proxy tree")
         for name in ("xor-base", "xor-classifier"):
             pkg = work / "src" / name
             shutil.copytree(HERE / name, pkg)
-            sh("wgtpm", "build", cwd=pkg, env=env)
-            idx = tree.add_package(pkg, "v0.1.0", time="2026-11-29T12:00:00Z")
-            print(f"published {idx.module}@{idx.version}: {len(idx.files)} files, {idx.h1()}")
+            if name == "xor-classifier":
+                sh("wgtpm", "tidy", cwd=pkg, env=env)  # wgt.sum locks xor-base v0.1.0
+            publish(pkg, tree, env)
 
         print("\n## 2. Use them from a new project")
         app = work / "app"

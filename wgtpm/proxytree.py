@@ -13,21 +13,49 @@ error; the same bytes again are accepted.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import tempfile
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from . import version as _v
-from ._errors import ModuleError
+from ._errors import ModuleError, VerifyError
 from ._fs import write_atomic
 from .index import IndexEntry, ReleaseIndex, build_index, synthetic_mod
+from .index import parse as parse_index
 from .module import check_path, check_path_major, escape_path, escape_version
 
 __all__ = ["ProxyTree"]
+
+
+def _copy_atomic(src: Path, dst: Path, sha256: str, where: tuple[str, str]) -> None:
+    """Copy ``src`` to ``dst`` through a unique temporary file beside it, renamed into place
+    only if the bytes copied have ``sha256`` (a file that changed since it was indexed is not)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=".tmp", dir=dst.parent)
+    try:
+        h = hashlib.sha256()
+        with os.fdopen(fd, "wb") as out, open(src, "rb") as inp:
+            while chunk := inp.read(1 << 20):
+                h.update(chunk)
+                out.write(chunk)
+            out.flush()
+            os.fsync(out.fileno())
+        if h.hexdigest() != sha256:
+            raise VerifyError(
+                *where,
+                f"{src} changed after it was indexed (sha256 {h.hexdigest()}, indexed {sha256})",
+            )
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, dst)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
 
 
 def _now() -> str:
@@ -75,29 +103,72 @@ class ProxyTree:
         ]
         t = time or _now()
         idx = build_index(module, version, entries, time=t, commit=commit, build=build)
+        with tempfile.TemporaryDirectory() as tmp:
+            paths = {}
+            for i, (p, b) in enumerate(files.items()):
+                paths[p] = Path(tmp) / str(i)
+                paths[p].write_bytes(b)
+            self.put(module, version, idx.to_json(), paths, latest=latest)
+        return idx
+
+    def put(
+        self,
+        module: str,
+        version: str,
+        index: bytes,
+        files: Mapping[str, Path],
+        *,
+        latest: bool = True,
+    ) -> bool:
+        """Publish ``module@version``: its exact ``index`` bytes and ``files`` (logical path ->
+        file on disk, every file the index lists). Returns False when the version was there
+        already with the same h1 (nothing is written); another h1 is an error naming both.
+
+        Each file is copied to a temporary name and renamed into place; the index
+        is written last, so a version exists (``@v/list``) only once all of it does.
+        """
+        idx = parse_index(index, module, version)
+        listed = {e.path for e in idx.files}
+        if listed != set(files):
+            raise ModuleError(
+                module, version, f"files and index disagree: {sorted(listed ^ set(files))}"
+            )
         vdir = self._vdir(module)
         ev = escape_version(version)
         old = vdir / f"{ev}.index.json"
         if old.exists():
-            if old.read_bytes() != idx.to_json():
+            have = parse_index(old.read_bytes(), module, version).h1()
+            if have != idx.h1():
                 raise ModuleError(
-                    module, version, "already published with other content; versions are immutable"
+                    module,
+                    version,
+                    f"already published in {self.root} with {have}; this release is {idx.h1()}. "
+                    "Versions are immutable: publish a new version",
                 )
-            return idx
-        for p, b in files.items():
-            dst = vdir / ev / p
+            return False
+        for e in idx.files:
+            dst = vdir / ev / e.path
             dst.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(dst, b)
-        write_atomic(vdir / f"{ev}.mod", files["wgt.mod"])
-        info: dict[str, str] = {"Version": version, "Time": t}
-        if commit:
-            info["Commit"] = commit
+            _copy_atomic(files[e.path], dst, e.sha256, (module, version))
+        write_atomic(vdir / f"{ev}.mod", files["wgt.mod"].read_bytes())
+        info: dict[str, str] = {"Version": version}
+        if idx.time:
+            info["Time"] = idx.time
+        if idx.commit:
+            info["Commit"] = idx.commit
         write_atomic(vdir / f"{ev}.info", (json.dumps(info) + "\n").encode())
-        write_atomic(old, idx.to_json())  # last: the version exists once its index does
+        write_atomic(old, index)  # last: the version exists once its index does
         self._relist(module)
         if latest and not _v.is_pseudo(version):
             self._update_latest(module)
-        return idx
+        return True
+
+    def versions(self, module: str) -> list[str]:
+        """The versions of ``module`` in this tree (its ``@v/list``), oldest first."""
+        try:
+            return (self._vdir(module) / "list").read_text().split()
+        except FileNotFoundError:
+            return []
 
     def _relist(self, module: str) -> None:
         vdir = self._vdir(module)

@@ -31,6 +31,7 @@ COMMANDS: tuple[str, ...] = (
     "wgtpm.cli._weightlang",
     "wgtpm.cli._paw",
     "wgtpm.cli._registry",
+    "wgtpm.cli._publish",
 )
 
 

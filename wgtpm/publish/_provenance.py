@@ -1,0 +1,204 @@
+"""``wgt.provenance.json``: how a release was built, inside the release so that h1 covers it.
+
+DESIGN.md section 5 puts provenance in the index (``build``), and the index's
+``artifact``/``kind`` of each file next to its hash; neither is covered by
+the h1 of wgt.sum, which hashes only (path, sha256) pairs. A consumer acts on
+both (which file is which artifact, of which kind, trained from what), so
+wgtpm publish writes them a second time into a file of the release, listed
+in ``files`` like any other: the two wgt.sum lines then lock them. The
+index's ``build`` holds the same document (for readers of section 5), and
+:func:`check_provenance` tells whether an index agrees with it. A worked
+example (hashes elided)::
+
+    {
+      "schema": 1,
+      "module": "example.com/acme/xor", "version": "v0.1.0",
+      "commit": "40 hex", "time": "2026-11-29T12:00:00Z",
+      "tools": {"python": "3.11.7", "wgtpm": "0.1.0", "torch": "2.5.1"},
+      "artifacts": {
+        "xor": {"kind": "wgt", "source": "model.wgt", "builder": "wgtpm",
+                "seed": 0, "data": {"xor": {"kind": "inline", "rows": 4, "sha256": "…"}},
+                "training_data_sha256": "…",
+                "imports": [{"layer": "h1", "module": "example.com/acme/base",
+                             "version": "v0.1.0", "source_weights_sha256": "…",
+                             "tensors": {"h1.weight": "…"}}]}
+      },
+      "files": {"xor/manifest.json": {"artifact": "xor", "kind": "wgt"}, …}
+    }
+
+``tools`` lists the versions of the tools installed when the build ran
+(torch, transformers, peft, gguf, safetensors, numpy; those absent are left
+out), read from package metadata without importing them. ``files`` lists
+every artifact file (not ``wgt.mod`` nor this file).
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import zipfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .._errors import VerifyError
+from .._fs import canonical_json
+from ..kinds import PAW, WGT
+
+__all__ = [
+    "PROVENANCE_FILE",
+    "ArtifactProvenance",
+    "check_provenance",
+    "provenance_bytes",
+    "tool_versions",
+]
+
+#: The release file that holds the provenance (listed in the index, covered by h1).
+PROVENANCE_FILE = "wgt.provenance.json"
+SCHEMA = 1
+TOOLS = ("torch", "transformers", "peft", "gguf", "safetensors", "numpy")
+
+
+@dataclass(frozen=True)
+class ArtifactProvenance:
+    """One built artifact: its kind, source, and its files (logical path -> file on disk)."""
+
+    name: str
+    kind: str
+    source: str
+    outputs: Mapping[str, Path]
+
+    def record(self) -> dict[str, Any]:
+        """What the provenance says of this artifact (see the module docstring)."""
+        out: dict[str, Any] = {"kind": self.kind, "source": self.source, "builder": "wgtpm"}
+        if self.kind == WGT:
+            out.update(_wgt_record(self.outputs))
+        elif self.kind == PAW:
+            out.update(_paw_record(self.outputs))
+        return out
+
+
+def _wgt_record(outputs: Mapping[str, Path]) -> dict[str, Any]:
+    manifest_path = next((p for lp, p in outputs.items() if lp.endswith("/manifest.json")), None)
+    if manifest_path is None:
+        return {}
+    m = json.loads(manifest_path.read_bytes())
+    imports = []
+    for imp in m.get("imports") or []:
+        package = imp.get("package") or {}
+        imports.append(
+            {
+                "layer": imp.get("layer"),
+                "source": imp.get("source"),
+                "module": package.get("module"),
+                "version": package.get("version"),
+                "commit": package.get("commit"),
+                "source_weights_sha256": imp.get("source_weights_sha256"),
+                "frozen": imp.get("frozen"),
+                "tensors": imp.get("tensors"),
+            }
+        )
+    training = m.get("training") or {}
+    return {
+        "seed": (m.get("init") or {}).get("seed"),
+        "data": m.get("data") or {},
+        "training_data_sha256": training.get("data_sha256"),
+        "weights_sha256": (m.get("weights") or {}).get("sha256"),
+        "built_with": m.get("built_with") or {},
+        "imports": imports,
+    }
+
+
+def _paw_record(outputs: Mapping[str, Path]) -> dict[str, Any]:
+    bundle = next(iter(outputs.values()), None)
+    if bundle is None:
+        return {}
+    try:
+        with zipfile.ZipFile(bundle) as z:
+            meta = json.loads(z.read("meta.json"))
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile):
+        return {}
+    return {
+        "program_id": meta.get("program_id"),
+        "interpreter": meta.get("interpreter"),
+        "compile_by_training": meta.get("compile_by_training"),
+    }
+
+
+def tool_versions() -> dict[str, str]:
+    """Python, wgtpm and the build tools installed here (package metadata, nothing imported)."""
+    from importlib import metadata
+
+    from .. import __version__
+
+    out = {"python": platform.python_version(), "wgtpm": __version__}
+    for name in TOOLS:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def provenance_document(
+    module: str,
+    version: str,
+    commit: str,
+    time: str,
+    artifacts: list[ArtifactProvenance],
+    tools: Mapping[str, str],
+) -> dict[str, Any]:
+    """The provenance of a release (see the module docstring)."""
+    files = {
+        path: {"artifact": a.name, "kind": a.kind} for a in artifacts for path in sorted(a.outputs)
+    }
+    return {
+        "schema": SCHEMA,
+        "module": module,
+        "version": version,
+        "commit": commit,
+        "time": time,
+        "tools": dict(tools),
+        "artifacts": {a.name: a.record() for a in artifacts},
+        "files": dict(sorted(files.items())),
+    }
+
+
+def provenance_bytes(doc: Mapping[str, Any]) -> bytes:
+    """The bytes of ``wgt.provenance.json``: canonical JSON, two-space indent, final newline."""
+    return canonical_json(doc, pretty=True)
+
+
+def check_provenance(index: Any, data: bytes) -> None:
+    """Raise :class:`VerifyError` unless the index (a :class:`~wgtpm.index.ReleaseIndex`) says
+    of every file what ``wgt.provenance.json`` (``data``, already checked against its entry)
+    says: the same artifact and kind, and the same module, version and commit."""
+    where = (index.module, index.version)
+    try:
+        doc = json.loads(data)
+    except ValueError as exc:
+        raise VerifyError(*where, f"{PROVENANCE_FILE} is not JSON ({exc})") from exc
+    if not isinstance(doc, dict) or not isinstance(doc.get("files"), dict):
+        raise VerifyError(*where, f"{PROVENANCE_FILE} has no files map")
+    if (doc.get("module"), doc.get("version")) != where or doc.get("commit") != index.commit:
+        raise VerifyError(
+            *where,
+            f"{PROVENANCE_FILE} is for {doc.get('module')}@{doc.get('version')} "
+            f"(commit {doc.get('commit')}), not what the index says",
+        )
+    if index.build and index.build != doc:
+        raise VerifyError(*where, f"the index's build differs from {PROVENANCE_FILE}")
+    said: dict[str, Any] = doc["files"]
+    for e in index.files:
+        want = said.get(e.path)
+        have = {"artifact": e.artifact, "kind": e.kind} if e.artifact or e.kind else None
+        if want != have:
+            raise VerifyError(
+                *where,
+                f"{e.path}: the index says artifact/kind {have}, {PROVENANCE_FILE} says {want}; "
+                "the index was changed after publishing",
+            )
+    extra = set(said) - {e.path for e in index.files}
+    if extra:
+        raise VerifyError(*where, f"{PROVENANCE_FILE} lists files the index lacks: {sorted(extra)}")

@@ -1,0 +1,167 @@
+"""``wgtpm publish``: checks, a clean build of HEAD, the release, and one target.
+
+The steps, in order; nothing is built before every check has passed, and
+nothing leaves the machine before the release is complete on the local disk:
+
+1. the version (:func:`._checks.check_version`), the git checkout (clean,
+   HEAD committed), the local tag, the versions at the target (newer, or the
+   same version again: a re-publish);
+2. ``git archive`` of HEAD into a temporary directory; in it, the build list
+   of the committed wgt.mod and wgt.sum, read-only: tidy, and every module
+   downloaded and verified;
+3. every artifact built there (:func:`._build.build_package`), twice in two
+   exports with ``verify_reproducible``, compared byte for byte;
+4. the release assembled (:func:`._release.assemble`) and handed to the
+   target, which publishes it all or nothing;
+5. after a publish that leaves the machine, the annotated git tag at HEAD.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import modfile
+from .._errors import UsageError
+from .._report import Reporter
+from ..build import BUILD_DIR
+from ..deps import ModuleResolver
+from ._build import build_package, compare_builds
+from ._checks import (
+    check_build_list,
+    check_newer,
+    check_replacements,
+    check_tag,
+    check_version,
+)
+from ._directory import DirectoryTarget
+from ._git import Checkout, create_tag, export_commit, open_checkout, tag_commit
+from ._provenance import ArtifactProvenance, tool_versions
+from ._release import MOD_FILE, ReleaseSpec, assemble
+from ._target import Published, PublishTarget, Release
+from .targets import DRY_RUN_DIR
+
+__all__ = ["Outcome", "PublishOptions", "module_of", "publish_package"]
+
+
+@dataclass(frozen=True)
+class PublishOptions:
+    """What ``wgtpm publish`` was asked for."""
+
+    version: str
+    allow_older: bool = False
+    allow_untrained: bool = False
+    verify_reproducible: bool = False
+    private: bool = False
+    tag: bool = True  # create the git tag after the release left the machine
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The release that was published, and where it went."""
+
+    release: Release
+    published: Published
+
+
+def _modfile(pkg: Path) -> modfile.ModFile:
+    try:
+        data = (pkg / MOD_FILE).read_bytes()
+    except FileNotFoundError as exc:
+        raise UsageError(
+            f"no {MOD_FILE} in {pkg}: run 'wgtpm publish' in a package directory"
+        ) from exc
+    mf = modfile.parse(data, str(pkg / MOD_FILE))
+    if mf.module is None:
+        raise UsageError(f"{pkg / MOD_FILE}: no module statement; add 'module PATH' at the top")
+    return mf
+
+
+def module_of(pkg: Path) -> str:
+    """The module path that ``pkg/wgt.mod`` declares."""
+    mf = _modfile(pkg)
+    assert mf.module is not None
+    return mf.module.path
+
+
+def publish_package(
+    pkg: Path, opts: PublishOptions, target: PublishTarget, reporter: Reporter
+) -> Outcome:
+    """Publish the package in ``pkg`` at ``opts.version`` to ``target`` (see the module docstring)."""
+    pkg = pkg.absolute()
+    mf = _modfile(pkg)
+    assert mf.module is not None
+    module = mf.module.path
+    check_version(module, opts.version)
+    checkout = open_checkout(pkg, _outputs(pkg, target))
+    tag = checkout.tag(opts.version)
+    check_tag(tag, tag_commit(pkg, tag), checkout.commit)
+    check_replacements(mf)
+    published = target.published_versions(module)
+    check_newer(module, opts.version, published, opts.allow_older)
+    if opts.version in published:
+        reporter.notice(f"{module}@{opts.version} is at {target.name}; publishing it again")
+    with tempfile.TemporaryDirectory(prefix="wgtpm-publish-") as tmp:
+        work = Path(tmp)
+        reporter.notice(f"exporting commit {checkout.commit[:12]} ({checkout.time})")
+        src = export_commit(checkout, _mkdir(work / "a"))
+        resolver = _verified_build_list(src, reporter)
+        built = _build(src, resolver, checkout, opts, reporter)
+        if opts.verify_reproducible:
+            reporter.notice("building again in a second export to compare every byte")
+            again = _build(
+                export_commit(checkout, _mkdir(work / "b")), resolver, checkout, opts, reporter
+            )
+            compare_builds(built, again)
+            reporter.notice("reproducible: both builds wrote the same bytes")
+        spec = ReleaseSpec(module, opts.version, tag, checkout.commit, checkout.time, opts.private)
+        release = assemble(spec, src, built, tool_versions(), _mkdir(work / "staging"))
+        target.check(release)
+        reporter.notice(f"publishing {module}@{opts.version} ({release.h1}) to {target.name}")
+        done = target.publish(release, reporter)
+    if opts.tag:
+        create_tag(pkg, tag, checkout.commit, f"{module} {opts.version}")
+    return Outcome(release, done)
+
+
+def _outputs(pkg: Path, target: PublishTarget) -> tuple[str, ...]:
+    """Directories of the package that wgtpm writes (their untracked files are not "dirty")."""
+    out = [BUILD_DIR, DRY_RUN_DIR]
+    if isinstance(target, DirectoryTarget) and target.tree.root.is_relative_to(pkg):
+        out.append(target.tree.root.relative_to(pkg).as_posix())
+    return tuple(out)
+
+
+def _mkdir(d: Path) -> Path:
+    d.mkdir()
+    return d
+
+
+def _verified_build_list(src: Path, reporter: Reporter) -> ModuleResolver:
+    """The build list of the exported package: checked tidy and verified (read-only)."""
+    from ..modload.options import Options
+    from ..modload.project import Project
+    from ..modload.resolver import ProjectResolver
+
+    project = Project.load(src, Options.from_env("readonly", reporter=reporter))
+    check_build_list(project)
+    return ProjectResolver(project)
+
+
+def _build(
+    src: Path,
+    resolver: ModuleResolver,
+    checkout: Checkout,
+    opts: PublishOptions,
+    reporter: Reporter,
+) -> list[ArtifactProvenance]:
+    mf = _modfile(src)
+    return build_package(
+        src,
+        mf.artifacts,
+        resolver,
+        reporter,
+        epoch=checkout.epoch,
+        allow_untrained=opts.allow_untrained,
+    )

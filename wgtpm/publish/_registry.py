@@ -1,0 +1,177 @@
+"""The registry target: a wgtpm registry's publish API (``registry/api.md``), ``--to URL``.
+
+Three steps, as the API has them: **start** an upload with the index
+(``POST /api/v1/uploads``), **upload** each file the registry lacks
+(``PUT /api/v1/uploads/{id}/files/{sha256}``), **commit**
+(``POST /api/v1/uploads/{id}/commit``). Only the commit makes the version
+visible, atomically, so a failure at any earlier point leaves nothing
+published; the next attempt starts a new upload and sends only what the
+registry still lacks. The token comes from ``WGTPM_TOKEN`` and is sent as
+``Authorization: Bearer`` to the registry's own origin only; no message shows it.
+
+An upload and the commit are idempotent and retried on network errors, 5xx
+and 429 (:data:`ATTEMPTS` times, with backoff); a refusal (4xx) is not.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .._errors import ModuleError, UsageError
+from .._report import Reporter
+from ..httpclient import Credential, HttpClient, HTTPStatusError, TransportError
+from ..module import escape_path
+from ._http import Answer, is_transient, send
+from ._target import Published, Release
+
+__all__ = ["TOKEN_ENV", "RegistryTarget"]
+
+TOKEN_ENV = "WGTPM_TOKEN"
+API = "/api/v1"
+ATTEMPTS = 4
+BACKOFF = 0.5  # seconds before the second attempt, doubling
+
+
+class RegistryTarget:
+    """A :class:`~wgtpm.publish.PublishTarget` over a wgtpm registry at ``url``."""
+
+    def __init__(
+        self, url: str, *, token: str | None = None, client: HttpClient | None = None
+    ) -> None:
+        self.url = url.rstrip("/")
+        self._token = token if token is not None else os.environ.get(TOKEN_ENV, "")
+        # A Credential registers the token with redact() and yields it for this origin only.
+        self._cred = Credential(self.url, "Authorization", f"Bearer {self._token}")
+        self._client = client
+
+    @property
+    def name(self) -> str:
+        return f"registry {self.url}"
+
+    def _http(self) -> HttpClient:
+        if self._client is None:
+            self._client = HttpClient()
+        return self._client
+
+    def _auth(self) -> dict[str, str]:
+        return self._cred.headers_for(self.url) if self._token else {}
+
+    def published_versions(self, module: str) -> list[str]:
+        self._need_token()  # asked before anything is built: a missing token fails fast
+        url = f"{self.url}/{escape_path(module)}/@v/list"
+        try:
+            resp = self._http().get(url, headers=self._auth(), ok=(200, 404, 410))
+        except (HTTPStatusError, TransportError) as exc:
+            raise ModuleError(module, None, f"cannot list versions at {self.name}: {exc}") from exc
+        return resp.text.split() if resp.status_code == 200 else []
+
+    def check(self, release: Release) -> None:
+        self._need_token()
+
+    def _need_token(self) -> None:
+        if not self._token:
+            raise UsageError(
+                f"publishing to {self.name} needs a token: set {TOKEN_ENV} to a publish token "
+                "(wgtpm registry token create --prefix MODULE-PREFIX --scope publish)"
+            )
+
+    def publish(self, release: Release, reporter: Reporter) -> Published:
+        self._need_token()
+        where = (release.module, release.version)
+        start = self._call(
+            "start upload",
+            lambda: send(
+                self._http(),
+                "POST",
+                f"{self.url}{API}/uploads",
+                headers=self._auth(),
+                json={
+                    "module": release.module,
+                    "version": release.version,
+                    "index": release.index.decode(),
+                    "private": release.private,
+                    "h1": release.h1,
+                },
+            ),
+            release,
+        )
+        page = f"{self.url}/{escape_path(release.module)}/@v/{release.version}.info"
+        if start.status == 200 and start.doc.get("committed"):
+            reporter.notice(f"{release.module}@{release.version} is already in {self.name}")
+            return Published(page, False)
+        if start.status != 201:
+            raise self._refused("start upload", start, release)
+        shas = {e["path"]: e["sha256"] for e in json.loads(release.index)["files"]}
+        by_sha = {shas[path]: f for path, f in release.files.items()}
+        missing = start.doc.get("missing") or []
+        for i, m in enumerate(missing, 1):
+            sha, path = str(m.get("sha256")), str(m.get("path"))
+            if sha not in by_sha:
+                raise ModuleError(
+                    *where, f"{self.name} asked for a file not in the release: {path}"
+                )
+            reporter.notice(f"uploading {path} ({i}/{len(missing)}, {m.get('size')} bytes)")
+            up = self._call(f"upload {path}", self._put(start.doc, sha, by_sha[sha]), release)
+            if up.status not in (200, 201):
+                raise self._refused(f"upload {path}", up, release)
+        done = self._call(
+            "commit",
+            lambda: send(
+                self._http(),
+                "POST",
+                f"{self.url}{start.doc['commit_url']}",
+                headers=self._auth(),
+                json={"h1": release.h1},
+            ),
+            release,
+        )
+        if done.status not in (200, 201):
+            raise self._refused("commit", done, release)
+        return Published(page, bool(done.doc.get("created", done.status == 201)))
+
+    def _put(self, upload: dict[str, Any], sha: str, file: Path) -> Callable[[], Answer]:
+        url = f"{self.url}{upload['files_url']}{sha}"
+        return lambda: send(self._http(), "PUT", url, headers=self._auth(), file=file)
+
+    def _call(self, what: str, request: Callable[[], Answer], release: Release) -> Answer:
+        """``request()``, sent again while it fails in a way a retry may mend."""
+        delay = BACKOFF
+        for attempt in range(1, ATTEMPTS + 1):
+            try:
+                answer = request()
+            except TransportError as exc:
+                if attempt == ATTEMPTS:
+                    raise ModuleError(
+                        release.module,
+                        release.version,
+                        f"{what} at {self.name} failed: {exc}; nothing was published, "
+                        "run the same publish again",
+                    ) from exc
+            else:
+                if not is_transient(answer) or attempt == ATTEMPTS:
+                    return answer
+            time.sleep(delay)
+            delay *= 2
+        raise AssertionError("unreachable")
+
+    def _refused(self, what: str, answer: Answer, release: Release) -> ModuleError:
+        if answer.status == 409:  # the registry's message names both h1s; say ours if not
+            ours = "" if release.h1 in answer.error else f" (this build is {release.h1})"
+            return ModuleError(
+                release.module, release.version, f"{self.name} refused it: {answer.error}{ours}"
+            )
+        hint = {
+            401: f"; check {TOKEN_ENV}",
+            403: f"; the token in {TOKEN_ENV} may not publish this module (its prefix or scope)",
+        }.get(answer.status, "")
+        return ModuleError(
+            release.module,
+            release.version,
+            f"{what} at {self.name}: HTTP {answer.status}: {answer.error}{hint}; "
+            "nothing was published",
+        )

@@ -1,0 +1,75 @@
+"""Which target a release goes to: ``--to URL``, a directory, or the host of the module path.
+
+================================  ==========================================
+``--dry-run`` / ``-o DIR``        :class:`DirectoryTarget` (``dist/`` or DIR)
+``--to https://reg.example``      :class:`RegistryTarget` (``WGTPM_TOKEN``)
+``github.com/OWNER/REPO[/DIR]``   ``wgtpm.publish.github:GitHubTarget``
+``hf.co/OWNER/REPO``              ``wgtpm.publish.huggingface:HuggingFaceTarget``
+anything else                     an error: say where with ``--to URL``
+================================  ==========================================
+
+The hosted targets live in their own modules and are imported only when
+chosen (:data:`HOSTED`). Each is constructed with the module path alone,
+``GitHubTarget(module)``, and reads its token and API base from the
+environment as the matching source does (``GITHUB_TOKEN``/``GITHUB_API_URL``,
+``HF_TOKEN``/``HF_ENDPOINT``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+from .._errors import UsageError
+from ..module import source_kind
+from ._directory import DirectoryTarget
+from ._registry import RegistryTarget
+from ._target import PublishTarget
+
+__all__ = ["DRY_RUN_DIR", "HOSTED", "hosted_target", "select_target"]
+
+#: Where ``--dry-run`` writes, in the package directory.
+DRY_RUN_DIR = "dist"
+
+#: Hosted targets: the source kind of a module path -> "module:Class" (imported on use).
+HOSTED: dict[str, str] = {
+    "github": "wgtpm.publish.github:GitHubTarget",
+    "huggingface": "wgtpm.publish.huggingface:HuggingFaceTarget",
+}
+
+
+def hosted_target(kind: str, module: str) -> PublishTarget:
+    """The target of ``HOSTED[kind]`` for ``module``; "not available yet" when it is missing."""
+    home, _, cls = HOSTED[kind].partition(":")
+    try:
+        mod = importlib.import_module(home)
+    except ModuleNotFoundError as exc:
+        if exc.name != home:
+            raise
+        raise UsageError(
+            f"publishing to {kind} ({module}) is not available yet in this wgtpm; "
+            "publish to a registry with --to URL, or write a proxy tree with -o DIR"
+        ) from exc
+    target: PublishTarget = getattr(mod, cls)(module)
+    return target
+
+
+def select_target(
+    module: str, pkg: Path, *, to: str | None, dry_run: bool, out: str | None
+) -> PublishTarget:
+    """The target of a publish (see the module docstring)."""
+    if to and (dry_run or out):
+        raise UsageError("--to and --dry-run/-o exclude each other; choose one target")
+    if dry_run or out:
+        return DirectoryTarget(Path(out) if out else pkg / DRY_RUN_DIR)
+    if to:
+        if not to.startswith(("https://", "http://")):
+            raise UsageError(f"--to {to}: want the registry's URL (https://registry.example)")
+        return RegistryTarget(to)
+    kind = source_kind(module)
+    if kind in HOSTED:
+        return hosted_target(kind, module)
+    raise UsageError(
+        f"{module} is not hosted on GitHub or Hugging Face: say where to publish it "
+        "with --to https://REGISTRY (or write a proxy tree with --dry-run or -o DIR)"
+    )
