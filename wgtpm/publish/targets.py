@@ -9,15 +9,15 @@ anything else                     an error: say where with ``--to URL``
 ================================  ==========================================
 
 The hosted targets live in their own modules and are imported only when
-chosen (:data:`HOSTED`). Each is constructed with the module path alone,
-``GitHubTarget(module)``, and reads its token and API base from the
-environment as the matching source does (``GITHUB_TOKEN``/``GITHUB_API_URL``,
-``HF_TOKEN``/``HF_ENDPOINT``).
+chosen (:data:`HOSTED`). Each is constructed as ``Cls(module, http,
+environ)`` and reads its token and API base from ``environ`` as the matching
+source does (``GITHUB_TOKEN``/``GITHUB_API_URL``, ``HF_TOKEN``/``HF_ENDPOINT``).
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 from pathlib import Path
 
 from .._errors import UsageError
@@ -39,18 +39,13 @@ HOSTED: dict[str, str] = {
 
 
 def hosted_target(kind: str, module: str) -> PublishTarget:
-    """The target of ``HOSTED[kind]`` for ``module``; "not available yet" when it is missing."""
+    """The target of ``HOSTED[kind]`` for ``module``, over one HTTP client, from the environment."""
+    from ..httpclient import HttpClient
+
     home, _, cls = HOSTED[kind].partition(":")
-    try:
-        mod = importlib.import_module(home)
-    except ModuleNotFoundError as exc:
-        if exc.name != home:
-            raise
-        raise UsageError(
-            f"publishing to {kind} ({module}) is not available yet in this wgtpm; "
-            "publish to a registry with --to URL, or write a proxy tree with -o DIR"
-        ) from exc
-    target: PublishTarget = getattr(mod, cls)(module)
+    target: PublishTarget = getattr(importlib.import_module(home), cls)(
+        module, HttpClient(), os.environ
+    )
     return target
 
 
