@@ -7,6 +7,7 @@ The layers, bottom up (imports run one way)::
     metadata, migrations           SQL metadata through SQLAlchemy; Alembic migrations
     sumlog, sumkey                 the checksum log's tables and append; its signing key
     service                        Registry: reading hosted modules, publishing (no HTTP)
+    proxy                          the caching proxy: upstream metadata, verified fills
     protocol, api, sumdb,          HTTP: the proxy protocol, the publish API, the checksum
     accesslog                      database (Go's sumdb paths), JSON access logs
     app, config, server            the ASGI app, settings, uvicorn

@@ -28,12 +28,13 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from . import api, sumdb
-from ._errors import RegistryError, StoreError, UnauthorizedError
+from ._errors import BadRequestError, RegistryError, StoreError, UnauthorizedError
 from .accesslog import AccessLog
 from .blobs import open_blob_store
 from .config import Config
 from .metadata import open_metadata_store
 from .protocol import parse_request_path, serve_protocol
+from .proxy import open_proxy
 from .service import Registry
 from .sumdb import SumDB
 from .sumkey import signer_key
@@ -45,8 +46,9 @@ log = logging.getLogger("registry.app")
 
 
 def open_registry(config: Config) -> Registry:
-    """Open (and migrate) the database, open the blob store that ``config`` names, and load
-    (or create) the checksum log's signing key (:mod:`registry.sumkey`)."""
+    """Open (and migrate) the database, open the blob store that ``config`` names, load
+    (or create) the checksum log's signing key (:mod:`registry.sumkey`), and set up the
+    caching proxy when ``config`` names an upstream (:mod:`registry.proxy`)."""
     config.data.mkdir(parents=True, exist_ok=True)
     meta = open_metadata_store(config.db_url())
     try:
@@ -59,11 +61,16 @@ def open_registry(config: Config) -> Registry:
     try:
         skey = signer_key(config.data, config.sumdb_name, config.sumdb_key_file)
         log_db = SumDB.open(meta.engine, skey)
+        proxy = open_proxy(config.upstream_list(), config.data / "spool" / "proxy")
+    except ValueError as exc:
+        blobs.close()
+        meta.close()
+        raise BadRequestError(str(exc)) from exc
     except BaseException:
         blobs.close()
         meta.close()
         raise
-    return Registry(meta, blobs, config.limits, sumdb=log_db)
+    return Registry(meta, blobs, config.limits, sumdb=log_db, proxy=proxy)
 
 
 async def _error(request: Request, exc: Exception) -> Response:
