@@ -9,7 +9,7 @@ The layers, bottom up (imports run one way)::
     service                        Registry: reading hosted modules, publishing (no HTTP)
     proxy                          the caching proxy: upstream metadata, verified fills
     protocol, api, sumdb,          HTTP: the proxy protocol, the publish API, the checksum
-    accesslog                      database (Go's sumdb paths), JSON access logs
+    web, accesslog                 database (Go's sumdb paths), the web page, JSON access logs
     app, config, server            the ASGI app, settings, uvicorn
 
 Start it with ``wgtpm registry serve``; the publish API and the checksum

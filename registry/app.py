@@ -6,7 +6,8 @@
     app = create_app(registry=Registry(meta, blobs))       # or serve stores you opened
 
 Routes: ``/healthz`` (200 ``{"status": "ok"}`` when the database and the blob
-store answer, else 503), ``/api/v1/...`` (:mod:`registry.api`),
+store answer, else 503), ``/api/v1/...`` (:mod:`registry.api`), the web page
+at ``/`` and ``/-/module/...`` (:mod:`registry.web`),
 ``/sumdb/$NAME/...`` (the checksum database, :mod:`registry.sumdb`), and every
 other GET or HEAD is a proxy-protocol URL (:mod:`registry.protocol`).
 Module paths start with a host name holding a dot, so they never collide
@@ -27,7 +28,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from . import api, sumdb
+from . import api, sumdb, web
 from ._errors import BadRequestError, RegistryError, StoreError, UnauthorizedError
 from .accesslog import AccessLog
 from .blobs import open_blob_store
@@ -149,6 +150,7 @@ def create_app(
             Route("/healthz", _healthz, methods=["GET"]),
             *api.routes(),
             *sumdb.routes(),
+            *web.routes(),
             Route("/{path:path}", _protocol, methods=["GET", "HEAD"]),
         ],
         middleware=[Middleware(AccessLog)],
@@ -157,6 +159,7 @@ def create_app(
     )
     if registry is not None:
         app.state.registry = registry
+    app.state.web_pages = web.new_page_cache()
     return app
 
 
