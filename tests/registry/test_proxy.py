@@ -277,3 +277,58 @@ def test_github_direct_never_shows_its_token(
             assert (f"/{mod}/@v/v0.9.0.mod", 502) in seen or (f"/{mod}/@v/v0.9.0.mod", 404) in seen
             assert log.where(server="github", header="authorization")  # it was used upstream
             assert not log.where(server="cdn", header="authorization")
+
+
+def test_two_replicas_fetch_each_file_once(
+    meta_url: str,
+    tmp_path: Path,
+    upstream: tuple[ProxyTree, ProxyTreeServer],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two registries on one database and one blob folder: the reservation row, not the
+    in-process lock, keeps the second from fetching too; the log holds the version once."""
+    from registry.app import create_app
+    from registry.blobs import open_blob_store
+    from registry.sumdb import SumDB
+
+    monkeypatch.setenv("WGTPM_HTTP_RETRIES", "0")
+    _, srv = upstream
+    skey, _ = note.generate_key("sum.test")
+    regs, urls, serving = [], [], []
+    for i in range(2):
+        meta = open_metadata_store(meta_url)
+        reg = Registry(
+            meta,
+            open_blob_store(str(tmp_path / "blobs"), spool=tmp_path / f"spool{i}"),
+            sumdb=SumDB.open(meta.engine, skey, ttl=0),
+            proxy=open_proxy(srv.url, tmp_path / f"proxy{i}", {}),
+        )
+        regs.append(reg)
+        gen = _serve(create_app(registry=reg))
+        urls.append(next(gen))
+        serving.append(gen)
+    try:
+        srv.log.clear()
+        codes: list[int] = []
+        start = threading.Barrier(8)
+
+        def client(i: int) -> None:
+            with httpx.Client(base_url=urls[i % 2], timeout=60) as http:
+                start.wait()
+                r = http.get(f"/{UP}/@v/v0.2.0/tiny/weights.bin")
+            codes.append(r.status_code if r.content == b"\x02" * 4000 else -1)
+
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert codes == [200] * 8
+        assert len(srv.log.where(method="GET", path=f"/{UP}/@v/v0.2.0/tiny/weights.bin")) == 1
+        assert len(srv.log.where(method="GET", path=f"/{UP}/@v/v0.2.0.index.json")) == 1
+        assert regs[0].sumdb is not None and regs[0].sumdb.log.tree().n == 1
+    finally:
+        for gen in serving:
+            gen.close()
+        for reg in regs:
+            reg.close()
