@@ -230,6 +230,10 @@ class MetadataStore(abc.ABC):
         """Every module with at least one committed version, sorted by path."""
 
     @abc.abstractmethod
+    def all_versions(self) -> dict[str, list[str]]:
+        """The committed versions of every module, by module path (one query, for pages)."""
+
+    @abc.abstractmethod
     def reserve_version(self, module: str, version: str, stale_before: str) -> str:
         """Claim the right to fill ``module@version`` (a proxied module, public).
 
@@ -393,6 +397,18 @@ class SqlMetadataStore(MetadataStore):
         with self._tx() as conn:
             rows = conn.execute(sa.select(*self._module_cols).where(has).order_by(modules.c.path))
             return [self._module_record(r) for r in rows]
+
+    def all_versions(self) -> dict[str, list[str]]:
+        q = (
+            sa.select(modules.c.path, versions.c.version)
+            .join(modules, versions.c.module_id == modules.c.id)
+            .where(versions.c.committed.is_(True))
+        )
+        out: dict[str, list[str]] = {}
+        with self._tx() as conn:
+            for r in conn.execute(q):
+                out.setdefault(r.path, []).append(r.version)
+        return out
 
     def reserve_version(self, module: str, version: str, stale_before: str) -> str:
         try:

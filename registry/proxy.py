@@ -11,7 +11,8 @@ it was not published here (:meth:`registry.service.Registry.proxied`).
 For a proxied module
 
 - ``@v/list``, ``@latest`` and the ``.info`` of a version not cached yet
-  are asked of the upstream and kept :data:`META_TTL` seconds in memory;
+  are asked of the upstream and kept :data:`META_TTL` seconds in memory
+  (its answers and its 404s, never its failures);
   when the upstream fails, the list falls back to the cached versions;
 - the ``.mod``, ``.index.json`` or a file of a version not cached yet makes
   :meth:`CachingProxy.fill` fetch the version once, with
@@ -100,6 +101,7 @@ class CachingProxy:
         self.source = source
         self.spool = spool
         self.ttl = ttl
+        _sweep(spool)
         self._http = http
         self._secrets = tuple(s for s in secrets if len(s) >= 4)
         self._lock = threading.Lock()
@@ -141,13 +143,21 @@ class CachingProxy:
         t = time.monotonic()
         with self._lock:
             hit = self._meta.get(key)
-            if hit is not None and t - hit[0] < self.ttl:
-                return hit[1]  # type: ignore[return-value]
-        value = self._ask(f"{module} {kind} {query}".strip(), fn)
+        if hit is not None and t - hit[0] < self.ttl:
+            if isinstance(hit[1], NotFoundError):
+                raise NotFoundError(str(hit[1]))
+            return hit[1]  # type: ignore[return-value]
+        value: object
+        try:
+            value = self._ask(f"{module} {kind} {query}".strip(), fn)
+        except NotFoundError as exc:  # a miss is kept as long (failures are not kept at all)
+            value = exc
         with self._lock:
             if len(self._meta) > 10_000:
                 self._meta.clear()
             self._meta[key] = (t, value)
+        if isinstance(value, NotFoundError):
+            raise value
         return value
 
     def versions(self, module: str) -> list[str]:
@@ -303,3 +313,15 @@ def open_proxy(
     source = from_env(http, environ=env, cache=Cache(spool / "upstream-cache"))
     secrets = tuple(env[v] for v in _SECRET_VARS if env.get(v))
     return CachingProxy(source, spool / "fills", http=http, secrets=secrets)
+
+
+def _sweep(spool: Path) -> None:
+    """Remove the temporary caches of fills that a killed process left behind (older than
+    :data:`FILL_STALE`, so a fill in progress in another process sharing the folder stays)."""
+    cutoff = time.time() - FILL_STALE
+    for d in spool.glob("fill-*") if spool.is_dir() else []:
+        try:
+            if d.stat().st_mtime < cutoff:
+                shutil.rmtree(d)
+        except OSError as exc:  # another process swept it first, or the disk says no
+            log.warning("could not remove the stale fill %s: %s", d, exc)

@@ -60,6 +60,7 @@ PREFIX = "/-/module/"
 MAX_MANIFEST = 4 << 20  # bytes of a manifest.json the page reads
 MAX_PAW = 64 << 20  # bytes of a .paw bundle the page opens for its meta.json
 MAX_META = 1 << 20  # bytes of a meta.json
+MAX_MODULES = 2000  # modules listed on the front page
 _CACHE_PAGES = 256  # rendered public version pages kept (versions never change)
 
 _CSS = """
@@ -119,10 +120,10 @@ def _latest(versions: list[str]) -> str:
 def render_index(reg: Registry, token: TokenRecord | None) -> str:
     """``/``: every readable module with its latest version, and the checksum log's head."""
     rows = []
-    for m in reg.meta.list_modules():
-        if not _readable(m, token):
-            continue
-        vs = reg.meta.list_versions(m.path)
+    every = reg.meta.all_versions()
+    shown = [m for m in reg.meta.list_modules() if _readable(m, token)]
+    for m in shown[:MAX_MODULES]:
+        vs = every.get(m.path, [])
         latest = _latest(vs)
         where = "cached" if m.proxied else ("private" if m.private else "hosted")
         rows.append(
@@ -141,6 +142,8 @@ def render_index(reg: Registry, token: TokenRecord | None) -> str:
         if rows
         else "<p>No modules yet. Publish one with <code>wgtpm publish --to URL</code>.</p>"
     )
+    if len(shown) > MAX_MODULES:
+        body += f"<p>… and {len(shown) - MAX_MODULES:,} more, not listed here.</p>"
     if reg.proxy is not None:
         body += f"<p>Modules not hosted here are fetched from <code>{esc(reg.proxy.name)}</code>, verified and cached.</p>"
     if reg.sumdb is not None:

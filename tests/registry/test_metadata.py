@@ -274,6 +274,7 @@ def test_reserve_version_for_a_proxy_fill(store: SqlMetadataStore) -> None:
     assert store.get_version(p, "v0.1.0") is not None
     [rec] = store.list_modules()
     assert rec.path == p and rec.proxied
+    assert store.all_versions() == {p: ["v0.1.0"]}
     assert store.reserve_version("example.org/up/gone", "v1.0.0", past) == "reserved"
     store.release_version("example.org/up/gone", "v1.0.0")
     assert store.get_module("example.org/up/gone") is None  # no row left behind

@@ -139,6 +139,8 @@ def test_get_through_the_registry_and_the_log(
         f = http.get(f"/{UP}/@v/v0.2.0/tiny/weights.bin")
         assert f.content == b"\x02" * 4000 and "immutable" in f.headers["cache-control"]
         assert http.get(f"/{UP}/@v/v0.2.0/nope.bin").status_code == 410
+        home = http.get("/").text  # listed on the page as cached, with its latest version
+        assert UP in home and "cached" in home and "v0.2.0" in home
 
 
 def test_hosted_wins_and_misses_are_404(
