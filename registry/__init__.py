@@ -32,6 +32,7 @@ from ._errors import (
     StoreError,
     TooLargeError,
     UnauthorizedError,
+    UpstreamError,
 )
 from .limits import Limits
 
@@ -84,6 +85,7 @@ __all__ = [
     "StoreError",
     "TooLargeError",
     "UnauthorizedError",
+    "UpstreamError",
     "open_blob_store",
     "open_metadata_store",
 ]

@@ -13,7 +13,8 @@ For a proxied module
 - ``@v/list``, ``@latest`` and the ``.info`` of a version not cached yet
   are asked of the upstream and kept :data:`META_TTL` seconds in memory
   (its answers and its 404s, never its failures);
-  when the upstream fails, the list falls back to the cached versions;
+  when the upstream fails or no longer has the module, the list and
+  ``@latest`` fall back to the cached versions;
 - the ``.mod``, ``.index.json`` or a file of a version not cached yet makes
   :meth:`CachingProxy.fill` fetch the version once, with
   :class:`wgtpm.modfetch.Fetcher` into a temporary cache under the spool

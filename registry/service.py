@@ -228,7 +228,7 @@ class Registry:
         """The release versions of ``module`` (no pseudo-versions), lowest first.
 
         For a proxied module, the upstream's list; the cached versions when the
-        upstream fails (and some are cached).
+        upstream fails or no longer has the module (and some are cached).
         """
         proxied = self._visible(module, token)
         vs = self.meta.list_versions(module)
@@ -236,7 +236,7 @@ class Registry:
             assert self.proxy is not None
             try:
                 vs = self.proxy.versions(module)
-            except UpstreamError:
+            except (UpstreamError, NotFoundError):  # down, or the repository is gone
                 if not vs:
                     raise
         return [v for v in _v.sort_versions(vs) if not _v.is_pseudo(v)]
@@ -257,7 +257,7 @@ class Registry:
             assert self.proxy is not None
             try:
                 return self.proxy.info(module, query), False
-            except UpstreamError:
+            except (UpstreamError, NotFoundError):
                 vs = self.meta.list_versions(module)
                 if not vs:
                     raise

@@ -236,6 +236,12 @@ def test_upstream_failure_is_502_and_not_cached(
         assert http.get(f"/{UP}/@latest").json()["Version"] == "v0.1.0"
         assert http.get(f"/{UP}/@v/v0.1.0/tiny/weights.bin").status_code == 200
         assert http.get(f"/{UP}/@v/v0.2.0.mod").status_code == 502
+    srv.faults.clear()  # the upstream lost the module: what is cached is still served
+    srv.inject(Fault.error(f"/{UP}/*", 404, times=-1))
+    with httpx.Client(base_url=reg.url, timeout=30) as http:
+        assert http.get(f"/{UP}/@v/list").text == "v0.1.0\n"
+        assert http.get(f"/{UP}/@latest").json()["Version"] == "v0.1.0"
+        assert http.get(f"/{UP}/@v/v0.2.0.mod").status_code == 404
 
 
 def test_github_direct_never_shows_its_token(
