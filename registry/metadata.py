@@ -244,6 +244,11 @@ class MetadataStore(abc.ABC):
         """
 
     @abc.abstractmethod
+    def renew_reservation(self, module: str, version: str) -> bool:
+        """Stamp a reservation of ``module@version`` with the current time, so that a long
+        fill is not taken for dead; ``False`` when there is no reservation (any more)."""
+
+    @abc.abstractmethod
     def release_version(self, module: str, version: str) -> None:
         """Drop a reservation of ``module@version`` (a committed version stays)."""
 
@@ -442,6 +447,20 @@ class SqlMetadataStore(MetadataStore):
                 return "reserved"
         except IntegrityError:
             return "busy"  # another replica inserted the module or the reservation first
+
+    def renew_reservation(self, module: str, version: str) -> bool:
+        ids = sa.select(modules.c.id).where(modules.c.path == module).scalar_subquery()
+        with self._tx(write=True) as conn:
+            res = conn.execute(
+                versions.update()
+                .where(
+                    versions.c.module_id == ids,
+                    versions.c.version == version,
+                    versions.c.committed.is_(False),
+                )
+                .values(created=now())
+            )
+            return bool(res.rowcount)
 
     def release_version(self, module: str, version: str) -> None:
         ids = sa.select(modules.c.id).where(modules.c.path == module).scalar_subquery()

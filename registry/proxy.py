@@ -28,7 +28,8 @@ One fetch per version: a lock per version in the process, and across
 replicas a reservation row in the database
 (:meth:`~registry.metadata.MetadataStore.reserve_version`); the others
 wait for the version to be committed (:data:`FILL_WAIT` seconds at most).
-A reservation older than :data:`FILL_STALE` seconds is taken over.
+The filler renews its reservation every ``FILL_STALE / 5`` seconds; one not
+renewed for :data:`FILL_STALE` seconds (its process died) is taken over.
 
 Errors: the upstream's 404/410 is a 404; any other failure, or bytes that do
 not match the index, is a 502 (:class:`~registry._errors.UpstreamError`),
@@ -57,7 +58,7 @@ from wgtpm._errors import NotFoundError as WgtNotFound
 from wgtpm._errors import VerifyError, WgtpmError
 from wgtpm.sources import RevInfo, Source
 
-from ._errors import BadRequestError, NotFoundError, UpstreamError
+from ._errors import BadRequestError, NotFoundError, RegistryError, UpstreamError
 from .metadata import FileRecord, NewVersion, VersionRecord, now
 
 if TYPE_CHECKING:
@@ -209,10 +210,26 @@ class CachingProxy:
                     )
                 if state == "busy":
                     time.sleep(0.1)
+            done = threading.Event()
+            beat = threading.Thread(
+                target=self._heartbeat, args=(reg, module, version, done), daemon=True
+            )
+            beat.start()
             try:
                 return self._fetch(reg, module, version)
             finally:
+                done.set()
+                beat.join()
                 reg.meta.release_version(module, version)  # a no-op once committed
+
+    @staticmethod
+    def _heartbeat(reg: Registry, module: str, version: str, done: threading.Event) -> None:
+        """Renew the reservation while the fill runs, so a long one is not taken over."""
+        while not done.wait(FILL_STALE / 5):
+            try:
+                reg.meta.renew_reservation(module, version)
+            except RegistryError as exc:  # the fill goes on; at worst another one starts
+                log.warning("renewing the reservation of %s@%s: %s", module, version, exc)
 
     def _fetch(self, reg: Registry, module: str, version: str) -> VersionRecord:
         from wgtpm.cache import Cache

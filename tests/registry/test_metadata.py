@@ -265,11 +265,14 @@ def test_reserve_version_for_a_proxy_fill(store: SqlMetadataStore) -> None:
     assert store.get_version(p, "v0.1.0") is None and store.list_versions(p) == []
     assert store.list_modules() == []  # a module with only a reservation is not listed
     assert store.reserve_version(p, "v0.1.0", future) == "reserved"  # stale: taken over
+    assert store.renew_reservation(p, "v0.1.0")
+    assert store.reserve_version(p, "v0.1.0", past) == "busy"  # renewed: fresh
     out = store.commit_version(
         NewVersion(**{**version(module=p).__dict__, "proxied": True})  # type: ignore[arg-type]
     )
     assert out.created and store.list_versions(p) == ["v0.1.0"]
     assert store.reserve_version(p, "v0.1.0", past) == "committed"
+    assert not store.renew_reservation(p, "v0.1.0")  # committed: nothing to renew
     store.release_version(p, "v0.1.0")  # a committed version stays
     assert store.get_version(p, "v0.1.0") is not None
     [rec] = store.list_modules()
