@@ -289,11 +289,12 @@ def test_github_direct_never_shows_its_token(
 
 def test_two_replicas_fetch_each_file_once(
     meta_url: str,
+    blob_url: str,
     tmp_path: Path,
     upstream: tuple[ProxyTree, ProxyTreeServer],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Two registries on one database and one blob folder: the reservation row, not the
+    """Two registries on one database and one blob store: the reservation row, not the
     in-process lock, keeps the second from fetching too; the log holds the version once."""
     from registry.app import create_app
     from registry.blobs import open_blob_store
@@ -307,7 +308,7 @@ def test_two_replicas_fetch_each_file_once(
         meta = open_metadata_store(meta_url)
         reg = Registry(
             meta,
-            open_blob_store(str(tmp_path / "blobs"), spool=tmp_path / f"spool{i}"),
+            open_blob_store(blob_url, spool=tmp_path / f"spool{i}"),
             sumdb=SumDB.open(meta.engine, skey, ttl=0),
             proxy=open_proxy(srv.url, tmp_path / f"proxy{i}", {}),
         )
