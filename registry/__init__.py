@@ -7,8 +7,9 @@ The layers, bottom up (imports run one way)::
     metadata, migrations           SQL metadata through SQLAlchemy; Alembic migrations
     sumlog, sumkey                 the checksum log's tables and append; its signing key
     service                        Registry: reading hosted modules, publishing (no HTTP)
+    proxy                          the caching proxy: upstream metadata, verified fills
     protocol, api, sumdb,          HTTP: the proxy protocol, the publish API, the checksum
-    accesslog                      database (Go's sumdb paths), JSON access logs
+    web, accesslog                 database (Go's sumdb paths), the web page, JSON access logs
     app, config, server            the ASGI app, settings, uvicorn
 
 Start it with ``wgtpm registry serve``; the publish API and the checksum
@@ -31,6 +32,7 @@ from ._errors import (
     StoreError,
     TooLargeError,
     UnauthorizedError,
+    UpstreamError,
 )
 from .limits import Limits
 
@@ -83,6 +85,7 @@ __all__ = [
     "StoreError",
     "TooLargeError",
     "UnauthorizedError",
+    "UpstreamError",
     "open_blob_store",
     "open_metadata_store",
 ]

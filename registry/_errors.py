@@ -11,7 +11,8 @@
     ├── GoneError                 410  can never be served: malformed path or version
     ├── ConflictError             409  a committed version with other bytes; names both h1s
     ├── TooLargeError             413  over a limit of :mod:`registry.limits`
-    └── StoreError                500  the blob store or database failed (the cause is chained)
+    ├── StoreError                500  the blob store or database failed (the cause is chained)
+    └── UpstreamError             502  the caching proxy's upstream failed or served bad bytes
 
 The HTTP layer turns them into ``{"error": message}`` bodies; the message
 says what to do next.
@@ -31,6 +32,7 @@ __all__ = [
     "StoreError",
     "TooLargeError",
     "UnauthorizedError",
+    "UpstreamError",
 ]
 
 
@@ -108,3 +110,10 @@ class TooLargeError(RegistryError):
 
 class StoreError(RegistryError):
     """The blob store or the database failed; the cause is chained."""
+
+
+class UpstreamError(RegistryError):
+    """The caching proxy's upstream failed, or served bytes that do not match its index;
+    nothing of that version was kept (:mod:`registry.proxy`)."""
+
+    status = 502

@@ -6,7 +6,8 @@
     app = create_app(registry=Registry(meta, blobs))       # or serve stores you opened
 
 Routes: ``/healthz`` (200 ``{"status": "ok"}`` when the database and the blob
-store answer, else 503), ``/api/v1/...`` (:mod:`registry.api`),
+store answer, else 503), ``/api/v1/...`` (:mod:`registry.api`), the web page
+at ``/`` and ``/-/module/...`` (:mod:`registry.web`),
 ``/sumdb/$NAME/...`` (the checksum database, :mod:`registry.sumdb`), and every
 other GET or HEAD is a proxy-protocol URL (:mod:`registry.protocol`).
 Module paths start with a host name holding a dot, so they never collide
@@ -27,13 +28,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from . import api, sumdb
-from ._errors import RegistryError, StoreError, UnauthorizedError
+from . import api, sumdb, web
+from ._errors import BadRequestError, RegistryError, StoreError, UnauthorizedError
 from .accesslog import AccessLog
 from .blobs import open_blob_store
 from .config import Config
 from .metadata import open_metadata_store
 from .protocol import parse_request_path, serve_protocol
+from .proxy import open_proxy
 from .service import Registry
 from .sumdb import SumDB
 from .sumkey import signer_key
@@ -45,8 +47,9 @@ log = logging.getLogger("registry.app")
 
 
 def open_registry(config: Config) -> Registry:
-    """Open (and migrate) the database, open the blob store that ``config`` names, and load
-    (or create) the checksum log's signing key (:mod:`registry.sumkey`)."""
+    """Open (and migrate) the database, open the blob store that ``config`` names, load
+    (or create) the checksum log's signing key (:mod:`registry.sumkey`), and set up the
+    caching proxy when ``config`` names an upstream (:mod:`registry.proxy`)."""
     config.data.mkdir(parents=True, exist_ok=True)
     meta = open_metadata_store(config.db_url())
     try:
@@ -59,11 +62,16 @@ def open_registry(config: Config) -> Registry:
     try:
         skey = signer_key(config.data, config.sumdb_name, config.sumdb_key_file)
         log_db = SumDB.open(meta.engine, skey)
+        proxy = open_proxy(config.upstream_list(), config.data / "spool" / "proxy")
+    except ValueError as exc:
+        blobs.close()
+        meta.close()
+        raise BadRequestError(str(exc)) from exc
     except BaseException:
         blobs.close()
         meta.close()
         raise
-    return Registry(meta, blobs, config.limits, sumdb=log_db)
+    return Registry(meta, blobs, config.limits, sumdb=log_db, proxy=proxy)
 
 
 async def _error(request: Request, exc: Exception) -> Response:
@@ -142,6 +150,7 @@ def create_app(
             Route("/healthz", _healthz, methods=["GET"]),
             *api.routes(),
             *sumdb.routes(),
+            *web.routes(),
             Route("/{path:path}", _protocol, methods=["GET", "HEAD"]),
         ],
         middleware=[Middleware(AccessLog)],
@@ -150,6 +159,7 @@ def create_app(
     )
     if registry is not None:
         app.state.registry = registry
+    app.state.web_pages = web.new_page_cache()
     return app
 
 

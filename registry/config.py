@@ -10,7 +10,15 @@ flag                       environment                        default
 ``--sumdb-name NAME``      ``WGTPM_REGISTRY_SUMDB_NAME``      this host's name (naming a new key only)
 ``--sumdb-key-file FILE``  ``WGTPM_REGISTRY_SUMDB_KEY_FILE``  ``DATA/sumdb.key``, made on first start
 (none)                     ``WGTPM_REGISTRY_SUMDB_KEY``       the signer key itself (wins over a file)
+``--upstream LIST``        ``WGTPM_REGISTRY_UPSTREAM``        ``off``: no caching proxy (see below)
 =========================  =================================  ==============================================
+
+``--upstream`` is a ``WGTPROXY`` list (``direct``, registry or proxy URLs,
+``,`` and ``|``): modules this registry does not host are fetched from it,
+verified, stored and logged (:mod:`registry.proxy`). ``direct`` reads
+``GITHUB_TOKEN``, ``GITHUB_API_URL``, ``HF_TOKEN``, ``HF_ENDPOINT``,
+``PAW_API_KEY`` and ``PAW_API_URL`` from the server's environment; those
+credentials are only ever sent upstream.
 
 ``--db`` takes ``postgresql://user:pass@host/db`` for PostgreSQL (through
 psycopg 3); ``--store`` takes ``s3://bucket/prefix``. Replicas on one
@@ -48,6 +56,7 @@ class Config:
     s3_endpoint: str | None = None
     sumdb_name: str | None = None
     sumdb_key_file: Path | None = None
+    upstream: str | None = None
     limits: Limits = field(default_factory=Limits)
 
     def db_url(self) -> str:
@@ -63,3 +72,7 @@ class Config:
             or os.environ.get("WGTPM_REGISTRY_STORE")
             or str(self.data.absolute() / "blobs")
         )
+
+    def upstream_list(self) -> str:
+        """The caching proxy's upstream (a ``WGTPROXY`` list), ``off`` by default."""
+        return self.upstream or os.environ.get("WGTPM_REGISTRY_UPSTREAM") or "off"

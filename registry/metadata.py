@@ -3,7 +3,7 @@
 Tables (created and upgraded by the Alembic migrations in
 ``registry/migrations/``, run at startup by :func:`open_metadata_store`)::
 
-    modules   id, path UNIQUE, private, created
+    modules   id, path UNIQUE, private, created, proxied
     versions  id, module_id -> modules, version, h1, mod_h1, index_sha256,
               time, commit, committed, created;  UNIQUE (module_id, version)
     files     version_id -> versions, path, size, sha256;  PRIMARY KEY (version_id, path)
@@ -13,9 +13,11 @@ Tables (created and upgraded by the Alembic migrations in
 
 Times are ISO 8601 UTC strings (``2026-12-01T01:33:53Z``), the same on both
 databases. ``modules.private`` is fixed by the first publish of a module.
-``versions.committed`` is true for every version the publish API records;
-the caching proxy (later) may hold rows that are still being filled, and
-readers only ever see committed rows.
+``modules.proxied`` marks a cached copy of an upstream's module
+(:mod:`registry.proxy`). ``versions.committed`` is true for every version
+that is recorded; a false row is a caching proxy's reservation
+(:meth:`SqlMetadataStore.reserve_version`): one process, on any replica, is
+fetching that version from the upstream. Readers only ever see committed rows.
 
 Committing a version is one transaction that inserts the version and its
 files; ``UNIQUE (module_id, version)`` makes it race-free across processes
@@ -71,6 +73,7 @@ modules = sa.Table(
     sa.Column("path", sa.String(512), nullable=False, unique=True),
     sa.Column("private", sa.Boolean, nullable=False),
     sa.Column("created", sa.String(32), nullable=False),
+    sa.Column("proxied", sa.Boolean, nullable=False, server_default=sa.false()),
 )
 
 versions = sa.Table(
@@ -138,6 +141,7 @@ class ModuleRecord:
     path: str
     private: bool
     created: str
+    proxied: bool = False
 
 
 @dataclass(frozen=True)
@@ -177,6 +181,7 @@ class NewVersion:
     time: str | None = None
     commit: str | None = None
     private: bool = False
+    proxied: bool = False  # a new module is marked as a cached copy of the upstream's
 
 
 @dataclass(frozen=True)
@@ -219,6 +224,33 @@ class MetadataStore(abc.ABC):
 
     @abc.abstractmethod
     def get_module(self, path: str) -> ModuleRecord | None: ...
+
+    @abc.abstractmethod
+    def list_modules(self) -> list[ModuleRecord]:
+        """Every module with at least one committed version, sorted by path."""
+
+    @abc.abstractmethod
+    def all_versions(self) -> dict[str, list[str]]:
+        """The committed versions of every module, by module path (one query, for pages)."""
+
+    @abc.abstractmethod
+    def reserve_version(self, module: str, version: str, stale_before: str) -> str:
+        """Claim the right to fill ``module@version`` (a proxied module, public).
+
+        Returns ``"committed"`` when it is committed already, ``"busy"`` when
+        another process reserved it at ``stale_before`` or later, else
+        ``"reserved"``: the caller holds it (a stale reservation is taken
+        over) until it commits the version or calls :meth:`release_version`.
+        """
+
+    @abc.abstractmethod
+    def renew_reservation(self, module: str, version: str) -> bool:
+        """Stamp a reservation of ``module@version`` with the current time, so that a long
+        fill is not taken for dead; ``False`` when there is no reservation (any more)."""
+
+    @abc.abstractmethod
+    def release_version(self, module: str, version: str) -> None:
+        """Drop a reservation of ``module@version`` (a committed version stays)."""
 
     @abc.abstractmethod
     def list_versions(self, module: str) -> list[str]:
@@ -352,14 +384,101 @@ class SqlMetadataStore(MetadataStore):
 
     # -- modules, versions, files
 
+    _module_cols = (modules.c.path, modules.c.private, modules.c.created, modules.c.proxied)
+
+    @staticmethod
+    def _module_record(row: Any) -> ModuleRecord:
+        return ModuleRecord(row.path, bool(row.private), row.created, bool(row.proxied))
+
     def get_module(self, path: str) -> ModuleRecord | None:
         with self._tx() as conn:
             row = conn.execute(
-                sa.select(modules.c.path, modules.c.private, modules.c.created).where(
-                    modules.c.path == path
-                )
+                sa.select(*self._module_cols).where(modules.c.path == path)
             ).one_or_none()
-        return None if row is None else ModuleRecord(row.path, bool(row.private), row.created)
+        return None if row is None else self._module_record(row)
+
+    def list_modules(self) -> list[ModuleRecord]:
+        has = sa.exists().where(versions.c.module_id == modules.c.id, versions.c.committed)
+        with self._tx() as conn:
+            rows = conn.execute(sa.select(*self._module_cols).where(has).order_by(modules.c.path))
+            return [self._module_record(r) for r in rows]
+
+    def all_versions(self) -> dict[str, list[str]]:
+        q = (
+            sa.select(modules.c.path, versions.c.version)
+            .join(modules, versions.c.module_id == modules.c.id)
+            .where(versions.c.committed.is_(True))
+        )
+        out: dict[str, list[str]] = {}
+        with self._tx() as conn:
+            for r in conn.execute(q):
+                out.setdefault(r.path, []).append(r.version)
+        return out
+
+    def reserve_version(self, module: str, version: str, stale_before: str) -> str:
+        try:
+            with self._tx(write=True) as conn:
+                module_id, _ = self._module_id(conn, module, False, proxied=True)
+                row = conn.execute(
+                    sa.select(versions.c.id, versions.c.committed, versions.c.created).where(
+                        versions.c.module_id == module_id, versions.c.version == version
+                    )
+                ).one_or_none()
+                if row is not None and row.committed:
+                    return "committed"
+                if row is not None and row.created >= stale_before:
+                    return "busy"
+                if row is not None:  # its filler died or hung: take it over
+                    conn.execute(
+                        versions.update().where(versions.c.id == row.id).values(created=now())
+                    )
+                    return "reserved"
+                conn.execute(
+                    versions.insert().values(
+                        module_id=module_id,
+                        version=version,
+                        h1="",
+                        mod_h1="",
+                        index_sha256="",
+                        committed=False,
+                        created=now(),
+                    )
+                )
+                return "reserved"
+        except IntegrityError:
+            return "busy"  # another replica inserted the module or the reservation first
+
+    def renew_reservation(self, module: str, version: str) -> bool:
+        ids = sa.select(modules.c.id).where(modules.c.path == module).scalar_subquery()
+        with self._tx(write=True) as conn:
+            res = conn.execute(
+                versions.update()
+                .where(
+                    versions.c.module_id == ids,
+                    versions.c.version == version,
+                    versions.c.committed.is_(False),
+                )
+                .values(created=now())
+            )
+            return bool(res.rowcount)
+
+    def release_version(self, module: str, version: str) -> None:
+        ids = sa.select(modules.c.id).where(modules.c.path == module).scalar_subquery()
+        with self._tx(write=True) as conn:
+            conn.execute(
+                versions.delete().where(
+                    versions.c.module_id == ids,
+                    versions.c.version == version,
+                    versions.c.committed.is_(False),
+                )
+            )
+            conn.execute(  # nor a module row that only held the reservation
+                modules.delete().where(
+                    modules.c.path == module,
+                    modules.c.proxied.is_(True),
+                    ~sa.exists().where(versions.c.module_id == modules.c.id),
+                )
+            )
 
     def list_versions(self, module: str) -> list[str]:
         q = (
@@ -442,7 +561,16 @@ class SqlMetadataStore(MetadataStore):
                     row = self._find_version(conn, new.module, new.version)
                     if row is not None:
                         return self._same_or_conflict(self._version_record(row), new)
-                    module_id, private = self._module_id(conn, new.module, new.private)
+                    module_id, private = self._module_id(
+                        conn, new.module, new.private, proxied=new.proxied
+                    )
+                    conn.execute(  # a caching proxy's reservation gives way to the version
+                        versions.delete().where(
+                            versions.c.module_id == module_id,
+                            versions.c.version == new.version,
+                            versions.c.committed.is_(False),
+                        )
+                    )
                     stamp = now()
                     res = conn.execute(
                         versions.insert().values(
@@ -491,14 +619,19 @@ class SqlMetadataStore(MetadataStore):
         return CommitOutcome(have, created=False)
 
     @staticmethod
-    def _module_id(conn: Connection, path: str, private: bool) -> tuple[int, bool]:
-        """The module's id and private flag; a new module is created with ``private``."""
+    def _module_id(
+        conn: Connection, path: str, private: bool, *, proxied: bool = False
+    ) -> tuple[int, bool]:
+        """The module's id and private flag; a new module is created with ``private``
+        and ``proxied``."""
         row = conn.execute(
             sa.select(modules.c.id, modules.c.private).where(modules.c.path == path)
         ).one_or_none()
         if row is not None:
             return int(row.id), bool(row.private)
-        res = conn.execute(modules.insert().values(path=path, private=private, created=now()))
+        res = conn.execute(
+            modules.insert().values(path=path, private=private, created=now(), proxied=proxied)
+        )
         return _inserted_id(res), private
 
     # -- uploads

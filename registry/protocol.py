@@ -15,7 +15,8 @@ Statuses: 200 (206 for a satisfiable ``Range``, 304 for a matching
 version that is not here (or private and no read token was sent: both look
 alike so private names do not leak); 410 for what can never be here: a
 malformed module path or version, or a file a committed version does not
-list (versions never change). Version content (``.info``, ``.mod``,
+list (versions never change); 502 when the caching proxy's upstream fails
+(:mod:`registry.proxy`). Version content (``.info``, ``.mod``,
 ``.index.json``, files) carries ``ETag`` (its sha256; for ``.info`` the
 sha256 of the document) and ``Cache-Control: public, max-age=31536000,
 immutable`` (``private`` for a private module); ``list`` and ``@latest``
@@ -191,17 +192,20 @@ async def serve_protocol(
         vs = await run_in_threadpool(reg.versions, req.module, token)
         return _text(request, "".join(v + "\n" for v in vs).encode(), "text/plain", "no-cache")
     if req.kind == "latest":
-        v = await run_in_threadpool(reg.latest, req.module, token)
-        return _text(request, reg.info(v), "application/json", "no-cache")
+        rev, _ = await run_in_threadpool(reg.resolve, req.module, "latest", token)
+        return _text(request, reg.info(rev), "application/json", "no-cache")
+    if req.kind == "info":
+        rev, private = await run_in_threadpool(reg.resolve, req.module, req.version, token)
+        cache = ("private, " if private else "public, ") + IMMUTABLE
+        if rev.version != req.version:  # a branch or a commit: it moves
+            cache = "no-cache"
+        return _text(request, reg.info(rev), "application/json", cache)
     if req.kind == "file":
         v, f = await run_in_threadpool(reg.file, req.module, req.version, req.path, token)
         return await serve_bytes_of(
             request, reg, f.sha256, f.size, "application/octet-stream", v.private
         )
     v = await run_in_threadpool(reg.version, req.module, req.version, token)
-    cache = ("private, " if v.private else "public, ") + IMMUTABLE
-    if req.kind == "info":
-        return _text(request, reg.info(v), "application/json", cache)
     if req.kind == "mod":
         m = await run_in_threadpool(reg.mod_entry, v)
         return await serve_bytes_of(

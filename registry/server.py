@@ -42,6 +42,8 @@ def serve(
             reg.sumdb.name,
             f'"{reg.sumdb.vkey} URL"',
         )
+    if reg.proxy is not None:
+        log.info("caching proxy for modules not hosted here, upstream %s", reg.proxy.name)
     uvicorn.run(
         # closed by the app's lifespan shutdown: uvicorn re-raises SIGTERM/SIGINT after
         # draining, so code after run() would not run

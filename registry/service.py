@@ -25,8 +25,9 @@ checksum log, in the same database transaction
 :mod:`registry.sumlog`); :attr:`Registry.sumdb` serves that log
 (:mod:`registry.sumdb`). Seams for later work: ``on_commit`` listeners run
 after a version is first recorded (after its transaction); reads go
-through :meth:`Registry.version` and friends, which a caching proxy would
-back with an upstream source when the module is not hosted here.
+through :meth:`Registry.version` and friends, which the caching proxy
+(:mod:`registry.proxy`, when :attr:`Registry.proxy` is set) backs with an
+upstream for the modules that are not hosted here (:meth:`Registry.proxied`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import hashlib
 import json
 import secrets
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -56,6 +58,7 @@ from ._errors import (
     NotFoundError,
     TooLargeError,
     UnauthorizedError,
+    UpstreamError,
 )
 from .blobs import BlobStore
 from .limits import UPLOAD_TTL_SECONDS, Limits
@@ -63,6 +66,7 @@ from .metadata import (
     CommitOutcome,
     FileRecord,
     MetadataStore,
+    ModuleRecord,
     NewVersion,
     TokenRecord,
     UploadRecord,
@@ -71,9 +75,12 @@ from .metadata import (
 )
 
 if TYPE_CHECKING:
+    from wgtpm.sources import RevInfo
+
+    from .proxy import CachingProxy
     from .sumdb import SumDB
 
-__all__ = ["MOD_FILE", "Registry", "UploadState", "create_token"]
+__all__ = ["MOD_FILE", "Registry", "UploadState", "create_token", "latest_of"]
 
 MOD_FILE = "wgt.mod"
 _DUMMY_SHA = "0" * 64  # compared against when a token id is unknown, to keep timing even
@@ -91,6 +98,13 @@ def create_token(meta: MetadataStore, prefix: str, scope: str) -> tuple[str, Tok
     rec = TokenRecord(cred.id, _tokens.hash_secret(cred.secret), prefix.rstrip("/"), scope)
     meta.add_token(rec)
     return text, rec
+
+
+def latest_of(versions: list[str]) -> str:
+    """The highest release, else the highest pre-release, else the newest pseudo-version."""
+    vs = _v.sort_versions(versions)
+    tagged = [v for v in vs if not _v.is_pseudo(v)]
+    return ([v for v in tagged if not _v.is_prerelease(v)] or tagged or vs)[-1]
 
 
 @dataclass(frozen=True)
@@ -111,6 +125,8 @@ class Registry:
     limits: Limits = field(default_factory=Limits)
     on_commit: list[Callable[[VersionRecord], None]] = field(default_factory=list)
     sumdb: SumDB | None = None  # the checksum database served under /sumdb/NAME/
+    proxy: CachingProxy | None = None  # the upstream of modules not hosted here
+    _prefixes: tuple[float, list[str]] = field(default=(0.0, []), init=False, repr=False)
     _indexes: OrderedDict[str, ReleaseIndex] = field(
         default_factory=OrderedDict, init=False, repr=False
     )  # parsed indexes of open uploads, by sha256 (parsing 10,000 entries per PUT is slow)
@@ -122,8 +138,10 @@ class Registry:
         return engine.url.render_as_string(hide_password=True) if engine is not None else "?"
 
     def close(self) -> None:
-        """Close both stores."""
+        """Close both stores (and the proxy's HTTP client)."""
         try:
+            if self.proxy is not None:
+                self.proxy.close()
             self.blobs.close()
         finally:
             self.meta.close()
@@ -167,8 +185,29 @@ class Registry:
 
     # -- reading
 
-    def _visible(self, module: str, token: TokenRecord | None) -> None:
-        """404 for a module that is not here, or private and not covered by ``token``.
+    def _hosted_prefixes(self) -> list[str]:
+        """The prefixes of every token (read for 5 s at a time): the hosted namespace."""
+        t = time.monotonic()
+        when, prefixes = self._prefixes
+        if t - when > 5.0:
+            prefixes = sorted({tok.prefix for tok in self.meta.list_tokens()})
+            self._prefixes = (t, prefixes)
+        return prefixes
+
+    def proxied(self, module: str, rec: ModuleRecord | None = None) -> bool:
+        """Whether ``module`` (whose row is ``rec``, when read already) is answered by the
+        caching proxy: there is one, and the module was not published here and lies under
+        no token's prefix (hosted always wins)."""
+        if self.proxy is None:
+            return False
+        rec = rec or self.meta.get_module(module)
+        if rec is not None:
+            return rec.proxied
+        return not any(_tokens.covers(p, module) for p in self._hosted_prefixes())
+
+    def _visible(self, module: str, token: TokenRecord | None) -> bool:
+        """Whether ``module`` is proxied; else 404 for a module that is not here, or private
+        and not covered by ``token``.
 
         Both answer alike, so a private module's name does not leak.
         """
@@ -177,32 +216,82 @@ class Registry:
         except WgtpmError as exc:
             raise GoneError(str(exc)) from exc
         rec = self.meta.get_module(module)
+        if self.proxied(module, rec):
+            return True
         if rec is None or not self._may_read(token, module, rec.private):
             raise NotFoundError(
                 f"{module}: no such module here (a private module needs a read token)"
             )
+        return False
 
     def versions(self, module: str, token: TokenRecord | None = None) -> list[str]:
-        """The release versions of ``module`` (no pseudo-versions), lowest first."""
-        self._visible(module, token)
-        return [v for v in _v.sort_versions(self.meta.list_versions(module)) if not _v.is_pseudo(v)]
+        """The release versions of ``module`` (no pseudo-versions), lowest first.
+
+        For a proxied module, the upstream's list; the cached versions when the
+        upstream fails or no longer has the module (and some are cached).
+        """
+        proxied = self._visible(module, token)
+        vs = self.meta.list_versions(module)
+        if proxied:
+            assert self.proxy is not None
+            try:
+                vs = self.proxy.versions(module)
+            except (UpstreamError, NotFoundError):  # down, or the repository is gone
+                if not vs:
+                    raise
+        return [v for v in _v.sort_versions(vs) if not _v.is_pseudo(v)]
+
+    def resolve(
+        self, module: str, query: str, token: TokenRecord | None = None
+    ) -> tuple[RevInfo, bool]:
+        """The ``.info`` of ``query`` and whether the module is private. ``query`` is a
+        version or ``latest``; for a proxied module also a branch or a commit, as the
+        upstream resolves it (a committed version is answered from here)."""
+        from wgtpm.sources import RevInfo
+
+        proxied = self._visible(module, token)
+        rec = None
+        if proxied and query != "latest":
+            rec = self.meta.get_version(module, query) if _v.is_valid(query) else None
+        elif proxied:
+            assert self.proxy is not None
+            try:
+                return self.proxy.info(module, query), False
+            except (UpstreamError, NotFoundError):
+                vs = self.meta.list_versions(module)
+                if not vs:
+                    raise
+                rec = self.meta.get_version(module, latest_of(vs))  # what is cached
+        elif query == "latest":
+            rec = self.latest(module, token)
+        else:
+            rec = self.version(module, query, token)
+        if rec is None:
+            assert self.proxy is not None
+            return self.proxy.info(module, query), False
+        return RevInfo(rec.version, rec.time or rec.created, rec.commit), rec.private
 
     def latest(self, module: str, token: TokenRecord | None = None) -> VersionRecord:
         """The highest release, else the highest pre-release, else the newest pseudo-version."""
         self._visible(module, token)
-        vs = _v.sort_versions(self.meta.list_versions(module))
+        vs = self.meta.list_versions(module)
         if not vs:
             raise NotFoundError(f"{module}: no versions")
-        tagged = [v for v in vs if not _v.is_pseudo(v)]
-        best = ([v for v in tagged if not _v.is_prerelease(v)] or tagged or vs)[-1]
-        return self.version(module, best, token)
+        return self.version(module, latest_of(vs), token)
 
     def version(self, module: str, version: str, token: TokenRecord | None = None) -> VersionRecord:
-        """The committed ``module@version``."""
-        self._visible(module, token)
+        """The committed ``module@version``; a proxied one is fetched on first use."""
+        proxied = self._visible(module, token)
         if not _v.is_valid(version):
             raise NotFoundError(f"{module}@{version}: not a version this registry can resolve")
         rec = self.meta.get_version(module, version)
+        if rec is None and proxied:
+            assert self.proxy is not None
+            try:
+                check_path_major(module, version)
+            except WgtpmError as exc:
+                raise NotFoundError(str(exc)) from exc
+            return self.proxy.fill(self, module, version)
         if rec is None:
             raise NotFoundError(f"{module}@{version}: no such version here")
         return rec
@@ -224,11 +313,14 @@ class Registry:
         return rec
 
     @staticmethod
-    def info(v: VersionRecord) -> bytes:
+    def info(v: VersionRecord | RevInfo) -> bytes:
         """The ``.info`` document: ``{"Version", "Time", "Commit"}``."""
-        doc: dict[str, str] = {"Version": v.version, "Time": v.time or v.created}
-        if v.commit:
-            doc["Commit"] = v.commit
+        if isinstance(v, VersionRecord):
+            doc: dict[str, str] = {"Version": v.version, "Time": v.time or v.created}
+            if v.commit:
+                doc["Commit"] = v.commit
+        else:
+            doc = v.to_json()
         return (json.dumps(doc) + "\n").encode()
 
     # -- publishing
@@ -246,6 +338,15 @@ class Registry:
             while len(self._indexes) > 64:
                 self._indexes.popitem(last=False)
         return idx
+
+    def check_index(self, data: bytes, module: str, version: str) -> ReleaseIndex:
+        """``data`` parsed as the index of ``module@version``, within the limits; lists
+        ``wgt.mod``; raises :class:`BadRequestError` or :class:`TooLargeError`."""
+        return self._check_index(data, module, version)
+
+    def check_mod(self, module: str, version: str, data: bytes) -> None:
+        """Raise :class:`BadRequestError` unless ``data`` is a wgt.mod declaring ``module``."""
+        self._check_mod(module, version, data)
 
     def _check_index(self, data: bytes, module: str, version: str) -> ReleaseIndex:
         lim = self.limits

@@ -23,8 +23,18 @@ def modtext(path: str) -> bytes:
     return f"module {path}\nwgt 0.1\n".encode()
 
 
-def index_bytes(module: str, version: str, files: dict[str, bytes]) -> bytes:
-    entries = [IndexEntry(p, len(b), hashlib.sha256(b).hexdigest()) for p, b in files.items()]
+def index_bytes(
+    module: str,
+    version: str,
+    files: dict[str, bytes],
+    artifacts: dict[str, tuple[str, str]] | None = None,
+) -> bytes:
+    """The index of ``files``; ``artifacts`` maps a path to its (artifact, kind)."""
+    arts = artifacts or {}
+    entries = [
+        IndexEntry(p, len(b), hashlib.sha256(b).hexdigest(), *arts.get(p, (None, None)))
+        for p, b in files.items()
+    ]
     return build_index(module, version, entries, time="2026-11-29T12:00:00Z").to_json()
 
 
@@ -37,13 +47,14 @@ def publish(
     *,
     private: bool = False,
     by: str = "sha256",
+    artifacts: dict[str, tuple[str, str]] | None = None,
 ) -> Any:
     """Upload every missing file and commit; returns the last response (start or commit)."""
     auth = {"Authorization": f"Bearer {token}"}
     body = {
         "module": module,
         "version": version,
-        "index": index_bytes(module, version, files).decode(),
+        "index": index_bytes(module, version, files, artifacts).decode(),
         "private": private,
     }
     r = client.post("/api/v1/uploads", json=body, headers=auth)

@@ -128,3 +128,19 @@ def test_serve_publish_and_stop_on_sigterm(tmp_path: Path) -> None:
     assert (data / "registry.db").exists() and (data / "blobs" / "sha256").is_dir()
     assert token not in err
     assert any(vkey in r["message"] for r in records if "message" in r)  # logged at startup
+
+
+def test_serve_refuses_a_malformed_upstream(wgtpm, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import logging
+
+    logger = logging.getLogger("registry")
+    saved = (logger.handlers[:], logger.level, logger.propagate)
+    try:  # serve() points the registry's logger at this test's captured stderr
+        r = wgtpm(
+            "registry",
+            "serve",
+            *("--data", str(tmp_path / "reg"), "--port", "1", "--upstream", "ftp://x"),
+        )
+    finally:
+        logger.handlers[:], logger.level, logger.propagate = saved
+    assert r.code != 0 and "--upstream" in r.err and "ftp://x" in r.err, r.err

@@ -254,3 +254,30 @@ def test_commit_race_across_processes(meta_url: str) -> None:
         assert got == sorted(["created", "noop:h1:SAME=", "conflict:h1:SAME="])
     else:
         assert got == sorted(["created", "conflict:h1:OTHER=", "conflict:h1:OTHER="])
+
+
+def test_reserve_version_for_a_proxy_fill(store: SqlMetadataStore) -> None:
+    """One reservation per version; readers never see it; committing replaces it."""
+    p = "example.org/up/m"
+    past, future = "2000-01-01T00:00:00Z", "2999-01-01T00:00:00Z"
+    assert store.reserve_version(p, "v0.1.0", past) == "reserved"
+    assert store.reserve_version(p, "v0.1.0", past) == "busy"
+    assert store.get_version(p, "v0.1.0") is None and store.list_versions(p) == []
+    assert store.list_modules() == []  # a module with only a reservation is not listed
+    assert store.reserve_version(p, "v0.1.0", future) == "reserved"  # stale: taken over
+    assert store.renew_reservation(p, "v0.1.0")
+    assert store.reserve_version(p, "v0.1.0", past) == "busy"  # renewed: fresh
+    out = store.commit_version(
+        NewVersion(**{**version(module=p).__dict__, "proxied": True})  # type: ignore[arg-type]
+    )
+    assert out.created and store.list_versions(p) == ["v0.1.0"]
+    assert store.reserve_version(p, "v0.1.0", past) == "committed"
+    assert not store.renew_reservation(p, "v0.1.0")  # committed: nothing to renew
+    store.release_version(p, "v0.1.0")  # a committed version stays
+    assert store.get_version(p, "v0.1.0") is not None
+    [rec] = store.list_modules()
+    assert rec.path == p and rec.proxied
+    assert store.all_versions() == {p: ["v0.1.0"]}
+    assert store.reserve_version("example.org/up/gone", "v1.0.0", past) == "reserved"
+    store.release_version("example.org/up/gone", "v1.0.0")
+    assert store.get_module("example.org/up/gone") is None  # no row left behind

@@ -84,6 +84,14 @@ def register(sub: Any) -> None:
     s.add_argument("--port", type=int, help="port (default: $WGTPM_REGISTRY_PORT, else 8080)")
     _storage_flags(s, store=True)
     _sumdb_flags(s)
+    s.add_argument(
+        "--upstream",
+        metavar="LIST",
+        help="caching proxy for modules not hosted here: a WGTPROXY list such as 'direct' or "
+        "'https://proxy.example,direct' (default: $WGTPM_REGISTRY_UPSTREAM, else off: no "
+        "proxying). 'direct' uses this server's GITHUB_TOKEN, HF_TOKEN, PAW_API_KEY and "
+        "GITHUB_API_URL, HF_ENDPOINT, PAW_API_URL; credentials are never sent to clients",
+    )
     s.set_defaults(run=_serve)
 
     k = rsub.add_parser(
@@ -136,6 +144,7 @@ def _config(args: argparse.Namespace) -> Config:
         s3_endpoint=getattr(args, "s3_endpoint", None),
         sumdb_name=getattr(args, "sumdb_name", None),
         sumdb_key_file=Path(args.sumdb_key_file) if getattr(args, "sumdb_key_file", None) else None,
+        upstream=getattr(args, "upstream", None),
     )
 
 

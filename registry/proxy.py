@@ -1,0 +1,345 @@
+"""The caching proxy: modules this registry does not host, fetched from an upstream.
+
+``wgtpm registry serve --upstream LIST`` (``WGTPM_REGISTRY_UPSTREAM``; off
+unless given) takes a ``WGTPROXY`` list (``direct``, proxy URLs, ``,`` and
+``|``), read by the client's own :func:`wgtpm.sources.chain.from_env`:
+``direct`` reaches GitHub, Hugging Face and the PAW hub with the server's
+``GITHUB_TOKEN``, ``HF_TOKEN``, ``PAW_API_KEY`` and their ``*_URL`` settings.
+
+A module is proxied when it is not hosted: no token's prefix covers it and
+it was not published here (:meth:`registry.service.Registry.proxied`).
+For a proxied module
+
+- ``@v/list``, ``@latest`` and the ``.info`` of a version not cached yet
+  are asked of the upstream and kept :data:`META_TTL` seconds in memory
+  (its answers and its 404s, never its failures);
+  when the upstream fails or no longer has the module, the list and
+  ``@latest`` fall back to the cached versions;
+- the ``.mod``, ``.index.json`` or a file of a version not cached yet makes
+  :meth:`CachingProxy.fill` fetch the version once, with
+  :class:`wgtpm.modfetch.Fetcher` into a temporary cache under the spool
+  folder (every file checked against the index's size and sha256 while it
+  streams), copy the verified files into the blob store (which checks the
+  sha256 again), and commit the version through
+  :meth:`~registry.metadata.MetadataStore.commit_version`, which logs it in
+  the checksum log as it does a published one. Only then is it served.
+
+One fetch per version: a lock per version in the process, and across
+replicas a reservation row in the database
+(:meth:`~registry.metadata.MetadataStore.reserve_version`); the others
+wait for the version to be committed (:data:`FILL_WAIT` seconds at most).
+The filler renews its reservation every ``FILL_STALE / 5`` seconds; one not
+renewed for :data:`FILL_STALE` seconds (its process died) is taken over.
+
+Errors: the upstream's 404/410 is a 404; any other failure, or bytes that do
+not match the index, is a 502 (:class:`~registry._errors.UpstreamError`),
+nothing is kept or cached, and the next request tries again. Messages never
+carry the upstream credentials: the server's tokens are blanked out of them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import logging
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+from wgtpm import dirhash
+from wgtpm._errors import NotFoundError as WgtNotFound
+from wgtpm._errors import VerifyError, WgtpmError
+from wgtpm.sources import RevInfo, Source
+
+from ._errors import BadRequestError, NotFoundError, RegistryError, UpstreamError
+from .metadata import FileRecord, NewVersion, VersionRecord, now
+
+if TYPE_CHECKING:
+    from wgtpm.httpclient import HttpClient
+
+    from .service import Registry
+
+__all__ = ["FILL_STALE", "FILL_WAIT", "META_TTL", "CachingProxy", "open_proxy"]
+
+T = TypeVar("T")
+
+META_TTL = 60.0  # seconds an upstream list or .info is reused
+FILL_WAIT = 300.0  # seconds a request waits for another process filling the same version
+FILL_STALE = 900  # seconds after which a reservation is presumed dead and taken over
+_SECRET_VARS = ("GITHUB_TOKEN", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "PAW_API_KEY")
+_MAX_MESSAGE = 400
+_CHUNK = 1 << 20
+
+log = logging.getLogger("registry.proxy")
+
+
+class _Recorded:
+    """The :class:`~wgtpm.modfetch.SumChecker` of a fill: the registry is where hashes are
+    first recorded (in its checksum log, at commit), so every h1 is accepted here."""
+
+    def check(self, path: str, version: str, h1: str, record: bool = True) -> None:
+        return None
+
+
+class CachingProxy:
+    """The upstream side of the registry: cached metadata and verified fills."""
+
+    def __init__(
+        self,
+        source: Source,
+        spool: Path,
+        *,
+        http: HttpClient | None = None,
+        ttl: float = META_TTL,
+        secrets: tuple[str, ...] = (),
+    ) -> None:
+        self.source = source
+        self.spool = spool
+        self.ttl = ttl
+        _sweep(spool)
+        self._http = http
+        self._secrets = tuple(s for s in secrets if len(s) >= 4)
+        self._lock = threading.Lock()
+        self._meta: dict[tuple[str, str, str], tuple[float, object]] = {}
+        self._fills: dict[tuple[str, str], tuple[threading.Lock, int]] = {}
+
+    @property
+    def name(self) -> str:
+        return self.source.name
+
+    # -- errors
+
+    def _message(self, exc: Exception) -> str:
+        msg = str(exc)
+        for s in self._secrets:
+            msg = msg.replace(s, "***")
+        return msg if len(msg) <= _MAX_MESSAGE else msg[:_MAX_MESSAGE] + "…"
+
+    def _ask(self, what: str, fn: Callable[[], T]) -> T:
+        """``fn()`` with wgtpm's errors translated: 404 stays 404, the rest is a 502."""
+        try:
+            return fn()
+        except WgtNotFound as exc:
+            raise NotFoundError(f"upstream {self.name}: {self._message(exc)}") from exc
+        except VerifyError as exc:
+            raise UpstreamError(
+                f"upstream {self.name} served bad bytes for {what}; nothing was kept: "
+                f"{self._message(exc)}"
+            ) from exc
+        except WgtpmError as exc:
+            raise UpstreamError(
+                f"upstream {self.name} failed for {what}: {self._message(exc)}"
+            ) from exc
+
+    # -- metadata, cached in memory
+
+    def _cached(self, kind: str, module: str, query: str, fn: Callable[[], T]) -> T:
+        key = (kind, module, query)
+        t = time.monotonic()
+        with self._lock:
+            hit = self._meta.get(key)
+        if hit is not None and t - hit[0] < self.ttl:
+            if isinstance(hit[1], NotFoundError):
+                raise NotFoundError(str(hit[1]))
+            return hit[1]  # type: ignore[return-value]
+        value: object
+        try:
+            value = self._ask(f"{module} {kind} {query}".strip(), fn)
+        except NotFoundError as exc:  # a miss is kept as long (failures are not kept at all)
+            value = exc
+        with self._lock:
+            if len(self._meta) > 10_000:
+                self._meta.clear()
+            self._meta[key] = (t, value)
+        if isinstance(value, NotFoundError):
+            raise value
+        return value
+
+    def versions(self, module: str) -> list[str]:
+        """The upstream's ``@v/list`` of ``module``."""
+        return self._cached("list", module, "", lambda: list(self.source.versions(module)))
+
+    def info(self, module: str, query: str) -> RevInfo:
+        """What the upstream resolves ``query`` (a version, ``latest``, a branch) to."""
+        return self._cached("info", module, query, lambda: self.source.info(module, query))
+
+    # -- fills
+
+    @contextlib.contextmanager
+    def _hold(self, key: tuple[str, str]) -> Iterator[None]:
+        """The in-process lock of one version (made on first use, dropped after last)."""
+        with self._lock:
+            lk, n = self._fills.get(key, (threading.Lock(), 0))
+            self._fills[key] = (lk, n + 1)
+        try:
+            with lk:
+                yield
+        finally:
+            with self._lock:
+                lk, n = self._fills[key]
+                if n == 1:
+                    del self._fills[key]
+                else:
+                    self._fills[key] = (lk, n - 1)
+
+    def fill(self, reg: Registry, module: str, version: str) -> VersionRecord:
+        """``module@version`` committed here, fetched from the upstream first if need be."""
+        with self._hold((module, version)):
+            deadline = time.monotonic() + FILL_WAIT
+            while True:
+                have = reg.meta.get_version(module, version)
+                if have is not None:
+                    return have
+                stale = datetime.now(timezone.utc) - timedelta(seconds=FILL_STALE)
+                state = reg.meta.reserve_version(
+                    module, version, stale.strftime("%Y-%m-%dT%H:%M:%SZ")
+                )
+                if state == "reserved":
+                    break
+                if state == "busy" and time.monotonic() > deadline:
+                    raise UpstreamError(
+                        f"{module}@{version} is still being fetched by another registry "
+                        "process; try again later"
+                    )
+                if state == "busy":
+                    time.sleep(0.1)
+            done = threading.Event()
+            beat = threading.Thread(
+                target=self._heartbeat, args=(reg, module, version, done), daemon=True
+            )
+            beat.start()
+            try:
+                return self._fetch(reg, module, version)
+            finally:
+                done.set()
+                beat.join()
+                reg.meta.release_version(module, version)  # a no-op once committed
+
+    @staticmethod
+    def _heartbeat(reg: Registry, module: str, version: str, done: threading.Event) -> None:
+        """Renew the reservation while the fill runs, so a long one is not taken over."""
+        while not done.wait(FILL_STALE / 5):
+            try:
+                reg.meta.renew_reservation(module, version)
+            except RegistryError as exc:  # the fill goes on; at worst another one starts
+                log.warning("renewing the reservation of %s@%s: %s", module, version, exc)
+
+    def _fetch(self, reg: Registry, module: str, version: str) -> VersionRecord:
+        from wgtpm.cache import Cache
+        from wgtpm.modfetch import Fetcher
+
+        self.spool.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix="fill-", dir=self.spool))
+        try:
+            cache = Cache(tmp)
+            fetcher = Fetcher(cache, self.source, _Recorded(), http=self._client)
+            what = f"{module}@{version}"
+            self._ask(what, lambda: fetcher.index(module, version))
+            raw = cache.read_meta(module, version, "index.json")
+            mod = cache.read_meta(module, version, "mod")
+            assert raw is not None and mod is not None, "the fetcher keeps what it verified"
+            try:  # the limits, before any download
+                idx = reg.check_index(raw, module, version)
+                reg.check_mod(module, version, mod)
+            except BadRequestError as exc:
+                raise UpstreamError(f"upstream {self.name}: {what}: {exc}") from exc
+            started = time.monotonic()
+            self._ask(what, lambda: fetcher.download(module, version))
+            for e in {e.sha256: e for e in idx.files}.values():
+                if reg.blobs.size(e.sha256) == e.size:
+                    continue
+                with open(cache.blob_path(e.sha256), "rb") as f:
+                    reg.blobs.put(
+                        e.sha256, iter(functools.partial(f.read, _CHUNK), b""), max_size=e.size
+                    )
+            index_sha = hashlib.sha256(raw).hexdigest()
+            reg.blobs.put(index_sha, [raw], max_size=len(raw))
+            info = None if idx.time is not None else self.info(module, version)
+            outcome = reg.meta.commit_version(
+                NewVersion(
+                    module=module,
+                    version=version,
+                    h1=idx.h1(),
+                    mod_h1=dirhash.hash1_bytes({"wgt.mod": mod}),
+                    index_sha256=index_sha,
+                    files=[FileRecord(e.path, e.size, e.sha256) for e in idx.files],
+                    time=idx.time or (info.time if info else None) or now(),
+                    commit=idx.commit or (info.commit if info else None),
+                    private=False,
+                    proxied=True,
+                )
+            )
+            log.info(
+                "cached %s from %s: %d files, %d bytes in %.2fs",
+                what,
+                self.name,
+                len(idx.files),
+                sum(e.size for e in idx.files),
+                time.monotonic() - started,
+            )
+            if outcome.created:
+                for listener in reg.on_commit:
+                    listener(outcome.version)
+            return outcome.version
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def _client(self) -> HttpClient:
+        if self._http is None:
+            from wgtpm.httpclient import HttpClient
+
+            with self._lock:
+                if self._http is None:
+                    self._http = HttpClient()
+        return self._http
+
+    def close(self) -> None:
+        if self._http is not None:
+            self._http.close()
+
+
+def open_proxy(
+    upstream: str, spool: Path, environ: Mapping[str, str] | None = None
+) -> CachingProxy | None:
+    """The caching proxy for a ``WGTPROXY`` list; ``None`` for ``off``.
+
+    ``environ`` (``os.environ`` when omitted) gives ``WGTPRIVATE`` and the secrets to
+    blank out of messages; the direct sources read their settings from ``os.environ``
+    when first used. Raises :class:`ValueError` on a malformed list.
+    """
+    from wgtpm.cache import Cache
+    from wgtpm.httpclient import HttpClient
+    from wgtpm.sources.chain import from_env, parse_proxy_list
+
+    env = dict(os.environ if environ is None else environ)
+    try:
+        entries = parse_proxy_list(upstream)
+    except WgtpmError as exc:
+        raise ValueError(f"--upstream: {exc}") from exc
+    if [e.url for e in entries] == ["off"]:
+        return None
+    env["WGTPROXY"] = upstream
+    http = HttpClient()
+    # the direct sources keep listing ETags in a wgtpm cache of the registry's own
+    source = from_env(http, environ=env, cache=Cache(spool / "upstream-cache"))
+    secrets = tuple(env[v] for v in _SECRET_VARS if env.get(v))
+    return CachingProxy(source, spool / "fills", http=http, secrets=secrets)
+
+
+def _sweep(spool: Path) -> None:
+    """Remove the temporary caches of fills that a killed process left behind (older than
+    :data:`FILL_STALE`, so a fill in progress in another process sharing the folder stays)."""
+    cutoff = time.time() - FILL_STALE
+    for d in spool.glob("fill-*") if spool.is_dir() else []:
+        try:
+            if d.stat().st_mtime < cutoff:
+                shutil.rmtree(d)
+        except OSError as exc:  # another process swept it first, or the disk says no
+            log.warning("could not remove the stale fill %s: %s", d, exc)
