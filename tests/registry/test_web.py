@@ -127,6 +127,8 @@ def _chromium() -> tuple[str, str]:
     browser = shutil.which("chromium") or "/usr/bin/chromium"
     driver = shutil.which("chromedriver") or "/usr/bin/chromedriver"
     if not (os.access(browser, os.X_OK) and os.access(driver, os.X_OK)):
+        if os.environ.get("WGTPM_REQUIRE_CHROMIUM"):
+            pytest.fail("WGTPM_REQUIRE_CHROMIUM is set, but chromium or chromedriver is missing")
         pytest.skip("headless page test needs Debian's chromium and chromium-driver")
     pytest.importorskip("selenium", reason="the page test drives Chromium with selenium")
     return browser, driver
