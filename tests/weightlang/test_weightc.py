@@ -51,13 +51,17 @@ def weightc(capsys: pytest.CaptureFixture[str]) -> Any:
         (["get"], ["-C", ".", "get"]),
         (["get", "pkg"], ["-C", "pkg", "get"]),
         (
-            ["publish", "pkg", "--version", "v0.1.0", "-o", "dist", "--allow-untrained"],
-            ["-C", "pkg", "publish", "--version", "v0.1.0", "--allow-untrained"],
+            ["publish", "pkg", "--version", "v0.1.0", "-o", "out", "--allow-untrained"],
+            ["-C", "pkg", "publish", "--version", "v0.1.0", "-o", "{cwd}/out", "--allow-untrained"],
+        ),
+        (
+            ["publish", "pkg", "--version", "v0.1.0"],
+            ["-C", "pkg", "publish", "--version", "v0.1.0", "-o", "{cwd}/dist"],
         ),
     ],
 )
 def test_translate(argv: list[str], wgtpm: list[str]) -> None:
-    assert translate(argv) == wgtpm
+    assert translate(argv) == [w.replace("{cwd}", os.getcwd()) for w in wgtpm]
 
 
 def test_version_text(capsys: pytest.CaptureFixture[str]) -> None:
@@ -95,13 +99,35 @@ def test_weightc_errors_exit_1(weightc: Any, tmp_path: Path) -> None:
     assert r.code == 1 and "no manifest.json" in r.err
 
 
-def test_weightc_publish_without_wgtpm_publish(weightc: Any, tmp_path: Path) -> None:
-    from wgtpm.cli._weightc import _wgtpm_has
+def test_weightc_publish_writes_the_release_to_dist(
+    weightc: Any, wgtpm: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As the prototype's ``publish -o dist``: the release lands in dist/, which wgtpm reads."""
+    import subprocess
 
-    if _wgtpm_has("publish"):
-        pytest.skip("this wgtpm has a publish command")
-    r = weightc("publish", str(tmp_path), "--version", "v0.1.0")
-    assert r.code == 2 and "no 'wgtpm publish' yet" in r.err
+    for who in ("AUTHOR", "COMMITTER"):
+        monkeypatch.setenv(f"GIT_{who}_NAME", "Test")
+        monkeypatch.setenv(f"GIT_{who}_EMAIL", "test@example.com")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+    pkg = tmp_path / "xor"
+    pkg.mkdir()
+    (pkg / "wgt.mod").write_text("module example.com/acme/xor\nwgt 0.1\n\nartifact xor xor.wgt\n")
+    (pkg / "xor.wgt").write_text((GOLDEN / "xor" / "source.wgt").read_text())
+    for cmd in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "first"]):
+        subprocess.run(["git", *cmd], cwd=pkg, check=True)
+    r = weightc("publish", "xor", "--version", "v0.1.0", cwd=tmp_path)
+    assert r.code == 0, r.err
+    assert (tmp_path / "dist" / "example.com" / "acme" / "xor" / "@v" / "list").read_text() == (
+        "v0.1.0\n"
+    )
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "wgt.mod").write_text("module example.com/app\nwgt 0.1\n")
+    monkeypatch.setenv("WGTPROXY", (tmp_path / "dist").as_uri())
+    r = wgtpm("get", "example.com/acme/xor@v0.1.0", cwd=app)
+    assert r.code == 0, r.err
+    r = wgtpm("run", "example.com/acme/xor/xor", "--input", "[1, 0]", cwd=app)
+    assert r.code == 0, r.err
 
 
 def test_wgtpm_builds_a_single_file_outside_a_package(wgtpm: Any, tmp_path: Path) -> None:

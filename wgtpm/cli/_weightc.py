@@ -11,11 +11,13 @@ are wgtpm's (``wgtpm: ...``, exit status 1)::
     weightc verify ARTIFACT               wgtpm verify ARTIFACT
     weightc get [DIR]                     wgtpm -C DIR get
     weightc publish PACKAGE --version V [-o DIR] [--allow-untrained]
-                                          wgtpm -C PACKAGE publish --version V [--allow-untrained]
+                                          wgtpm -C PACKAGE publish --version V -o DIR
+                                          [--allow-untrained]  (DIR is dist, as the prototype's)
     weightc --version                     weightc 0.1.0 (wgtpm 0.1.0)
 
-``publish`` needs a wgtpm that has ``wgtpm publish`` (DESIGN.md section 9),
-which uploads to the module's release target instead of writing ``-o DIR``.
+``publish`` writes the release to DIR as the prototype did, as a ``file://``
+proxy tree (``WGTPROXY=file://DIR wgtpm get ...`` reads it); ``wgtpm publish``
+itself can also upload to a registry, GitHub or Hugging Face.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from .. import __version__
 
@@ -58,7 +61,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("package", help="package directory containing wgt.mod")
     p.add_argument("--version", required=True, help="semantic version tag, e.g. v0.1.0")
     p.add_argument(
-        "-o", "--out", default=None, help="ignored: wgtpm publishes to the release target"
+        "-o", "--out", default="dist", help="where the release is written (default: dist)"
     )
     p.add_argument("--allow-untrained", action="store_true", help="allow untrained artifacts")
     return parser
@@ -81,29 +84,12 @@ def translate(argv: Sequence[str]) -> list[str]:
     if cmd == "get":
         return ["-C", args.dir, "get"]
     extra = ["--allow-untrained"] if args.allow_untrained else []
-    return ["-C", args.package, "publish", "--version", args.version, *extra]
-
-
-def _wgtpm_has(command: str) -> bool:
-    from . import build_parser
-
-    parser = build_parser(command)
-    return any(
-        isinstance(action, argparse._SubParsersAction) and command in action.choices
-        for action in parser._actions
-    )
+    out = str(Path(args.out).absolute())  # relative to where weightc runs, as the prototype's
+    return ["-C", args.package, "publish", "--version", args.version, "-o", out, *extra]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``weightc`` console script."""
     from . import main as wgtpm_main
 
-    args = translate(sys.argv[1:] if argv is None else argv)
-    if "publish" in args[:3] and not _wgtpm_has("publish"):
-        print(
-            "weightc: publish: this wgtpm has no 'wgtpm publish' yet; build with "
-            "'wgtpm build' in the package and release its build/ directory by hand",
-            file=sys.stderr,
-        )
-        return 2
-    return wgtpm_main(args)
+    return wgtpm_main(translate(sys.argv[1:] if argv is None else argv))
