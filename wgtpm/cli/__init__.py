@@ -31,6 +31,7 @@ COMMANDS: tuple[str, ...] = (
     "wgtpm.cli._weightlang",
     "wgtpm.cli._paw",
     "wgtpm.cli._registry",
+    "wgtpm.cli._help",
 )
 
 
@@ -68,6 +69,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         importlib.import_module(name).register(target)
     if only and only not in sub.choices:
         return build_parser()
+    from ._help import finish_parsers
+
+    finish_parsers(parser)
     return parser
 
 
@@ -83,8 +87,15 @@ def _command_name(argv: Sequence[str]) -> str | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(_command_name(argv))
-    args = parser.parse_args(argv)
+    name = _command_name(argv)
+    parser = build_parser(name)
+    if name is not None:
+        from ._help import check_command
+
+        check_command(parser, name)  # 'wgtpm install' -> did you mean 'wgtpm get'?
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # the command's own usage, not the top-level one
+        getattr(args, "parser_", parser).error(f"unrecognized arguments: {' '.join(extra)}")
     run = getattr(args, "run", None)
     if run is None:
         parser.print_help(sys.stderr)
@@ -97,17 +108,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise UsageError(f"-C {args.chdir}: {exc.strerror or exc}") from exc
         code: int = run(args)
     except WgtpmError as exc:
-        print(f"wgtpm: {exc}", file=sys.stderr)
-        return 1
+        return _fail(args, str(exc), _kind(exc))
     except OSError as exc:  # a file we could not read or write: say which, not a traceback
-        print(f"wgtpm: {_os_error(exc)}", file=sys.stderr)
-        return 1
+        return _fail(args, _os_error(exc), "os")
     except KeyboardInterrupt:
         print("wgtpm: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # a bug: one line, the traceback only when asked for
         if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
             traceback.print_exc()
+        if getattr(args, "json", False):
+            _print_json_error(
+                f"internal error: {type(exc).__name__}: {_first_line(exc)}", "internal"
+            )
         print(
             f"wgtpm: internal error: {type(exc).__name__}: {_first_line(exc)}\n"
             f"wgtpm: this is a bug in wgtpm; run again with {DEBUG_ENV}=1 for the traceback "
@@ -116,6 +129,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 70  # EX_SOFTWARE
     return code
+
+
+def _fail(args: argparse.Namespace, message: str, kind: str) -> int:
+    """Print an error: one ``wgtpm:`` line on stderr, and under ``--json`` a JSON object on stdout.
+
+    The JSON form is ``{"error": {"message": MESSAGE, "kind": KIND}}``, KIND
+    the error's class in lower case without ``Error`` (``usage``, ``readonly``,
+    ``fetch``, ``os`` ...), so a script reads stdout alone.
+    """
+    print(f"wgtpm: {message}", file=sys.stderr)
+    if getattr(args, "json", False):
+        _print_json_error(message, kind)
+    return 1
+
+
+def _print_json_error(message: str, kind: str) -> None:
+    import json
+
+    print(json.dumps({"error": {"message": message, "kind": kind}}, indent=2))
+
+
+def _kind(exc: BaseException) -> str:
+    """``UsageError`` -> ``usage``, ``NotFoundError`` -> ``not_found``."""
+    name = type(exc).__name__.removesuffix("Error") or "error"
+    return "".join("_" + c.lower() if c.isupper() and i else c.lower() for i, c in enumerate(name))
 
 
 def _os_error(exc: OSError) -> str:

@@ -115,7 +115,7 @@ def register(sub: Any) -> None:
     p.set_defaults(run=_graph)
 
     p = sub.add_parser("why", help="show how the main module comes to need a module")
-    p.add_argument("targets", nargs="+", metavar="MODULE")
+    p.add_argument("targets", nargs="+", metavar="MODULE", help="module paths to explain")
     _mod_flag(p)
     p.set_defaults(run=_why)
 
@@ -125,19 +125,19 @@ def register(sub: Any) -> None:
     p = sub.add_parser("mod", help="edit wgt.mod from scripts: wgtpm mod edit ...")
     msub = p.add_subparsers(dest="modcmd", metavar="SUBCOMMAND")
     e = msub.add_parser("edit", help="edit wgt.mod (flags apply in order)")
-    for flag, meta in (
-        ("module", "PATH"),
-        ("require", "PATH@VERSION"),
-        ("droprequire", "PATH"),
-        ("exclude", "PATH@VERSION"),
-        ("dropexclude", "PATH@VERSION"),
-        ("replace", "OLD[@V]=NEW[@V]"),
-        ("dropreplace", "OLD[@V]"),
-        ("retract", "VERSION|[LO,HI]"),
-        ("select", "PATH=GLOB[,GLOB]"),
-        ("dropselect", "PATH"),
-        ("artifact", "NAME=SOURCE"),
-        ("dropartifact", "NAME"),
+    for flag, meta, text in (
+        ("module", "PATH", "set the module path"),
+        ("require", "PATH@VERSION", "add or change a requirement"),
+        ("droprequire", "PATH", "remove a requirement"),
+        ("exclude", "PATH@VERSION", "exclude a version"),
+        ("dropexclude", "PATH@VERSION", "remove an exclusion"),
+        ("replace", "OLD[@V]=NEW[@V]", "replace a module by another or by a local directory"),
+        ("dropreplace", "OLD[@V]", "remove a replacement"),
+        ("retract", "VERSION|[LO,HI]", "retract a version or a range of this module"),
+        ("select", "PATH=GLOB[,GLOB]", "fetch only the files of PATH that match the globs"),
+        ("dropselect", "PATH", "remove a select line"),
+        ("artifact", "NAME=SOURCE", "declare an artifact built from SOURCE"),
+        ("dropartifact", "NAME", "remove an artifact"),
     ):
         e.add_argument(
             f"-{flag}",
@@ -145,6 +145,7 @@ def register(sub: Any) -> None:
             dest="edits",
             action="append",
             metavar=meta,
+            help=text,
             type=lambda v, f=flag: (f, v),
         )
     e.add_argument("-fmt", "--fmt", action="store_true", help="only reformat")

@@ -31,7 +31,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = cmds.add_parser(
         "install", help="put a verified program into the PAW SDK's cache for offline use"
     )
-    p.add_argument("target", metavar="MODULE/ARTIFACT|FILE.paw")
+    p.add_argument("target", metavar="MODULE/ARTIFACT|FILE.paw", help="the program to install")
     p.add_argument(
         "--base-model", type=Path, metavar="FILE.gguf", help="also install this base-model GGUF"
     )
@@ -41,12 +41,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(run=_run_install)
 
     p = cmds.add_parser("validate", help="check a .paw against the SDK's rules and its base model")
-    p.add_argument("file", type=Path, metavar="FILE.paw")
+    p.add_argument("file", type=Path, metavar="FILE.paw", help="the program to check")
     _shape_options(p)
     p.set_defaults(run=_run_validate)
 
     p = cmds.add_parser("inspect", help="show what a .paw holds")
-    p.add_argument("file", type=Path, metavar="FILE.paw")
+    p.add_argument("file", type=Path, metavar="FILE.paw", help="the program to show")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(run=_run_inspect)
 

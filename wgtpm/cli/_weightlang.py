@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 __all__ = ["register", "verify_artifact"]
 
 
+_ARTIFACT_HELP = "an artifact directory or .paw file, a NAME of wgt.mod, or MODULE/ARTIFACT"
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("build", help="build the package's artifacts into build/, or FILE.wgt")
     p.add_argument(
@@ -50,11 +53,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "check", help="parse and type-check a .wgt file and read its data (build resolves imports)"
     )
-    p.add_argument("file", metavar="FILE.wgt")
+    p.add_argument("file", metavar="FILE.wgt", help="the WeightLang source file to check")
     p.set_defaults(run=_run_check)
 
     p = sub.add_parser("run", help="run an artifact on one input")
-    p.add_argument("artifact", metavar="ARTIFACT")
+    p.add_argument("artifact", metavar="ARTIFACT", help=_ARTIFACT_HELP)
     p.add_argument(
         "--input",
         required=True,
@@ -69,7 +72,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(run=_run_run)
 
     p = sub.add_parser("inspect", help="show an artifact's interface, training and provenance")
-    p.add_argument("artifact", metavar="ARTIFACT")
+    p.add_argument("artifact", metavar="ARTIFACT", help=_ARTIFACT_HELP)
     p.add_argument("--json", action="store_true", help="print the manifest as JSON")
     p.set_defaults(run=_run_inspect)
 
