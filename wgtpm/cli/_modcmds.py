@@ -317,14 +317,29 @@ def _rows(project: Project, args: argparse.Namespace) -> list[dict[str, Any]]:
         return [{"path": project.path, "main": True}] + [
             {"path": m["path"], "version": m["version"]} for m in vendored.values()
         ]
-    pats = args.patterns or []
+    from ..modget import check_module_arg
+
+    pats = [p if p == "all" else check_module_arg(p) for p in args.patterns or []]
     # Without patterns only the main module is listed: no graph to load, no network.
     build = project.build_list() if pats else [project.main]
+    outside: list[dict[str, Any]] = []
     if pats and "all" not in pats:
+        paths = {m.path for m in build}
+        missing = [p for p in pats if p not in paths]
         build = [m for m in build if m.path in pats]
-        missing = set(pats) - {m.path for m in build}
-        if missing:
-            raise UsageError(f"not in the build list: {', '.join(sorted(missing))}")
+        for p in missing:
+            hint = _artifact_hint(p, paths)
+            if hint:
+                raise UsageError(f"{p}: not a module of the build list; {hint}")
+            if not args.versions:
+                raise UsageError(
+                    f"{p}: not in the build list ('wgtpm list -m -versions {p}' lists the "
+                    f"versions of any module; 'wgtpm get {p}' requires it)"
+                )
+            versions = v.sort_versions(project.reqs.versions(p))
+            if not versions:
+                raise UsageError(f"{p}: no versions found (is the path right?)")
+            outside.append({"path": p, "versions": versions})
     rows = []
     for m in build:
         row: dict[str, Any] = {"path": m.path}
@@ -348,7 +363,18 @@ def _rows(project: Project, args: argparse.Namespace) -> list[dict[str, Any]]:
                 row["retracted"] = why
         rows.append(row)
     project.save()
-    return rows
+    return rows + outside
+
+
+def _artifact_hint(path: str, modules: set[str]) -> str:
+    """ "did you mean MODULE?" when ``path`` is MODULE/ARTIFACT (or a file) of a known module."""
+    parent = path
+    while "/" in parent:
+        parent = parent.rsplit("/", 1)[0]
+        if parent in modules:
+            rest = path[len(parent) + 1 :]
+            return f"did you mean {parent}? ({rest} would be an artifact or file of it)"
+    return ""
 
 
 def _graph(args: argparse.Namespace) -> int:
@@ -367,13 +393,13 @@ def _graph(args: argparse.Namespace) -> int:
 
 
 def _why(args: argparse.Namespace) -> int:
-    from ..module import normalise
+    from ..modget import check_module_arg
 
+    targets = [check_module_arg(t) for t in args.targets]
     with _project(args, quiet=True) as project:
         build = project.build_list()
         selected = {m.path: m for m in build}
-        for target in args.targets:
-            target = normalise(target)
+        for target in targets:
             parent: dict[str, str | None] = {build[0].path: None}
             queue = [build[0]]
             for m in queue:
@@ -386,7 +412,8 @@ def _why(args: argparse.Namespace) -> int:
                         queue.append(sel)
             print(f"# {target}")
             if target not in parent:
-                print(f"(main module does not need module {target})")
+                hint = _artifact_hint(target, set(selected))
+                print(f"(main module does not need module {target}{'; ' + hint if hint else ''})")
             else:
                 chain: list[str] = []
                 cur: str | None = target
