@@ -29,7 +29,7 @@ COMMANDS = _commands(build_parser())
 
 def test_every_command_is_walked() -> None:
     names = {" ".join(w) for w, _ in COMMANDS}
-    assert {"get", "list", "cache verify", "mod edit", "paw install", "help"} <= names
+    assert {"get", "list", "cache verify", "mod edit", "paw install", "help", "path"} <= names
 
 
 @pytest.mark.parametrize("words", [w for w, _ in COMMANDS], ids=" ".join)

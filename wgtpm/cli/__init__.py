@@ -27,6 +27,7 @@ DEBUG_ENV = "WGTPM_DEBUG"
 # The command modules, in the order ``wgtpm --help`` lists them.
 COMMANDS: tuple[str, ...] = (
     "wgtpm.cli._modcmds",
+    "wgtpm.cli._path",
     "wgtpm.cli._cache",
     "wgtpm.cli._weightlang",
     "wgtpm.cli._paw",

@@ -173,6 +173,17 @@ class Project:
             return origin.dir
         return self._fetch().download(origin.path, origin.version, self.select_patterns(m))
 
+    def placed_dir(self, m: MV) -> Path | None:
+        """Where the files of ``m`` lie now (the main module's root, a replacement directory,
+        its cached tree), or ``None`` when it is not downloaded; downloads nothing."""
+        if m.version == "":
+            return self.root
+        origin = self.origin(m)
+        if isinstance(origin, FromDirectory):
+            return origin.dir
+        tree = self.cache.mod_dir(origin.path, origin.version)
+        return tree if tree.is_dir() else None
+
     def download_all(self, build: list[MV] | None = None) -> list[MV]:
         """Download and verify every module of the build list; returns the build list."""
         build = build if build is not None else self.build_list()
