@@ -35,7 +35,7 @@ from ..build import BUILD_DIR, locate_built
 from ..deps import ModuleResolver, split_ref
 from .artifact import StoredArtifact, read_artifact
 from .errors import ArtifactError, UntrainedWeightsWarning
-from .imports import artifact_in_module
+from .imports import artifact_in_module, module_label
 from .manifest import Manifest
 from .model import build_module
 
@@ -203,5 +203,5 @@ def locate(
     if found is not None:
         return found
     raise ArtifactError(
-        text, f"module {module.path}@{module.version} has no artifact {rest!r}; check the name"
+        text, f"module {module_label(module)} has no artifact {rest!r}; check the name"
     )
