@@ -145,6 +145,7 @@ def get(project: Project, args: list[str], save: bool = True) -> tuple[list[MV],
     current = project.build_list()
     if not args:
         project.download_all(current)
+        project.warn_empty_selects(current)
         if save:
             project.save()
         return current, []
@@ -210,6 +211,7 @@ def get(project: Project, args: list[str], save: bool = True) -> tuple[list[MV],
     build = project.download_all()
     project.drop_unused_new_sums()
     project.warn_retracted(build)
+    project.warn_empty_selects(build)
     if save:
         project.save()
     return build, _changes(before, chosen)

@@ -162,10 +162,20 @@ def _os_error(exc: OSError) -> str:
     what = exc.strerror or str(exc)
     if exc.filename is None:
         return what
-    where = str(exc.filename)
-    if exc.filename2 is not None:
-        where += f" -> {exc.filename2}"
+    where = _final_name(str(exc.filename))
+    if exc.filename2 is not None and _final_name(str(exc.filename2)) != where:
+        where += f" -> {_final_name(str(exc.filename2))}"
     return f"{where}: {what}"
+
+
+def _final_name(name: str) -> str:
+    """The file a temporary file of ``write_atomic`` stands for: ``DIR/.wgt.sum.k3j.tmp`` ->
+    ``DIR/wgt.sum`` (what the user knows; the temporary name is an implementation detail)."""
+    import re
+
+    head, sep, base = name.rpartition("/")
+    m = re.fullmatch(r"\.(.+)\.[A-Za-z0-9_]+\.tmp", base)
+    return head + sep + m.group(1) if m else name
 
 
 def _first_line(exc: BaseException) -> str:

@@ -506,6 +506,11 @@ def _edit(path: Path, args: argparse.Namespace) -> int:
     from .._fs import write_atomic
     from ..modget import parse_arg
 
+    if not (args.edits or args.fmt or args.print_ or args.json):
+        raise UsageError(
+            "wgtpm mod edit: no flags given; say what to change (e.g. -require=PATH@VERSION), "
+            "or -fmt, -print or -json (see 'wgtpm mod edit --help')"
+        )
     mf = modfile.parse(path.read_bytes(), str(path))
     for flag, value in args.edits or []:
         if flag == "module":

@@ -244,6 +244,23 @@ class Project:
                         f"\twgtpm get {m.path}@latest"
                     )
 
+    def warn_empty_selects(self, build: list[MV]) -> None:
+        """Warn for each ``select`` line that selects no file of its module (a typo, most often)."""
+        from ..modfetch import matches
+
+        for m in build[1:]:
+            patterns = self.select_patterns(m)
+            origin = self.origin(m)
+            if not patterns or not isinstance(origin, Fetched):
+                continue
+            names = [e.path for e in self.index(origin).files if e.path != "wgt.mod"]
+            if not any(matches(patterns, n) for n in names):
+                shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+                self.opts.reporter.warning(
+                    f"select {m.path}={','.join(patterns)} matches no file of {m}; "
+                    f"its files: {shown or 'none'}"
+                )
+
     # ---- changing and writing ------------------------------------------------------
 
     def set_requirements(self, build: list[MV], direct: set[str]) -> None:

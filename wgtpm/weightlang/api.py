@@ -177,9 +177,10 @@ def locate(
         return Path(text)
     first = text.split("/", 1)[0]
     if isinstance(ref, Path) or "/" not in text or "." not in first or first in (".", ".."):
+        built_as = text if text.startswith(f"{BUILD_DIR}/") else f"{BUILD_DIR}/{text}"
         raise ArtifactError(
             text,
-            f"not found: not a path, not build/{text} of the package in {project}, "
+            f"not found: not a path, not {built_as} of the package in {project}, "
             "and not MODULE/ARTIFACT of its build list",
         )
     main = _main_path(project)
