@@ -100,3 +100,44 @@ def test_cache_verify_fix_repairs_one_entry(wgtpm, got: Path) -> None:  # type: 
     assert r.code == 0, r.err
     assert bad.read_bytes() == f"{B}@v0.2.0".encode() * 50
     assert wgtpm("verify", cwd=got).code == 0
+
+
+def _json_commands() -> set[str]:
+    import argparse
+
+    from wgtpm.cli import build_parser
+
+    found: set[str] = set()
+
+    def walk(p: argparse.ArgumentParser, words: str) -> None:
+        for a in p._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                for name, child in a.choices.items():
+                    walk(child, f"{words} {name}".strip())
+            elif "--json" in a.option_strings:
+                found.add(words)
+
+    walk(build_parser(), "")
+    return found
+
+
+#: Where each command's --json output is parsed, for those tested outside this file.
+ELSEWHERE = {
+    "build": "tests/weightlang/test_cli_build.py",
+    "check": "tests/weightlang/test_cli_build.py",
+    "inspect": "tests/weightlang/test_cli.py",
+    "paw validate": "tests/paw/test_cli_module_refs.py",
+    "paw install": "tests/paw/test_cli_module_refs.py",
+    "paw inspect": "tests/paw/test_cli.py",
+}
+
+
+def test_every_json_flag_is_tested() -> None:
+    here = {
+        " ".join(w for w in argv if not w.startswith("-")).split(" github")[0] for argv in COMMANDS
+    }
+    here = {h.strip() for h in here}
+    root = Path(__file__).parent.parent
+    for cmd, where in ELSEWHERE.items():
+        assert "--json" in (root / where).read_text(), (cmd, where)
+    assert _json_commands() <= here | set(ELSEWHERE), _json_commands() - here - set(ELSEWHERE)

@@ -10,12 +10,13 @@ Builders report each training step or epoch as a notice of one shape::
 - on a terminal, one line rewritten in place:
   ``train xor [#######.......] epoch 120/500 loss 0.0123 ETA 4s``, ended by a
   newline when the last step arrives or another message is printed;
-- on a pipe (CI logs), ``wgtpm: train xor: epoch 120/500 loss 0.0123 (ETA 4s)``
+- on a pipe (CI logs), ``train xor: epoch 120/500 loss 0.0123 (ETA 4s)``
   for the first step, then at most one line every :data:`EVERY` seconds, and
   the last step: never one line per step.
 
-Every other notice is a ``wgtpm: MESSAGE`` line and every warning a
-``wgtpm: warning: MESSAGE`` line, as :mod:`wgtpm.cli._render` prints them.
+Every other notice is a line as it is (a builder's notices name what they
+are about: ``paw fruit: wrote build/fruit.paw``) and every warning a
+``wgtpm: warning: MESSAGE`` line.
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ class ProgressPrinter:
     def notice(self, message: str) -> None:
         m = _STEP.match(message)
         if m is None:
-            self._line(f"wgtpm: {message}")
+            self._line(message)
             return
         label, unit, rest = m["label"], m["unit"], m["rest"] or ""
         done, total = int(m["done"]), int(m["total"])
@@ -117,7 +118,7 @@ class ProgressPrinter:
         elif first or last or now - run.last_line >= self._every:
             run.last_line = now
             tail = f"done in {eta_text(now - run.started)}" if last else f"ETA {eta_text(eta)}"
-            self._line(f"wgtpm: {label}: {what} ({tail})")
+            self._line(f"{label}: {what} ({tail})")
         if last:
             self._runs.pop(label, None)
 
