@@ -141,3 +141,20 @@ def test_every_json_flag_is_tested() -> None:
     for cmd, where in ELSEWHERE.items():
         assert "--json" in (root / where).read_text(), (cmd, where)
     assert _json_commands() <= here | set(ELSEWHERE), _json_commands() - here - set(ELSEWHERE)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["get", "--json", "--bogus"],
+        ["list", "-m", "--json", "-versions=3"],
+        ["cache", "gc", "-json", "x"],
+    ],
+)
+def test_usage_errors_under_json_are_json_too(argv: list[str], wgtpm, capsys) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(SystemExit) as exit_:
+        wgtpm(*argv)
+    assert exit_.value.code == 2
+    cap = capsys.readouterr()
+    doc = json.loads(cap.out)
+    assert doc["error"]["kind"] == "usage" and "usage: wgtpm " in cap.err

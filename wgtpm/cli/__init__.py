@@ -14,7 +14,7 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from .. import __version__
 from .._errors import UsageError, WgtpmError
@@ -57,8 +57,22 @@ class _Only:
         return self._sub.add_parser(name, **kw) if name == self._name else _Ignored()
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser; under ``--json`` a usage error is also a JSON object on stdout.
+
+    Subcommand parsers are made of the same class, so this covers every one.
+    """
+
+    json_errors = False  # set by main() when the command line asks for --json
+
+    def error(self, message: str) -> NoReturn:
+        if _Parser.json_errors:
+            _print_json_error(f"{self.prog}: {message}", "usage")
+        super().error(message)
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="wgtpm",
         description="wgtpm resolves, locks, downloads and builds neural-network artifacts.",
     )
@@ -89,6 +103,7 @@ def _command_name(argv: Sequence[str]) -> str | None:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     name = _command_name(argv)
+    _Parser.json_errors = "--json" in argv or "-json" in argv
     parser = build_parser(name)
     if name is not None:
         from ._help import check_command
