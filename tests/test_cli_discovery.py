@@ -42,7 +42,9 @@ def test_path_hint(arg: str, fix: str | None) -> None:
         ("https://github.com/o/r", "github.com/o/r"),
     ],
 )
-@pytest.mark.parametrize("cmd", [["get"], ["list", "-m"], ["why"], ["list", "-m", "-versions"]])
+@pytest.mark.parametrize(
+    "cmd", [["get"], ["list", "-m"], ["why"], ["list", "-m", "-versions"], ["path"]]
+)
 def test_did_you_mean_module_path(cmd, arg, fix, wgtpm, project: Path) -> None:  # type: ignore[no-untyped-def]
     r = wgtpm(*cmd, arg, cwd=project)
     assert r.code == 1
