@@ -94,6 +94,7 @@ def test_get_json_and_mod_edit_json(wgtpm, tree, project, monkeypatch) -> None:
     monkeypatch.setenv("WGTPROXY", tree.url)
     r = wgtpm("get", "--json", "github.com/acme/cls@v0.2.0", cwd=project)
     doc = json.loads(r.out)
+    assert all(Path(m.pop("dir")).is_dir() for m in doc["build"])
     assert doc["build"] == [
         {"path": "github.com/acme/base", "version": "v0.1.0"},
         {"path": "github.com/acme/cls", "version": "v0.2.0"},
@@ -110,8 +111,8 @@ def test_get_json_and_mod_edit_json(wgtpm, tree, project, monkeypatch) -> None:
         cwd=project,
     )
     doc = json.loads(r.out)
-    assert doc["Artifact"] == [{"Name": "model", "Source": "model.wgt", "Kind": "wgt"}]
-    assert doc["Select"] == [{"Path": "github.com/acme/base", "Patterns": ["*.bin"]}]
+    assert doc["artifact"] == [{"name": "model", "source": "model.wgt", "kind": "wgt"}]
+    assert doc["select"] == [{"path": "github.com/acme/base", "patterns": ["*.bin"]}]
     assert "artifact" not in (project / "wgt.mod").read_text()  # -json prints, does not write
     assert wgtpm("mod", "edit", "-artifact", "model=model.wgt", cwd=project).code == 0
     assert "artifact model model.wgt" in (project / "wgt.mod").read_text()

@@ -296,6 +296,35 @@ class Cache:
                     )
         return problems
 
+    def repair(self, problems: list[CacheProblem]) -> list[Path]:
+        """Remove the corrupted files of ``problems`` and every link to them; returns what went.
+
+        A tree file is a hard link to its blob, so a corrupted blob is removed
+        with every tree file that shares its inode (and a corrupted tree file
+        with its blob). Nothing else is touched: the next ``wgtpm get`` of a
+        project that uses them downloads and verifies just those files again
+        (it re-fetches a tree file that is missing). Runs under the cache-wide
+        lock, exclusively, as ``gc`` does.
+        """
+        with self.exclusive():
+            bad: set[tuple[int, int]] = set()
+            for pr in problems:
+                with contextlib.suppress(FileNotFoundError):
+                    st = pr.path.stat()
+                    bad.add((st.st_dev, st.st_ino))
+            removed: list[Path] = []
+            for top in ("blobs", "mod"):
+                d = self.root / top
+                for p in sorted(d.rglob("*")) if d.is_dir() else []:
+                    try:
+                        st = p.lstat()
+                    except FileNotFoundError:
+                        continue
+                    if stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) in bad:
+                        _unlink(p)
+                        removed.append(p)
+            return removed
+
     def _indexes(self) -> Iterator[tuple[Path, dict[str, Any]]]:
         dl = self.root / "download"
         if not dl.is_dir():

@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from . import module as _module
 from . import mvs
 from . import version as _v
-from ._errors import ResolveError, UsageError
+from ._errors import NotFoundError, ResolveError, UsageError
 from .modload.buildlist import Fetched
 from .modload.project import Project, plain_readonly_errors
 from .module import ModuleVersion
 from .query import check_query, is_revision
 
-__all__ = ["Change", "get", "parse_arg", "tidy"]
+__all__ = ["Change", "check_module_arg", "get", "parse_arg", "path_hint", "tidy"]
 
 MV = ModuleVersion
 
@@ -56,10 +56,12 @@ def parse_arg(arg: str) -> tuple[str, str]:
     and cache paths. A version without its ``v`` is refused with the fix:
     ``m@0.1.0`` -> ``did you mean m@v0.1.0?``.
     """
-    path, at, query = arg.partition("@")
-    path = _module.normalise(path)
-    _module.check_path(path)
     shown = arg if len(arg) <= SHOWN_ARG else arg[:SHOWN_ARG] + "..."
+    fix = path_hint(arg)
+    if fix is not None:
+        raise UsageError(f"{shown}: not a module path; did you mean {fix}?")
+    path, at, query = arg.partition("@")
+    path = check_module_arg(path)
     if "@" in query:
         raise UsageError(f"{shown}: more than one '@'")
     if not at:
@@ -76,6 +78,60 @@ def parse_arg(arg: str) -> tuple[str, str]:
     return path, query
 
 
+def check_module_arg(arg: str) -> str:
+    """The normalised module path ``arg`` names; a URL or ``OWNER/REPO`` gets "did you mean"."""
+    fix = path_hint(arg)
+    if fix is not None:
+        raise UsageError(f"{arg}: not a module path; did you mean {fix}?")
+    path = _module.normalise(arg)
+    _module.check_path(path)
+    return path
+
+
+# A web address of a repository -> its module path host.
+_URL_HOSTS = {
+    "huggingface.co": "hf.co",
+    "www.huggingface.co": "hf.co",
+    "hf.co": "hf.co",
+    "github.com": "github.com",
+    "www.github.com": "github.com",
+}
+
+
+def path_hint(arg: str) -> str | None:
+    """The module path (with ``@query``) a person meant by ``arg``, or ``None`` if it is one.
+
+    ``https://huggingface.co/acme/repo`` -> ``hf.co/acme/repo``;
+    ``https://github.com/o/r.git`` -> ``github.com/o/r``;
+    ``https://github.com/o/r/releases/tag/v0.1.0`` -> ``github.com/o/r@v0.1.0``;
+    ``https://huggingface.co/acme/repo/tree/main`` -> ``hf.co/acme/repo@main``;
+    ``acme/repo`` (a Hugging Face repo id) -> ``hf.co/acme/repo``.
+    """
+    text, at, query = arg.strip().partition("@")
+    scheme, sep, rest = text.partition("://")
+    if sep:
+        if scheme.lower() not in ("http", "https"):
+            return None
+        text = rest
+    elems = [e for e in text.split("/") if e]
+    if not elems:
+        return None
+    host = _URL_HOSTS.get(elems[0].lower()) if sep else None  # a path without scheme is a path
+    if host is not None and len(elems) >= 3:
+        owner, repo, tail = elems[1], elems[2].removesuffix(".git"), elems[3:]
+        if not at and len(tail) >= 2 and tail[0] == "tree":
+            query, at = tail[1], "@"
+        elif not at and len(tail) >= 3 and tail[:2] == ["releases", "tag"]:
+            query, at = tail[2], "@"
+        fixed = f"{host}/{owner}/{repo}"
+        return None if fixed + at + query == arg else fixed + at + query
+    if sep:
+        return None
+    if len(elems) == 2 and "." not in elems[0] and elems[0] not in ("hf.co", "github.com"):
+        return f"hf.co/{elems[0]}/{elems[1]}{at}{query}"
+    return None
+
+
 # "1.2.3", "1.2", "<1.2": a version or a bound without its v (a digits-only word may be a commit)
 _MISSING_V = re.compile(r"(<=|<|>=|>)?\d+\.\d+(\.\d+\S*)?\Z")
 
@@ -89,6 +145,7 @@ def get(project: Project, args: list[str], save: bool = True) -> tuple[list[MV],
     current = project.build_list()
     if not args:
         project.download_all(current)
+        project.warn_empty_selects(current)
         if save:
             project.save()
         return current, []
@@ -101,7 +158,21 @@ def get(project: Project, args: list[str], save: bool = True) -> tuple[list[MV],
         if query == "none":
             targets.append(MV(path, "none"))
             continue
-        v = project.reqs.resolve_query(path, query or "upgrade", before.get(path))
+        try:
+            v = project.reqs.resolve_query(path, query or "upgrade", before.get(path))
+            if before.get(path) != v:
+                # Asked for here, not required by anyone: a missing version is this
+                # argument's error, not a requirement chain from the main module.
+                project.reqs.required(MV(path, v))
+        except NotFoundError as exc:
+            parent = _known_parent(path, set(before))
+            hint = (
+                f"; did you mean {parent}? ({path[len(parent) + 1 :]} would be an artifact "
+                "or file of it, not a module)"
+                if parent
+                else ""
+            )
+            raise NotFoundError(exc.path, exc.version, exc.message + hint) from exc
         _module.check_path_major(path, v)
         targets.append(MV(path, v))
 
@@ -140,9 +211,19 @@ def get(project: Project, args: list[str], save: bool = True) -> tuple[list[MV],
     build = project.download_all()
     project.drop_unused_new_sums()
     project.warn_retracted(build)
+    project.warn_empty_selects(build)
     if save:
         project.save()
     return build, _changes(before, chosen)
+
+
+def _known_parent(path: str, modules: set[str]) -> str | None:
+    """The module of ``modules`` that ``path`` lies under (MODULE/ARTIFACT given for MODULE)."""
+    while "/" in path:
+        path = path.rsplit("/", 1)[0]
+        if path in modules:
+            return path
+    return None
 
 
 def _changes(before: dict[str, str], after: dict[str, str]) -> list[Change]:

@@ -32,7 +32,11 @@ class WgtBuilder:
 
         dest = target.out_dir / target.name
         result = build_wgt(
-            target.project_dir / target.source, dest, resolver=resolver, name=target.source
+            target.project_dir / target.source,
+            dest,
+            resolver=resolver,
+            name=target.source,
+            reporter=reporter,
         )
         weights = result.manifest["weights"]
         origins: dict[str, int] = {}

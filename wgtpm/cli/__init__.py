@@ -14,7 +14,7 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from .. import __version__
 from .._errors import UsageError, WgtpmError
@@ -27,11 +27,13 @@ DEBUG_ENV = "WGTPM_DEBUG"
 # The command modules, in the order ``wgtpm --help`` lists them.
 COMMANDS: tuple[str, ...] = (
     "wgtpm.cli._modcmds",
+    "wgtpm.cli._path",
     "wgtpm.cli._cache",
     "wgtpm.cli._weightlang",
     "wgtpm.cli._paw",
     "wgtpm.cli._registry",
     "wgtpm.cli._publish",
+    "wgtpm.cli._help",
 )
 
 
@@ -56,8 +58,22 @@ class _Only:
         return self._sub.add_parser(name, **kw) if name == self._name else _Ignored()
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser; under ``--json`` a usage error is also a JSON object on stdout.
+
+    Subcommand parsers are made of the same class, so this covers every one.
+    """
+
+    json_errors = False  # set by main() when the command line asks for --json
+
+    def error(self, message: str) -> NoReturn:
+        if _Parser.json_errors:
+            _print_json_error(f"{self.prog}: {message}", "usage")
+        super().error(message)
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="wgtpm",
         description="wgtpm resolves, locks, downloads and builds neural-network artifacts.",
     )
@@ -69,6 +85,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         importlib.import_module(name).register(target)
     if only and only not in sub.choices:
         return build_parser()
+    from ._help import finish_parsers
+
+    finish_parsers(parser)
     return parser
 
 
@@ -84,8 +103,16 @@ def _command_name(argv: Sequence[str]) -> str | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(_command_name(argv))
-    args = parser.parse_args(argv)
+    name = _command_name(argv)
+    _Parser.json_errors = "--json" in argv or "-json" in argv
+    parser = build_parser(name)
+    if name is not None:
+        from ._help import check_command
+
+        check_command(parser, name)  # 'wgtpm install' -> did you mean 'wgtpm get'?
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # the command's own usage, not the top-level one
+        getattr(args, "parser_", parser).error(f"unrecognized arguments: {' '.join(extra)}")
     run = getattr(args, "run", None)
     if run is None:
         parser.print_help(sys.stderr)
@@ -98,17 +125,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise UsageError(f"-C {args.chdir}: {exc.strerror or exc}") from exc
         code: int = run(args)
     except WgtpmError as exc:
-        print(f"wgtpm: {exc}", file=sys.stderr)
-        return 1
+        return _fail(args, str(exc), _kind(exc))
     except OSError as exc:  # a file we could not read or write: say which, not a traceback
-        print(f"wgtpm: {_os_error(exc)}", file=sys.stderr)
-        return 1
+        return _fail(args, _os_error(exc), "os")
     except KeyboardInterrupt:
         print("wgtpm: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # a bug: one line, the traceback only when asked for
         if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
             traceback.print_exc()
+        if getattr(args, "json", False):
+            _print_json_error(
+                f"internal error: {type(exc).__name__}: {_first_line(exc)}", "internal"
+            )
         print(
             f"wgtpm: internal error: {type(exc).__name__}: {_first_line(exc)}\n"
             f"wgtpm: this is a bug in wgtpm; run again with {DEBUG_ENV}=1 for the traceback "
@@ -119,15 +148,50 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
+def _fail(args: argparse.Namespace, message: str, kind: str) -> int:
+    """Print an error: one ``wgtpm:`` line on stderr, and under ``--json`` a JSON object on stdout.
+
+    The JSON form is ``{"error": {"message": MESSAGE, "kind": KIND}}``, KIND
+    the error's class in lower case without ``Error`` (``usage``, ``readonly``,
+    ``fetch``, ``os`` ...), so a script reads stdout alone.
+    """
+    print(f"wgtpm: {message}", file=sys.stderr)
+    if getattr(args, "json", False):
+        _print_json_error(message, kind)
+    return 1
+
+
+def _print_json_error(message: str, kind: str) -> None:
+    import json
+
+    print(json.dumps({"error": {"message": message, "kind": kind}}, indent=2))
+
+
+def _kind(exc: BaseException) -> str:
+    """``UsageError`` -> ``usage``, ``NotFoundError`` -> ``not_found``."""
+    name = type(exc).__name__.removesuffix("Error") or "error"
+    return "".join("_" + c.lower() if c.isupper() and i else c.lower() for i, c in enumerate(name))
+
+
 def _os_error(exc: OSError) -> str:
     """``FILE: reason`` (``FILE -> OTHER: reason`` for a rename), or just the reason."""
     what = exc.strerror or str(exc)
     if exc.filename is None:
         return what
-    where = str(exc.filename)
-    if exc.filename2 is not None:
-        where += f" -> {exc.filename2}"
+    where = _final_name(str(exc.filename))
+    if exc.filename2 is not None and _final_name(str(exc.filename2)) != where:
+        where += f" -> {_final_name(str(exc.filename2))}"
     return f"{where}: {what}"
+
+
+def _final_name(name: str) -> str:
+    """The file a temporary file of ``write_atomic`` stands for: ``DIR/.wgt.sum.k3j.tmp`` ->
+    ``DIR/wgt.sum`` (what the user knows; the temporary name is an implementation detail)."""
+    import re
+
+    head, sep, base = name.rpartition("/")
+    m = re.fullmatch(r"\.(.+)\.[A-Za-z0-9_]+\.tmp", base)
+    return head + sep + m.group(1) if m else name
 
 
 def _first_line(exc: BaseException) -> str:

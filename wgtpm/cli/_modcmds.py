@@ -74,6 +74,12 @@ def register(sub: Any) -> None:
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     p.add_argument(
+        "--print-paths",
+        action="store_true",
+        help="print the directory of each module named (of the whole build list without "
+        "arguments) on stdout, one per line, as 'hf download' prints its folder",
+    )
+    p.add_argument(
         "--paw-install",
         action="store_true",
         help="also install the build list's PAW programs into the PAW SDK's cache (for offline "
@@ -85,6 +91,7 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser("tidy", help="write minimal requirements and prune wgt.sum")
     _mod_flag(p, "mod")
+    _json_flag(p)
     p.set_defaults(run=_tidy)
 
     p = sub.add_parser(
@@ -112,32 +119,35 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser("graph", help="print the requirement graph, one edge per line")
     _mod_flag(p)
+    _json_flag(p)
     p.set_defaults(run=_graph)
 
     p = sub.add_parser("why", help="show how the main module comes to need a module")
-    p.add_argument("targets", nargs="+", metavar="MODULE")
+    p.add_argument("targets", nargs="+", metavar="MODULE", help="module paths to explain")
     _mod_flag(p)
+    _json_flag(p)
     p.set_defaults(run=_why)
 
     p = sub.add_parser("vendor", help="copy the build list's files into vendor/ for offline builds")
+    _json_flag(p)
     p.set_defaults(run=_vendor, mod="")
 
     p = sub.add_parser("mod", help="edit wgt.mod from scripts: wgtpm mod edit ...")
     msub = p.add_subparsers(dest="modcmd", metavar="SUBCOMMAND")
     e = msub.add_parser("edit", help="edit wgt.mod (flags apply in order)")
-    for flag, meta in (
-        ("module", "PATH"),
-        ("require", "PATH@VERSION"),
-        ("droprequire", "PATH"),
-        ("exclude", "PATH@VERSION"),
-        ("dropexclude", "PATH@VERSION"),
-        ("replace", "OLD[@V]=NEW[@V]"),
-        ("dropreplace", "OLD[@V]"),
-        ("retract", "VERSION|[LO,HI]"),
-        ("select", "PATH=GLOB[,GLOB]"),
-        ("dropselect", "PATH"),
-        ("artifact", "NAME=SOURCE"),
-        ("dropartifact", "NAME"),
+    for flag, meta, text in (
+        ("module", "PATH", "set the module path"),
+        ("require", "PATH@VERSION", "add or change a requirement"),
+        ("droprequire", "PATH", "remove a requirement"),
+        ("exclude", "PATH@VERSION", "exclude a version"),
+        ("dropexclude", "PATH@VERSION", "remove an exclusion"),
+        ("replace", "OLD[@V]=NEW[@V]", "replace a module by another or by a local directory"),
+        ("dropreplace", "OLD[@V]", "remove a replacement"),
+        ("retract", "VERSION|[LO,HI]", "retract a version or a range of this module"),
+        ("select", "PATH=GLOB[,GLOB]", "fetch only the files of PATH that match the globs"),
+        ("dropselect", "PATH", "remove a select line"),
+        ("artifact", "NAME=SOURCE", "declare an artifact built from SOURCE"),
+        ("dropartifact", "NAME", "remove an artifact"),
     ):
         e.add_argument(
             f"-{flag}",
@@ -145,6 +155,7 @@ def register(sub: Any) -> None:
             dest="edits",
             action="append",
             metavar=meta,
+            help=text,
             type=lambda v, f=flag: (f, v),
         )
     e.add_argument("-fmt", "--fmt", action="store_true", help="only reformat")
@@ -182,17 +193,21 @@ def _get(args: argparse.Namespace) -> int:
     from ..modload.options import flags_mode
 
     mode = args.mod or flags_mode()  # a bad WGTFLAGS is an error here too
-    noop = not (args.modules or args.json or args.paw_install) and mode != "vendor"
+    noop = (
+        not (args.modules or args.json or args.paw_install or args.print_paths) and mode != "vendor"
+    )
     root = nearest_root(Path.cwd())
     key = _stamp.key(root) if root is not None else None
     if noop and key is not None and _stamp.done(default_root(), key):
         return 0  # this exact wgt.mod and wgt.sum were fully fetched and verified before
 
-    from ..modget import get
+    from ..modget import get, parse_arg
 
     with _project(args, quiet=args.quiet or args.json, default="mod") as project:
         with project.using_cache():
             build, changes = get(project, args.modules, save=False)
+            named = {parse_arg(a)[0] for a in args.modules}
+            placed = {m.path: str(project.placed_dir(m) or "") for m in build[1:]}
             # All or nothing: wgt.mod and wgt.sum are written only once every install succeeded.
             installed = _paw_install(project, build) if args.paw_install else []
         project.save()
@@ -204,7 +219,10 @@ def _get(args: argparse.Namespace) -> int:
     if args.json:
         json.dump(
             {
-                "build": [{"path": m.path, "version": m.version} for m in build[1:]],
+                "build": [
+                    {"path": m.path, "version": m.version, "dir": placed.get(m.path)}
+                    for m in build[1:]
+                ],
                 "changes": [{"path": c.path, "old": c.old, "new": c.new} for c in changes],
                 "paw_installed": installed,
             },
@@ -215,6 +233,10 @@ def _get(args: argparse.Namespace) -> int:
     else:
         for c in changes:
             print(f"wgtpm: {c}", file=sys.stderr)
+        if args.print_paths:
+            for path, d in placed.items():
+                if d and (path in named or not named):
+                    print(d)
     return 0
 
 
@@ -251,9 +273,16 @@ def _paw_install(project: Project, build: list[ModuleVersion]) -> list[str]:
 def _tidy(args: argparse.Namespace) -> int:
     from ..modget import tidy
 
-    with _project(args, default="mod") as project, project.using_cache():
-        tidy(project)
+    with _project(args, default="mod", quiet=args.json) as project, project.using_cache():
+        build = tidy(project)
+    if args.json:
+        _dump({"build": [{"path": m.path, "version": m.version} for m in build[1:]]})
     return 0
+
+
+def _dump(obj: object) -> None:
+    json.dump(obj, sys.stdout, indent=2)
+    print()
 
 
 def _verify(args: argparse.Namespace) -> int:
@@ -313,20 +342,41 @@ def _rows(project: Project, args: argparse.Namespace) -> list[dict[str, Any]]:
         from ..modload.vendor import VENDOR, read_manifest
 
         vendored = read_manifest(project.root / VENDOR, project.requirements())
-        return [{"path": project.path, "main": True}] + [
-            {"path": m["path"], "version": m["version"]} for m in vendored.values()
+        return [{"path": project.path, "main": True, "dir": str(project.root)}] + [
+            {
+                "path": m["path"],
+                "version": m["version"],
+                "dir": str(project.root / VENDOR / m["path"]),
+            }
+            for m in vendored.values()
         ]
-    pats = args.patterns or []
+    from ..modget import check_module_arg
+
+    pats = [p if p == "all" else check_module_arg(p) for p in args.patterns or []]
     # Without patterns only the main module is listed: no graph to load, no network.
     build = project.build_list() if pats else [project.main]
+    outside: list[dict[str, Any]] = []
     if pats and "all" not in pats:
+        paths = {m.path for m in build}
+        missing = [p for p in pats if p not in paths]
         build = [m for m in build if m.path in pats]
-        missing = set(pats) - {m.path for m in build}
-        if missing:
-            raise UsageError(f"not in the build list: {', '.join(sorted(missing))}")
+        for p in missing:
+            hint = _artifact_hint(p, paths)
+            if hint:
+                raise UsageError(f"{p}: not a module of the build list; {hint}")
+            if not args.versions:
+                raise UsageError(
+                    f"{p}: not in the build list ('wgtpm list -m -versions {p}' lists the "
+                    f"versions of any module; 'wgtpm get {p}' requires it)"
+                )
+            versions = v.sort_versions(project.reqs.versions(p))
+            if not versions:
+                raise UsageError(f"{p}: no versions found (is the path right?)")
+            outside.append({"path": p, "versions": versions})
     rows = []
     for m in build:
         row: dict[str, Any] = {"path": m.path}
+        placed = project.placed_dir(m)
         if m.version == "":
             row["main"] = True
         else:
@@ -345,9 +395,22 @@ def _rows(project: Project, args: argparse.Namespace) -> list[dict[str, Any]]:
             )
             if why:
                 row["retracted"] = why
+        if placed is not None:  # as 'go list -m -json' gives Dir: only when it is there
+            row["dir"] = str(placed)
         rows.append(row)
     project.save()
-    return rows
+    return rows + outside
+
+
+def _artifact_hint(path: str, modules: set[str]) -> str:
+    """ "did you mean MODULE?" when ``path`` is MODULE/ARTIFACT (or a file) of a known module."""
+    parent = path
+    while "/" in parent:
+        parent = parent.rsplit("/", 1)[0]
+        if parent in modules:
+            rest = path[len(parent) + 1 :]
+            return f"did you mean {parent}? ({rest} would be an artifact or file of it)"
+    return ""
 
 
 def _graph(args: argparse.Namespace) -> int:
@@ -355,24 +418,31 @@ def _graph(args: argparse.Namespace) -> int:
         build = project.build_list()
         seen = set()
         queue = [build[0]]
+        edges = []
         for m in queue:
             for r in project.reqs.required(m):
-                print(f"{m} {r}")
+                edges.append((m, r))
                 if r not in seen:
                     seen.add(r)
                     queue.append(r)
         project.save()
+    if args.json:
+        _dump({"edges": [{"from": str(m), "to": str(r)} for m, r in edges]})
+    else:
+        for m, r in edges:
+            print(f"{m} {r}")
     return 0
 
 
 def _why(args: argparse.Namespace) -> int:
-    from ..module import normalise
+    from ..modget import check_module_arg
 
+    targets = [check_module_arg(t) for t in args.targets]
+    answers: list[dict[str, Any]] = []
     with _project(args, quiet=True) as project:
         build = project.build_list()
         selected = {m.path: m for m in build}
-        for target in args.targets:
-            target = normalise(target)
+        for target in targets:
             parent: dict[str, str | None] = {build[0].path: None}
             queue = [build[0]]
             for m in queue:
@@ -383,27 +453,40 @@ def _why(args: argparse.Namespace) -> int:
                     if sel is not None and r.path not in parent:
                         parent[r.path] = m.path
                         queue.append(sel)
-            print(f"# {target}")
-            if target not in parent:
-                print(f"(main module does not need module {target})")
-            else:
-                chain: list[str] = []
-                cur: str | None = target
-                while cur is not None:
-                    chain.append(cur)
-                    cur = parent[cur]
-                print("\n".join(reversed(chain)))
-            print()
+            chain: list[str] = []
+            cur: str | None = target if target in parent else None
+            while cur is not None:
+                chain.append(cur)
+                cur = parent[cur]
+            answer: dict[str, Any] = {"module": target, "needed": bool(chain)}
+            answer["chain"] = list(reversed(chain))
+            hint = "" if chain else _artifact_hint(target, set(selected))
+            if hint:
+                answer["hint"] = hint
+            answers.append(answer)
         project.save()
+    if args.json:
+        _dump(answers)
+        return 0
+    for a in answers:
+        print(f"# {a['module']}")
+        if not a["needed"]:
+            hint = "; " + a["hint"] if "hint" in a else ""
+            print(f"(main module does not need module {a['module']}{hint})")
+        else:
+            print("\n".join(a["chain"]))
+        print()
     return 0
 
 
 def _vendor(args: argparse.Namespace) -> int:
     from ..modload.vendor import vendor
 
-    with _project(args) as project, project.using_cache():
+    with _project(args, quiet=args.json) as project, project.using_cache():
         n = vendor(project)
     print(f"wgtpm: vendored {n} modules into {project.root / 'vendor'}", file=sys.stderr)
+    if args.json:
+        _dump({"modules": n, "dir": str(project.root / "vendor")})
     return 0
 
 
@@ -423,6 +506,11 @@ def _edit(path: Path, args: argparse.Namespace) -> int:
     from .._fs import write_atomic
     from ..modget import parse_arg
 
+    if not (args.edits or args.fmt or args.print_ or args.json):
+        raise UsageError(
+            "wgtpm mod edit: no flags given; say what to change (e.g. -require=PATH@VERSION), "
+            "or -fmt, -print or -json (see 'wgtpm mod edit --help')"
+        )
     mf = modfile.parse(path.read_bytes(), str(path))
     for flag, value in args.edits or []:
         if flag == "module":
@@ -485,21 +573,22 @@ def _edit(path: Path, args: argparse.Namespace) -> int:
 
 
 def _modfile_json(mf: Any) -> dict[str, Any]:
+    """wgt.mod as JSON: Go's ``go mod edit -json`` shape, with wgtpm's lower-case keys."""
     return {
-        "Module": {"Path": mf.module.path} if mf.module else None,
-        "Wgt": mf.wgt.version if mf.wgt else None,
-        "Require": [
-            {"Path": r.path, "Version": r.version, "Indirect": r.indirect} for r in mf.requires
+        "module": {"path": mf.module.path} if mf.module else None,
+        "wgt": mf.wgt.version if mf.wgt else None,
+        "require": [
+            {"path": r.path, "version": r.version, "indirect": r.indirect} for r in mf.requires
         ],
-        "Exclude": [{"Path": e.path, "Version": e.version} for e in mf.excludes],
-        "Replace": [
+        "exclude": [{"path": e.path, "version": e.version} for e in mf.excludes],
+        "replace": [
             {
-                "Old": {"Path": r.old_path, "Version": r.old_version},
-                "New": {"Path": r.new_path, "Version": r.new_version},
+                "old": {"path": r.old_path, "version": r.old_version},
+                "new": {"path": r.new_path, "version": r.new_version},
             }
             for r in mf.replaces
         ],
-        "Retract": [{"Low": r.low, "High": r.high, "Rationale": r.rationale} for r in mf.retracts],
-        "Select": [{"Path": s.path, "Patterns": s.patterns} for s in mf.selects],
-        "Artifact": [{"Name": a.name, "Source": a.source, "Kind": a.kind} for a in mf.artifacts],
+        "retract": [{"low": r.low, "high": r.high, "rationale": r.rationale} for r in mf.retracts],
+        "select": [{"path": s.path, "patterns": s.patterns} for s in mf.selects],
+        "artifact": [{"name": a.name, "source": a.source, "kind": a.kind} for a in mf.artifacts],
     }

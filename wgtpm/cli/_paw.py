@@ -31,22 +31,28 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = cmds.add_parser(
         "install", help="put a verified program into the PAW SDK's cache for offline use"
     )
-    p.add_argument("target", metavar="MODULE/ARTIFACT|FILE.paw")
+    p.add_argument("target", metavar="MODULE/ARTIFACT|FILE.paw", help="the program to install")
     p.add_argument(
         "--base-model", type=Path, metavar="FILE.gguf", help="also install this base-model GGUF"
     )
     p.add_argument(
         "--cache-dir", type=Path, metavar="DIR", help="the SDK cache (default: $PAW_CACHE_DIR)"
     )
+    p.add_argument("--json", "-json", action="store_true", help="print JSON for scripts")
     p.set_defaults(run=_run_install)
 
     p = cmds.add_parser("validate", help="check a .paw against the SDK's rules and its base model")
-    p.add_argument("file", type=Path, metavar="FILE.paw")
+    p.add_argument(
+        "file", metavar="FILE.paw|MODULE/ARTIFACT", help="the program to check (a file or artifact)"
+    )
+    p.add_argument("--json", "-json", action="store_true", help="print JSON for scripts")
     _shape_options(p)
     p.set_defaults(run=_run_validate)
 
     p = cmds.add_parser("inspect", help="show what a .paw holds")
-    p.add_argument("file", type=Path, metavar="FILE.paw")
+    p.add_argument(
+        "file", metavar="FILE.paw|MODULE/ARTIFACT", help="the program to show (a file or artifact)"
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(run=_run_inspect)
 
@@ -81,6 +87,18 @@ def _shape(args: argparse.Namespace) -> InterpreterShape | None:
     return None
 
 
+def _program_file(text: str) -> Path:
+    """A ``.paw`` path, or the file of ``MODULE/ARTIFACT`` of the build list (as install takes)."""
+    path = Path(text)
+    first = text.split("/", 1)[0]
+    if path.exists() or "/" not in text or "." not in first or first in (".", ".."):
+        return path
+    from ..modload import open_resolver
+    from ..paw import sdk
+
+    return sdk.artifact_file(text, open_resolver(Path.cwd()))
+
+
 def _run_install(args: argparse.Namespace) -> int:
     from ..kinds import PAW, kind_of_source
     from ..paw import sdk
@@ -102,6 +120,15 @@ def _run_install(args: argparse.Namespace) -> int:
             )
         else:
             installed = sdk.install_artifact(args.target, resolver, cache_dir=args.cache_dir)
+    if args.json:
+        doc = {
+            "program_id": installed.program_id,
+            "program_dir": str(installed.program_dir),
+            "changed": installed.changed,
+            "base_model": str(installed.base_model) if installed.base_model else None,
+        }
+        print(json.dumps(doc, indent=2))
+        return 0
     state = "installed" if installed.changed else "already installed"
     print(f"{state} program {installed.program_id} in {installed.program_dir}")
     if installed.base_model is not None:
@@ -119,9 +146,22 @@ def _run_install(args: argparse.Namespace) -> int:
 def _run_validate(args: argparse.Namespace) -> int:
     from ..paw.validate import validate_file
 
-    program = validate_file(args.file, shape=_shape(args))
+    path = _program_file(args.file)
+    program = validate_file(path, shape=_shape(args))
     a = program.adapter
     source = "the given base model" if program.shape_source == "given" else program.shape_source
+    if args.json:
+        doc = {
+            "file": str(path),
+            "ok": True,
+            "program_id": program.program_id,
+            "runtime_id": program.runtime.get("runtime_id"),
+            "lora_rank": a.rank,
+            "lora_alpha": a.alpha,
+            "shapes_checked_against": source,
+        }
+        print(json.dumps(doc, indent=2))
+        return 0
     print(
         f"{args.file}: ok: program {program.program_id}, runtime {program.runtime.get('runtime_id')}, "
         f"LoRA rank {a.rank} alpha {a.alpha:g} on {len(a.layers)} layers x {len(a.modules)} modules "
@@ -134,14 +174,15 @@ def _run_inspect(args: argparse.Namespace) -> int:
     from ..paw.bundle import BundleError, read_bundle
     from ..paw.validate import check_bundle
 
-    bundle = read_bundle(args.file)
+    path = _program_file(args.file)
+    bundle = read_bundle(path)
     program: ValidProgram | None = None
     problems: list[str] = []
     try:
-        program = check_bundle(bundle, source=str(args.file))
+        program = check_bundle(bundle, source=str(path))
     except BundleError as exc:
         problems = exc.problems
-    report = _report(args.file, bundle.members, bundle.meta, program, problems)
+    report = _report(path, bundle.members, bundle.meta, program, problems)
     if args.json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
     else:

@@ -116,14 +116,19 @@ def register(sub: Any) -> None:
         metavar="MODULE_PREFIX",
         help="modules it covers, e.g. example.com/team",
     )
-    c.add_argument("--scope", choices=("publish", "read"), default="publish")
+    c.add_argument(
+        "--scope",
+        choices=("publish", "read"),
+        default="publish",
+        help="publish: may publish and read; read: may only read (default: publish)",
+    )
     _storage_flags(c, store=False)
     c.set_defaults(run=_token_create)
     ls = tsub.add_parser("list", help="list tokens (never their secrets)")
     _storage_flags(ls, store=False)
     ls.set_defaults(run=_token_list)
     r = tsub.add_parser("revoke", help="revoke a token by its id")
-    r.add_argument("id")
+    r.add_argument("id", help="the token's id, as 'wgtpm registry token list' shows it")
     _storage_flags(r, store=False)
     r.set_defaults(run=_token_revoke)
     t.set_defaults(run=lambda a: (t.print_help(sys.stderr), 2)[1])

@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 __all__ = ["register", "verify_artifact"]
 
 
+_ARTIFACT_HELP = "an artifact directory or .paw file, a NAME of wgt.mod, or MODULE/ARTIFACT"
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("build", help="build the package's artifacts into build/, or FILE.wgt")
     p.add_argument(
@@ -45,16 +48,24 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="DIR",
         help="with FILE.wgt: write the artifact to DIR/MODEL (default: build)",
     )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="rebuild even when no input changed (by default an artifact whose source, data, "
+        "imports, wgt.mod, wgt.sum and tool versions are unchanged is 'up to date')",
+    )
+    p.add_argument("--json", "-json", action="store_true", help="print JSON for scripts")
     p.set_defaults(run=_run_build)
 
     p = sub.add_parser(
         "check", help="parse and type-check a .wgt file and read its data (build resolves imports)"
     )
-    p.add_argument("file", metavar="FILE.wgt")
+    p.add_argument("file", metavar="FILE.wgt", help="the WeightLang source file to check")
+    p.add_argument("--json", "-json", action="store_true", help="print JSON for scripts")
     p.set_defaults(run=_run_check)
 
     p = sub.add_parser("run", help="run an artifact on one input")
-    p.add_argument("artifact", metavar="ARTIFACT")
+    p.add_argument("artifact", metavar="ARTIFACT", help=_ARTIFACT_HELP)
     p.add_argument(
         "--input",
         required=True,
@@ -69,7 +80,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(run=_run_run)
 
     p = sub.add_parser("inspect", help="show an artifact's interface, training and provenance")
-    p.add_argument("artifact", metavar="ARTIFACT")
+    p.add_argument("artifact", metavar="ARTIFACT", help=_ARTIFACT_HELP)
     p.add_argument("--json", action="store_true", help="print the manifest as JSON")
     p.set_defaults(run=_run_inspect)
 
@@ -104,11 +115,12 @@ class _LazyResolver:
 
 def _run_build(args: argparse.Namespace) -> int:
     from .. import modfile
-    from ..build import BUILD_DIR, Target, build_artifact
+    from ..build import BUILD_DIR, Target, build_artifact, builder_for_source
+    from . import _buildstamp as stamps
 
     root = Path.cwd()
     if args.out or any(a.endswith(".wgt") for a in args.artifacts):
-        return _build_files(root, args.artifacts, Path(args.out or BUILD_DIR))
+        return _build_files(root, args.artifacts, Path(args.out or BUILD_DIR), args.json)
     try:
         data = (root / "wgt.mod").read_bytes()
     except FileNotFoundError as exc:
@@ -119,16 +131,42 @@ def _run_build(args: argparse.Namespace) -> int:
     mf = modfile.parse(data, "wgt.mod")
     selected = _select(mf.artifacts, args.artifacts)
     resolver = _LazyResolver(root)
-    reporter = _NoticePrinter()
+    from ._progress import make_progress
+
+    reporter = make_progress()
+    local = [(root / r.new_path).resolve() for r in mf.replaces if r.is_local]
+    done: list[dict[str, Any]] = []
     for artifact in selected:
         target = Target(root, artifact.name, artifact.source, root / BUILD_DIR)
-        print(build_artifact(target, resolver, reporter).summary)
+        builder = builder_for_source(artifact.source)
+        inputs = stamps.inputs_hash(root, artifact.name, builder.kind, artifact.source, local)
+        stamp = stamps.stamp_path(target.out_dir, artifact.name)
+        fresh = not args.force and stamps.is_fresh(root, stamp, inputs)
+        if fresh:
+            summary = f"{artifact.name} is up to date (no input changed; --force rebuilds)"
+        else:
+            summary = build_artifact(target, resolver, reporter).summary
+            stamps.record(root, stamp, inputs, builder.outputs(target) or {})
+        outputs = builder.outputs(target) or {}
+        done.append(
+            {
+                "name": artifact.name,
+                "kind": builder.kind,
+                "up_to_date": fresh,
+                "summary": summary,
+                "outputs": {k: str(v) for k, v in outputs.items()},
+            }
+        )
+        if not args.json:
+            print(summary)
     if not selected:
         print("wgt.mod declares no artifacts; nothing to build", file=sys.stderr)
+    if args.json:
+        _print_json({"artifacts": done})
     return 0
 
 
-def _build_files(root: Path, files: Sequence[str], out: Path) -> int:
+def _build_files(root: Path, files: Sequence[str], out: Path, as_json: bool = False) -> int:
     """``wgtpm build FILE.wgt... [-o DIR]``: single files, in a package or not, to DIR/MODEL."""
     from ..weightlang.build import build_file
     from ..weightlang.report import build_line
@@ -144,29 +182,18 @@ def _build_files(root: Path, files: Sequence[str], out: Path) -> int:
         )
     # Module imports resolve through the build list of the package here, if there is one.
     resolver = _LazyResolver(root) if (root / "wgt.mod").is_file() else None
+    from ._progress import make_progress
+
+    done = []
     for file in files:
-        result = build_file(Path(file), out, resolver=resolver, name=file)
-        print(f"built {result.path} from {file}: {build_line(result.manifest)}")
+        result = build_file(Path(file), out, resolver=resolver, name=file, reporter=make_progress())
+        summary = f"built {result.path} from {file}: {build_line(result.manifest)}"
+        done.append({"file": file, "path": str(result.path), "summary": summary})
+        if not as_json:
+            print(summary)
+    if as_json:
+        _print_json({"artifacts": done})
     return 0
-
-
-class _NoticePrinter:
-    """Renders a builder's reports: each notice one stderr line as it is, warnings prefixed."""
-
-    def notice(self, message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
-
-    def warning(self, message: str) -> None:
-        print(f"wgtpm: warning: {message}", file=sys.stderr, flush=True)
-
-    def start(self, label: str, total: int) -> None:
-        pass
-
-    def advance(self, label: str, n: int) -> None:
-        pass
-
-    def finish(self, label: str) -> None:
-        pass
 
 
 def _select(declared: Sequence[ModArtifact], names: Sequence[str]) -> list[ModArtifact]:
@@ -182,11 +209,41 @@ def _select(declared: Sequence[ModArtifact], names: Sequence[str]) -> list[ModAr
 
 
 def _run_check(args: argparse.Namespace) -> int:
-    from ..weightlang.build import load_program
+    """Parse, type-check, read the data, and resolve imports (module imports in a package)."""
+    from .._errors import ParseError
+    from ..modload.files import nearest_root
+    from ..weightlang.build import check_file
     from ..weightlang.report import describe_program
 
-    program, datasets = load_program(Path(args.file), name=args.file)
-    print(f"{args.file}: ok: {describe_program(program, datasets)}")
+    source = Path(args.file)
+    root = nearest_root(source.resolve().parent)
+    resolver = _LazyResolver(root) if root is not None else None
+    try:
+        program, datasets, imports = check_file(source, name=args.file, resolver=resolver)
+    except ParseError as exc:
+        if not args.json:
+            raise
+        _print_json(
+            {
+                "file": args.file,
+                "ok": False,
+                "errors": [
+                    {
+                        "file": e.pos.file,
+                        "line": e.pos.line,
+                        "col": e.pos.col,
+                        "message": e.message,
+                    }
+                    for e in exc.errors
+                ],
+            }
+        )
+        return 1
+    summary = describe_program(program, datasets)
+    if args.json:
+        _print_json({"file": args.file, "ok": True, "summary": summary, "imports": imports})
+    else:
+        print(f"{args.file}: ok: {summary}")
     return 0
 
 

@@ -507,7 +507,19 @@ def _wgt_stmt(mf: ModFile, line: Line, args: list[str], err: ErrFn) -> None:
     if not _WGT_VERSION.match(args[0]):
         err(0, f"invalid wgt version {args[0]!r}: want MAJOR.MINOR like {LANGUAGE_VERSION}")
         return
+    if _newer(args[0], LANGUAGE_VERSION):  # as go refuses a go.mod for a newer go
+        err(
+            0,
+            f"wgt {args[0]} is newer than this wgtpm supports (wgt {LANGUAGE_VERSION}); "
+            "upgrade wgtpm, or fix the version",
+        )
+        return
     mf.wgt = WgtVersion(args[0], line)
+
+
+def _newer(a: str, b: str) -> bool:
+    """Whether MAJOR.MINOR ``a`` is after ``b``."""
+    return tuple(map(int, a.split("."))) > tuple(map(int, b.split(".")))
 
 
 def _require_stmt(mf: ModFile, line: Line, args: list[str], err: ErrFn) -> None:

@@ -173,6 +173,17 @@ class Project:
             return origin.dir
         return self._fetch().download(origin.path, origin.version, self.select_patterns(m))
 
+    def placed_dir(self, m: MV) -> Path | None:
+        """Where the files of ``m`` lie now (the main module's root, a replacement directory,
+        its cached tree), or ``None`` when it is not downloaded; downloads nothing."""
+        if m.version == "":
+            return self.root
+        origin = self.origin(m)
+        if isinstance(origin, FromDirectory):
+            return origin.dir
+        tree = self.cache.mod_dir(origin.path, origin.version)
+        return tree if tree.is_dir() else None
+
     def download_all(self, build: list[MV] | None = None) -> list[MV]:
         """Download and verify every module of the build list; returns the build list."""
         build = build if build is not None else self.build_list()
@@ -232,6 +243,23 @@ class Project:
                         "to switch to the latest unretracted version, run:\n"
                         f"\twgtpm get {m.path}@latest"
                     )
+
+    def warn_empty_selects(self, build: list[MV]) -> None:
+        """Warn for each ``select`` line that selects no file of its module (a typo, most often)."""
+        from ..modfetch import matches
+
+        for m in build[1:]:
+            patterns = self.select_patterns(m)
+            origin = self.origin(m)
+            if not patterns or not isinstance(origin, Fetched):
+                continue
+            names = [e.path for e in self.index(origin).files if e.path != "wgt.mod"]
+            if not any(matches(patterns, n) for n in names):
+                shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+                self.opts.reporter.warning(
+                    f"select {m.path}={','.join(patterns)} matches no file of {m}; "
+                    f"its files: {shown or 'none'}"
+                )
 
     # ---- changing and writing ------------------------------------------------------
 

@@ -30,12 +30,12 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from .._errors import UsageError
+from .._errors import UsageError, WgtpmError
 from ..build import BUILD_DIR, locate_built
 from ..deps import ModuleResolver, split_ref
 from .artifact import StoredArtifact, read_artifact
 from .errors import ArtifactError, UntrainedWeightsWarning
-from .imports import artifact_in_module
+from .imports import artifact_in_module, module_label
 from .manifest import Manifest
 from .model import build_module
 
@@ -152,6 +152,17 @@ def load_layer(
     return open_artifact(where, warn_untrained=False).layer(layer)
 
 
+def _main_path(project: Path) -> str | None:
+    """The module path of the package in ``project`` (``None`` without a readable wgt.mod)."""
+    from .. import modfile
+
+    try:
+        mf = modfile.parse((project / "wgt.mod").read_bytes(), "wgt.mod")
+    except (OSError, WgtpmError):  # none, or one that does not parse: the resolver reports it
+        return None
+    return mf.module.path if mf.module else None
+
+
 def locate(
     ref: str | Path, *, project_dir: Path | None = None, resolver: ModuleResolver | None = None
 ) -> Path:
@@ -166,10 +177,23 @@ def locate(
         return Path(text)
     first = text.split("/", 1)[0]
     if isinstance(ref, Path) or "/" not in text or "." not in first or first in (".", ".."):
+        built_as = text if text.startswith(f"{BUILD_DIR}/") else f"{BUILD_DIR}/{text}"
         raise ArtifactError(
             text,
-            f"not found: not a path, not build/{text} of the package in {project}, "
+            f"not found: not a path, not {built_as} of the package in {project}, "
             "and not MODULE/ARTIFACT of its build list",
+        )
+    main = _main_path(project)
+    if main is not None and text.startswith(main + "/"):
+        # MAIN/ARTIFACT: the package here, as 'wgtpm build' wrote it (not a build-list module)
+        name = text[len(main) + 1 :]
+        built = locate_built(project / BUILD_DIR, name)
+        if built is not None:
+            return built.path
+        raise ArtifactError(
+            text,
+            f"artifact {name!r} of the main module {main} is not built: "
+            f"run 'wgtpm build {name}' (it writes {BUILD_DIR}/{name})",
         )
     if resolver is None:
         from ..modload import open_resolver
@@ -180,5 +204,5 @@ def locate(
     if found is not None:
         return found
     raise ArtifactError(
-        text, f"module {module.path}@{module.version} has no artifact {rest!r}; check the name"
+        text, f"module {module_label(module)} has no artifact {rest!r}; check the name"
     )

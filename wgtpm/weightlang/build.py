@@ -20,9 +20,9 @@ and torch.
 from __future__ import annotations
 
 import platform
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +30,12 @@ import torch
 from torch import nn
 
 from .._errors import BuildError, ParseError, Position, PositionedError
+from .._report import SILENT, Reporter
 from ..deps import ModuleResolver
 from .artifact import read_artifact, safetensors_bytes, sha256_hex, tensor_bytes, write_artifact
-from .check import check, layer_specs
+from .check import check, layer_specs, raise_errors
 from .data import Dataset, load_data
+from .errors import LayerImportError
 from .imports import ImportedLayer, resolve_imports
 from .manifest import (
     BATCH_NOTE,
@@ -52,10 +54,10 @@ from .manifest import (
     manifest_bytes,
 )
 from .model import INIT_METHOD, build_module, init_parameters, set_generator
-from .syntax import Program, parse_bytes
+from .syntax import ModuleSource, Program, parse_bytes
 from .train import train
 
-__all__ = ["BuildResult", "build_file", "build_wgt", "load_program"]
+__all__ = ["BuildResult", "build_file", "build_wgt", "check_file", "load_program"]
 
 #: The manifest's ``compiler.name`` (the prototype writes ``weightc``).
 COMPILER = "wgtpm"
@@ -78,6 +80,47 @@ def load_program(source: Path, *, name: str | None = None) -> tuple[Program, dic
     return program, load_data(program, source.parent)
 
 
+def check_file(
+    source: Path, *, name: str | None = None, resolver: ModuleResolver | None = None
+) -> tuple[Program, dict[str, Dataset], int]:
+    """Everything ``wgtpm check`` does, every error of the file reported at once.
+
+    Parses ``source`` (a syntax error stops there: nothing else can be
+    checked), then type-checks it, reads its data and resolves its imports,
+    collecting the errors of all three into one :class:`ParseError` in line
+    order. Module imports are resolved only with a ``resolver`` (in a
+    package); path imports always. Returns the program, its data sets and the
+    number of imports resolved.
+    """
+    shown = name or str(source)
+    try:
+        data = source.read_bytes()
+    except OSError as exc:
+        raise ParseError(
+            [PositionedError(Position(shown, 1, 0), f"cannot read: {exc.strerror}")]
+        ) from exc
+    program = parse_bytes(data, shown)
+    errors: list[PositionedError] = []
+    try:
+        check(program)
+    except ParseError as exc:
+        errors += exc.errors
+    datasets: dict[str, Dataset] = {}
+    try:
+        datasets = load_data(program, source.parent)
+    except ParseError as exc:
+        errors += exc.errors
+    wanted = program.imports
+    if resolver is None:
+        wanted = tuple(i for i in wanted if not isinstance(i.source, ModuleSource))
+    try:
+        resolve_imports(replace(program, imports=wanted), source.parent, resolver)
+    except LayerImportError as exc:
+        errors += exc.errors
+    raise_errors(errors)
+    return program, datasets, len(wanted)
+
+
 def _read_program(source: Path, name: str) -> tuple[Program, bytes]:
     try:
         data = source.read_bytes()
@@ -96,18 +139,25 @@ def build_wgt(
     *,
     resolver: ModuleResolver | None = None,
     name: str | None = None,
+    reporter: Reporter = SILENT,
 ) -> BuildResult:
     """Build ``source`` into the artifact directory ``dest`` (replacing an older build).
 
     ``resolver`` answers module imports from the package's build list; it is
-    needed only when the source has any. Raises ParseError, LayerImportError
-    or BuildError; on any error ``dest`` is left as it was.
+    needed only when the source has any. Training reports one notice per
+    epoch to ``reporter``, ``train MODEL: epoch E/N loss L`` (the CLI shows a
+    bar, or a line every few seconds). Raises ParseError, LayerImportError or
+    BuildError; on any error ``dest`` is left as it was.
     """
     program, source_bytes = _read_program(source, name or str(source))
     datasets = load_data(program, source.parent)
     imported = resolve_imports(program, source.parent, resolver)
+
+    def on_epoch(epoch: int, epochs: int, loss: float) -> None:
+        reporter.notice(f"train {program.model}: epoch {epoch}/{epochs} loss {loss:.4f}")
+
     with _one_thread():
-        module, training = _compile(program, datasets, imported)
+        module, training = _compile(program, datasets, imported, on_epoch)
     tensors = {k: v.detach().clone() for k, v in module.state_dict().items()}
     weights = safetensors_bytes(tensors, program.model)
     manifest = _manifest(program, datasets, imported, training)
@@ -132,6 +182,7 @@ def build_file(
     *,
     resolver: ModuleResolver | None = None,
     name: str | None = None,
+    reporter: Reporter = SILENT,
 ) -> BuildResult:
     """Build one .wgt file, in a package or not, into ``out_dir/MODEL`` (``MODEL`` from its
     ``model`` statement), as the prototype's ``weightc build SOURCE -o DIR`` did.
@@ -139,7 +190,9 @@ def build_file(
     Path imports need nothing more; module imports need ``resolver``.
     """
     program, _ = _read_program(source, name or str(source))
-    return build_wgt(source, out_dir / program.model, resolver=resolver, name=name)
+    return build_wgt(
+        source, out_dir / program.model, resolver=resolver, name=name, reporter=reporter
+    )
 
 
 @contextmanager
@@ -153,7 +206,10 @@ def _one_thread() -> Iterator[None]:
 
 
 def _compile(
-    program: Program, datasets: Mapping[str, Dataset], imported: Sequence[ImportedLayer]
+    program: Program,
+    datasets: Mapping[str, Dataset],
+    imported: Sequence[ImportedLayer],
+    on_epoch: Callable[[int, int, float], None] | None = None,
 ) -> tuple[nn.Sequential, dict[str, Any] | None]:
     generator = torch.Generator().manual_seed(program.seed)
     module = build_module(layer_specs(program))
@@ -171,7 +227,7 @@ def _compile(
         rows = datasets[program.train.data].rows
         set_generator(module, generator)
         try:
-            training = train(module, program.train, rows, generator)
+            training = train(module, program.train, rows, generator, on_epoch)
         finally:
             set_generator(module, None)
     module.eval()

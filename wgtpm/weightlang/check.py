@@ -162,8 +162,10 @@ def _check_imports(program: Program) -> Iterator[PositionedError]:
 
 def check_rows(program: Program, data_name: str, rows: Sequence[Row]) -> list[PositionedError]:
     """The problems of ``rows`` of data set ``data_name``: widths and targets that do not fit."""
+    # Every data set of a file is read with the file's loss (an evaluation set of a
+    # loss=ce model holds class indices too); without training, one target per output.
     train = program.train
-    loss = train.loss if train is not None and train.data == data_name else "mse"
+    loss = train.loss if train is not None else None
     width_in, width_out = program.input.width, program.output.width
     errors: list[PositionedError] = []
     for row in rows:
@@ -181,7 +183,7 @@ def check_rows(program: Program, data_name: str, rows: Sequence[Row]) -> list[Po
     return errors
 
 
-def _target_problem(loss: str, targets: tuple[float, ...], width: int) -> str | None:
+def _target_problem(loss: str | None, targets: tuple[float, ...], width: int) -> str | None:
     shown = "[" + ", ".join(f"{t:g}" for t in targets) + "]"
     if loss == "ce":
         if len(targets) != 1 or not targets[0].is_integer() or not 0 <= targets[0] < width:
@@ -191,7 +193,8 @@ def _target_problem(loss: str, targets: tuple[float, ...], width: int) -> str | 
             )
         return None
     if len(targets) != width:
-        return f"row has {_count(len(targets), 'target')}, expected {width} (one per output, loss={loss})"
+        why = f"one per output, loss={loss}" if loss else "one per output"
+        return f"row has {_count(len(targets), 'target')}, expected {width} ({why})"
     if loss == "bce" and any(t not in (0.0, 1.0) for t in targets):
         return f"target {shown} does not fit loss=bce, expected 0 or 1"
     return None

@@ -35,7 +35,7 @@ from .manifest import IMPORTED, MANIFEST_FILE, TensorEntry
 from .ops import LayerSpec
 from .syntax import Import, ModuleSource, Program
 
-__all__ = ["ImportedLayer", "artifact_in_module", "resolve_imports"]
+__all__ = ["ImportedLayer", "artifact_in_module", "module_label", "resolve_imports"]
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,7 @@ def _locate(
     found = artifact_in_module(module, artifact)
     if found is None or not (found / MANIFEST_FILE).is_file():
         raise _Fail(
-            f"module {module.path}@{module.version} has no artifact {artifact}, expected one of: "
+            f"module {module_label(module)} has no artifact {artifact}, expected one of: "
             f"{', '.join(_artifacts(module.dir)) or 'none'}"
         )
     return found, imp.source.ref, package
@@ -184,3 +184,8 @@ def _upstream(entry: TensorEntry) -> str:
     if entry.origin == IMPORTED and entry.upstream_origin is not None:
         return entry.upstream_origin
     return entry.origin
+
+
+def module_label(module: ResolvedModule) -> str:
+    """``PATH@VERSION``, or ``PATH (DIR)`` for a module replaced by a local directory."""
+    return f"{module.path}@{module.version}" if module.version else f"{module.path} ({module.dir})"

@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch
@@ -85,8 +85,13 @@ def train(
     spec: Train,
     rows: Sequence[Row],
     generator: torch.Generator,
+    on_epoch: Callable[[int, int, float], None] | None = None,
 ) -> dict[str, Any]:
-    """Train ``module`` in place on ``rows`` as ``spec`` says; returns the training record."""
+    """Train ``module`` in place on ``rows`` as ``spec`` says; returns the training record.
+
+    ``on_epoch(epoch, epochs, loss)`` is called after each epoch with the mean
+    loss of its steps (for progress; it does not change the training).
+    """
     x, y = training_tensors(rows, spec.loss)
     loss_fn = _loss_fn(spec.loss)
     params = [p for p in module.parameters() if p.requires_grad]
@@ -97,6 +102,7 @@ def train(
         opt = _optimizer(spec, params)
         module.train()
         for epoch in range(1, spec.epochs + 1):
+            total, count = 0.0, 0
             for index in _batches(len(x), spec.batch, generator):
                 opt.zero_grad()
                 steps += 1
@@ -105,9 +111,13 @@ def train(
                 if not bool(torch.isfinite(out.detach()).all()):
                     _check_finite(spec, math.nan, f"at epoch {epoch} (step {steps})")
                 loss = loss_fn(out, y[index])
-                _check_finite(spec, float(loss.detach()), f"at epoch {epoch} (step {steps})")
+                value = float(loss.detach())
+                _check_finite(spec, value, f"at epoch {epoch} (step {steps})")
+                total, count = total + value, count + 1
                 loss.backward()
                 opt.step()
+            if on_epoch is not None:
+                on_epoch(epoch, spec.epochs, total / max(count, 1))
     module.eval()
     final = _evaluate(module, loss_fn, x, y)
     _check_finite(spec, final, "after the last step")
