@@ -99,6 +99,9 @@ EXAMPLES: dict[str, str] = {
     "paw inspect": "wgtpm paw inspect build/fruit.paw",
     "registry": "wgtpm registry serve --data ./registry",
     "registry serve": "wgtpm registry serve --data ./registry --port 8080",
+    "publish": "wgtpm publish --version v0.2.0 --dry-run\n"
+    "  WGTPM_TOKEN=... wgtpm publish --version v0.2.0 --to https://registry.example",
+    "retract": 'wgtpm retract v0.1.3 -m "trained on the wrong split"',
     "registry key": "wgtpm registry key --data ./registry",
     "registry token": "wgtpm registry token create --prefix example.com/team",
     "registry token create": "wgtpm registry token create --prefix example.com/team --scope read",
