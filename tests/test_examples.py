@@ -84,7 +84,8 @@ def test_readme_commands_are_cli_commands() -> None:
     seen = 0
     for block in blocks:
         for m in re.finditer(
-            r"(?:^|[$&|;]\s*|/)wgtpm((?:\s+-C\s+\S+)?)\s+([a-z][a-z-]*)(?:\s+([a-z][a-z-]*))?",
+            r"(?:^|[$&|;][ \t]*|/bin/)wgtpm((?:[ \t]+-C[ \t]+\S+)?)[ \t]+([a-z][a-z-]*)"
+            r"(?:[ \t]+([a-z][a-z-]*))?",
             block,
             re.M,
         ):
