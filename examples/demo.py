@@ -5,7 +5,7 @@ root so that the README's tour can be followed afterwards:
 
 ``demo-registry/``  the registry's data: SQLite database, blob folder, checksum-log key
 ``demo-consumer/``  a project that requires the published packages (wgt.mod, wgt.sum,
-                    build/, graph.dot, demo.env with the settings of the tour)
+                    build/, graph.dot, graph.mmd, demo.env with the settings of the tour)
 ``demo-cache/``     the module cache of that project
 
 1. ``wgtpm registry serve`` (SQLite and a folder) on a free loopback port; a
@@ -268,6 +268,15 @@ def tamper_refused(work: Path, app: Path, url: str, env: dict[str, str]) -> None
 
 def main() -> None:
     started = time.monotonic()
+    try:
+        get_text(f"http://127.0.0.1:{PREFERRED_PORT}/healthz")
+    except OSError:
+        pass
+    else:
+        raise SystemExit(
+            f"demo: a registry is running on 127.0.0.1:{PREFERRED_PORT} (the tour's?): stop it "
+            "first, since the demo starts demo-registry/ afresh"
+        )
     for d in (REGISTRY, CONSUMER, CACHE):
         shutil.rmtree(d, ignore_errors=True)
     REGISTRY.mkdir()
@@ -331,22 +340,15 @@ def main() -> None:
         provenance(url, app)
         sh("wgtpm", "list", "-m", "all", cwd=app, env=penv)
         sh("wgtpm", "graph", cwd=app, env=penv)
-        r = sh(
-            "wgtpm",
-            "graph",
-            "--format",
-            "dot",
-            cwd=app,
-            env=penv,
-            check=False,
-            show="wgtpm graph --format dot > graph.dot",
+        for fmt, name in (("dot", "graph.dot"), ("mermaid", "graph.mmd")):
+            show = f"wgtpm graph --format {fmt} > {name}"
+            r = sh("wgtpm", "graph", "--format", fmt, cwd=app, env=penv, show=show)
+            (app / name).write_text(r.stdout)
+        print(
+            "# the requirement graph as a picture: demo-consumer/graph.dot (Graphviz: dot -Tsvg\n"
+            "# graph.dot > graph.svg) and demo-consumer/graph.mmd (Mermaid: GitHub draws it in a\n"
+            "# ```mermaid block)"
         )
-        if r.returncode == 0:
-            (app / "graph.dot").write_text(r.stdout)
-            print(
-                f"# the requirement graph as a picture: {(app / 'graph.dot').relative_to(ROOT)}"
-                " (render: dot -Tsvg graph.dot > graph.svg)"
-            )
         sh("wgtpm", "verify", cwd=app, env=penv)
         sh("wgtpm", "build", cwd=app, env=penv)
         sh("wgtpm", "inspect", "build/xnor", cwd=app, env=penv)
