@@ -5,7 +5,7 @@ root so that the README's tour can be followed afterwards:
 
 ``demo-registry/``  the registry's data: SQLite database, blob folder, checksum-log key
 ``demo-consumer/``  a project that requires the published packages (wgt.mod, wgt.sum,
-                    build/, graph.dot, graph.mmd, demo.env with the settings of the tour)
+                    build/, graph.svg/.dot/.mmd, demo.env with the settings of the tour)
 ``demo-cache/``     the module cache of that project
 
 1. ``wgtpm registry serve`` (SQLite and a folder) on a free loopback port; a
@@ -39,6 +39,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))  # the wgtpm beside this file, installed or not
 REGISTRY = ROOT / "demo-registry"
 CONSUMER = ROOT / "demo-consumer"
 CACHE = ROOT / "demo-cache"
@@ -200,6 +201,49 @@ def publish_interpreter(work: Path, url: str, token: str, env: dict[str, str]) -
         publish(pkg, url, token, env)
 
 
+def graph_svg(edges: list[tuple[str, str]]) -> str:
+    """The requirement graph as an SVG: one column per depth from the main module."""
+    from html import escape
+
+    depth: dict[str, int] = {edges[0][0]: 0} if edges else {}
+    for _ in edges:  # longest path from the main module (the graph has no cycles here)
+        for a, b in edges:
+            if a in depth and depth.get(b, -1) < depth[a] + 1:
+                depth[b] = depth[a] + 1
+    cols: dict[int, list[str]] = {}
+    for node, d in depth.items():
+        cols.setdefault(d, []).append(node)
+    box_w, box_h, gap_x, gap_y = 300, 34, 60, 18
+    pos = {
+        n: (20 + d * (box_w + gap_x), 20 + i * (box_h + gap_y))
+        for d, nodes in cols.items()
+        for i, n in enumerate(nodes)
+    }
+    width = 40 + len(cols) * (box_w + gap_x) - gap_x
+    height = 40 + max((len(v) for v in cols.values()), default=1) * (box_h + gap_y) - gap_y
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        'font-family="Helvetica, Arial, sans-serif" font-size="13">',
+        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="8" '
+        'markerHeight="8" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#555"/></marker></defs>',
+    ]
+    for a, b in edges:
+        (ax, ay), (bx, by) = pos[a], pos[b]
+        out.append(
+            f'<line x1="{ax + box_w}" y1="{ay + box_h / 2}" x2="{bx}" y2="{by + box_h / 2}" '
+            'stroke="#555" marker-end="url(#arrow)"/>'
+        )
+    for n, (x, y) in pos.items():
+        fill = "#dbeafe" if depth[n] == 0 else "#f3f4f6"
+        out.append(
+            f'<rect x="{x}" y="{y}" width="{box_w}" height="{box_h}" rx="6" fill="{fill}" '
+            'stroke="#333"/>'
+        )
+        out.append(f'<text x="{x + 10}" y="{y + 22}">{escape(n)}</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
 def provenance(url: str, app: Path) -> None:
     """Where every byte of the build list came from: commit (.info) and log entry (lookup)."""
     print("\n# where every byte came from: each wgt.sum line, the release's commit (from")
@@ -344,10 +388,14 @@ def main() -> None:
             show = f"wgtpm graph --format {fmt} > {name}"
             r = sh("wgtpm", "graph", "--format", fmt, cwd=app, env=penv, show=show)
             (app / name).write_text(r.stdout)
+        edges = [
+            tuple(line.split()) for line in quiet("wgtpm", "graph", cwd=app, env=penv).splitlines()
+        ]
+        (app / "graph.svg").write_text(graph_svg([(a, b) for a, b in edges]))
         print(
-            "# the requirement graph as a picture: demo-consumer/graph.dot (Graphviz: dot -Tsvg\n"
-            "# graph.dot > graph.svg) and demo-consumer/graph.mmd (Mermaid: GitHub draws it in a\n"
-            "# ```mermaid block)"
+            "# the requirement graph as pictures: demo-consumer/graph.svg (open it in a browser),\n"
+            "# demo-consumer/graph.dot (Graphviz: dot -Tsvg graph.dot) and demo-consumer/graph.mmd\n"
+            "# (Mermaid: GitHub draws it in a ```mermaid block)"
         )
         sh("wgtpm", "verify", cwd=app, env=penv)
         sh("wgtpm", "build", cwd=app, env=penv)
