@@ -3,5 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/_venv.sh
-setup_venv weightlang,paw
+setup_venv weightlang,paw,publish,registry
 exec .venv/bin/python examples/demo.py

@@ -118,6 +118,12 @@ def register(sub: Any) -> None:
     p.set_defaults(run=_list)
 
     p = sub.add_parser("graph", help="print the requirement graph, one edge per line")
+    p.add_argument(
+        "--format",
+        choices=("text", "dot", "mermaid"),
+        default="text",
+        help="text: one edge per line (default); dot: Graphviz; mermaid: a Mermaid flowchart",
+    )
     _mod_flag(p)
     _json_flag(p)
     p.set_defaults(run=_graph)
@@ -418,20 +424,54 @@ def _graph(args: argparse.Namespace) -> int:
         build = project.build_list()
         seen = set()
         queue = [build[0]]
-        edges = []
+        edges: list[tuple[str, str]] = []
         for m in queue:
             for r in project.reqs.required(m):
-                edges.append((m, r))
+                edges.append((str(m), str(r)))
                 if r not in seen:
                     seen.add(r)
                     queue.append(r)
         project.save()
+    selected = {str(m) for m in build}
+    fmt = getattr(args, "format", "text")
     if args.json:
-        _dump({"edges": [{"from": str(m), "to": str(r)} for m, r in edges]})
+        _dump({"edges": [{"from": a, "to": b} for a, b in edges]})
+    elif fmt == "text":
+        for a, b in edges:
+            print(f"{a} {b}")
     else:
-        for m, r in edges:
-            print(f"{m} {r}")
+        print(_graph_picture(fmt, str(build[0]), edges, selected), end="")
     return 0
+
+
+def _graph_picture(fmt: str, main: str, edges: list[tuple[str, str]], selected: set[str]) -> str:
+    """The requirement graph in Graphviz dot or Mermaid: the build list's versions drawn
+    solid, versions required but not selected (MVS chose a newer one) dashed."""
+    nodes = [main]
+    for a, b in edges:
+        for n in (a, b):
+            if n not in nodes:
+                nodes.append(n)
+    ids = {n: f"m{i}" for i, n in enumerate(nodes)}
+    if fmt == "dot":
+        out = ["digraph wgtpm {", "  rankdir=LR;", '  node [shape=box, fontname="Helvetica"];']
+        for n in nodes:
+            style = "bold" if n == main else "solid" if n in selected else "dashed"
+            label = n.replace("\\", "\\\\").replace('"', '\\"')
+            out.append(f'  {ids[n]} [label="{label}", style={style}];')
+        out += [f"  {ids[a]} -> {ids[b]};" for a, b in edges]
+        out.append("}")
+    else:
+        out = ["flowchart LR"]
+        for n in nodes:
+            label = n.replace('"', "#quot;")
+            out.append(f'  {ids[n]}["{label}"]')
+        out += [f"  {ids[a]} --> {ids[b]}" for a, b in edges]
+        dashed = [ids[n] for n in nodes if n != main and n not in selected]
+        if dashed:
+            out.append("  classDef unselected stroke-dasharray: 5 5")
+            out.append(f"  class {','.join(dashed)} unselected")
+    return "\n".join(out) + "\n"
 
 
 def _why(args: argparse.Namespace) -> int:

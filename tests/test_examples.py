@@ -1,0 +1,117 @@
+"""The examples a user copies stay valid: every wgt.mod, model and PAW spec parses, and
+the commands the README's tour shows are commands of the CLI."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from wgtpm.cli import build_parser
+from wgtpm.modfile import parse as parse_mod
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted(p for p in (ROOT / "examples").iterdir() if p.is_dir())
+
+
+def test_every_example_has_a_readme_and_a_wgt_mod() -> None:
+    assert {p.name for p in EXAMPLES} >= {
+        "xor-base",
+        "xor-classifier",
+        "fruit",
+        "triage",
+        "consumer",
+    }
+    for ex in EXAMPLES:
+        assert (ex / "README.md").is_file(), ex
+        assert (ex / "wgt.mod").is_file(), ex
+
+
+@pytest.mark.parametrize("ex", EXAMPLES, ids=lambda p: p.name)
+def test_wgt_mod_parses_and_its_artifacts_exist(ex: Path) -> None:
+    mf = parse_mod((ex / "wgt.mod").read_bytes(), str(ex / "wgt.mod"))
+    assert mf.module is not None
+    for art in mf.artifacts:
+        assert (ex / art.source).is_file(), f"{ex.name}: artifact {art.name}: {art.source}"
+
+
+@pytest.mark.parametrize(
+    "source", sorted((ROOT / "examples").glob("*/*.wgt")), ids=lambda p: p.parent.name
+)
+def test_weightlang_models_check(source: Path) -> None:
+    from wgtpm.weightlang.check import check
+    from wgtpm.weightlang.syntax import parse_file
+
+    check(parse_file(source))
+
+
+@pytest.mark.parametrize(
+    "spec", sorted((ROOT / "examples").glob("*/*.pawspec")), ids=lambda p: p.parent.name
+)
+def test_paw_specs_parse_and_their_examples_are_jsonl(spec: Path) -> None:
+    from wgtpm.paw.spec import load_spec
+
+    parsed = load_spec(spec)
+    assert parsed.interpreter
+    for line in spec.with_suffix(".jsonl").read_text().splitlines():
+        row = json.loads(line)
+        assert set(row) == {"input", "output"}
+
+
+def test_triage_declares_the_real_interpreter() -> None:
+    from wgtpm.paw.spec import load_spec
+
+    assert load_spec(ROOT / "examples/triage/triage.pawspec").interpreter == "hf.co/Qwen/Qwen3-0.6B"
+
+
+def _commands(parser: object) -> dict[str, object]:
+    import argparse
+
+    assert isinstance(parser, argparse.ArgumentParser)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def test_readme_commands_are_cli_commands() -> None:
+    """Every ``wgtpm CMD [SUB]`` in README.md's shell blocks names a real (sub)command."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```(?:sh|console)\n(.*?)```", text, re.S)
+    top = _commands(build_parser())
+    seen = 0
+    for block in blocks:
+        for m in re.finditer(
+            r"(?:^|[$&|;][ \t]*|/bin/)wgtpm((?:[ \t]+-C[ \t]+\S+)?)[ \t]+([a-z][a-z-]*)"
+            r"(?:[ \t]+([a-z][a-z-]*))?",
+            block,
+            re.M,
+        ):
+            cmd, sub = m.group(2), m.group(3)
+            assert cmd in top, f"README: wgtpm {cmd} is not a command"
+            subs = _commands(top[cmd])
+            if subs and sub is not None:
+                assert sub in subs, f"README: wgtpm {cmd} {sub} is not a command"
+            seen += 1
+    assert seen > 20
+
+
+def test_graph_formats() -> None:
+    top = _commands(build_parser())
+    graph = top["graph"]
+    ns = graph.parse_args(["--format", "mermaid"])  # type: ignore[attr-defined]
+    assert ns.format == "mermaid"
+
+
+def test_graph_pictures_draw_every_edge_and_dash_unselected_versions() -> None:
+    from wgtpm.cli._modcmds import _graph_picture
+
+    edges = [("example.com/app", "a.com/x@v1.0.0"), ("a.com/x@v1.0.0", 'a.com/"y"@v0.1.0')]
+    dot = _graph_picture("dot", "example.com/app", edges, {"example.com/app", "a.com/x@v1.0.0"})
+    assert dot.startswith("digraph wgtpm {") and dot.count("->") == 2
+    assert 'label="a.com/\\"y\\"@v0.1.0", style=dashed' in dot
+    mmd = _graph_picture("mermaid", "example.com/app", edges, {"a.com/x@v1.0.0"})
+    assert mmd.startswith("flowchart LR") and mmd.count("-->") == 2
+    assert "#quot;y#quot;" in mmd and "class m2 unselected" in mmd
