@@ -152,7 +152,7 @@ def _run_inspect(args: argparse.Namespace) -> int:
 def _report(
     path: Path, members: Any, meta: Any, program: ValidProgram | None, problems: list[str]
 ) -> dict[str, Any]:
-    runtime = meta.get("runtime")
+    runtime = program.runtime if program is not None else meta.get("runtime")
     runtime = runtime if isinstance(runtime, dict) else {}
     local = runtime.get("local_sdk")
     local = local if isinstance(local, dict) else {}
@@ -163,8 +163,11 @@ def _report(
         "program_id": meta.get("program_id"),
         "interpreter": meta.get("interpreter"),
         "runtime_id": runtime.get("runtime_id", meta.get("runtime_id")),
+        "runtime_source": program.runtime_source if program is not None else None,
         "base_model": local.get("base_model"),
         "spec": meta.get("spec"),
+        "compiler_snapshot": meta.get("compiler_snapshot"),
+        "base_program_id": meta.get("base_program_id"),
         "members": [
             {"name": name, "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
             for name, data in members.items()
@@ -185,10 +188,39 @@ def _report(
     return report
 
 
+def _built_by(report: dict[str, Any], build: dict[str, Any]) -> str:
+    """One line of provenance: wgtpm's schema (``builder``, ``examples``) or compile.py's."""
+    parts = [str(build.get("builder") or report.get("compiler_snapshot") or "compile-by-training")]
+    examples = build.get("examples")
+    if isinstance(examples, dict):
+        parts.append(f"{examples.get('count')} examples (sha256 {examples.get('sha256')})")
+    recipe = build.get("recipe")
+    if isinstance(recipe, dict):
+        teachers = recipe.get("teachers")
+        if isinstance(teachers, list) and teachers:
+            parts.append(
+                "teachers "
+                + ", ".join(
+                    f"{t.get('model')}={t.get('examples')}" for t in teachers if isinstance(t, dict)
+                )
+            )
+        if recipe.get("steps") is not None:
+            parts.append(f"{recipe.get('steps')} steps")
+    base = report.get("base_program_id") or (
+        build.get("mapper", {}).get("program_id") if isinstance(build.get("mapper"), dict) else None
+    )
+    if base:
+        parts.append(f"mapper {base}")
+    if build.get("final_loss") is not None:
+        parts.append(f"final loss {build.get('final_loss')}")
+    return ", ".join(parts)
+
+
 def _describe(report: dict[str, Any]) -> str:
     lines = [
         f"{report['path']}: {'valid' if report['valid'] else 'INVALID'} PAW program {report['program_id']}",
-        f"  interpreter  {report['interpreter']} (runtime {report['runtime_id']})",
+        f"  interpreter  {report['interpreter']} (runtime {report['runtime_id']}"
+        + (f", {report['runtime_source']})" if report.get("runtime_source") else ")"),
     ]
     base = report.get("base_model")
     if isinstance(base, dict):
@@ -203,11 +235,7 @@ def _describe(report: dict[str, Any]) -> str:
         )
     build = report.get("build")
     if isinstance(build, dict):
-        examples = build.get("examples", {})
-        lines.append(
-            f"  built by     {build.get('builder')}: {examples.get('count')} examples "
-            f"(sha256 {examples.get('sha256')}), final loss {build.get('final_loss')}"
-        )
+        lines.append(f"  built by     {_built_by(report, build)}")
     spec = str(report.get("spec") or "").strip().splitlines()
     if spec:
         lines.append(f"  spec         {spec[0][:100]}")
