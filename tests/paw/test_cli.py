@@ -56,6 +56,7 @@ def test_inspect(fruit: Built, wgtpm: Any) -> None:
     assert report["valid"] and report["program_id"] == read_bundle(fruit.paw).program_id
     assert [m["name"] for m in report["members"]] == [
         "meta.json",
+        "pseudo_program.txt",
         "adapter.gguf",
         "prompt_template.txt",
     ]

@@ -6,46 +6,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 from tests.paw.compilepy import load
-from wgtpm.paw.shape import QWEN3_0_6B, TARGET_MODULES
-
-
-def write_peft_adapter(
-    directory: Path, *, layers: int, rank: int, alpha: float, dims: Any = None, seed: int = 0
-) -> Path:
-    """A peft LoRA adapter directory (adapter_config.json + adapter_model.safetensors)."""
-    import torch
-    from safetensors.torch import save_file
-
-    rng = np.random.default_rng(seed)
-    state = {}
-    for layer in range(layers):
-        for module in TARGET_MODULES:
-            n_in, n_out = dims(module) if dims else (32, 32)
-            group = "self_attn" if module in ("q_proj", "k_proj", "v_proj", "o_proj") else "mlp"
-            name = f"base_model.model.model.layers.{layer}.{group}.{module}"
-            state[f"{name}.lora_A.weight"] = torch.from_numpy(
-                rng.standard_normal((rank, n_in)).astype(np.float32)
-            )
-            state[f"{name}.lora_B.weight"] = torch.from_numpy(
-                rng.standard_normal((n_out, rank)).astype(np.float32) * 0.01
-            )
-    directory.mkdir(parents=True, exist_ok=True)
-    save_file(state, str(directory / "adapter_model.safetensors"))
-    config = {
-        "r": rank,
-        "lora_alpha": alpha,
-        "target_modules": sorted(TARGET_MODULES),
-        "peft_type": "LORA",
-        "task_type": "CAUSAL_LM",
-        "bias": "none",
-        "lora_dropout": 0.0,
-    }
-    (directory / "adapter_config.json").write_text(json.dumps(config))
-    return directory
+from tests.paw.synth import write_peft_adapter
+from wgtpm.paw.shape import QWEN3_0_6B
 
 
 def test_gguf_is_byte_identical_to_compile_py(tmp_path: Path) -> None:
@@ -108,3 +73,147 @@ def test_compile_py_bundles_validate_install_and_inspect(
         "built by     compile-by-training-local, teachers gpt-5.4-mini=2400, gpt-5.5=1200" in text
     )
     assert f"mapper {'ab' * 10}, final loss 0.25" in text
+
+
+def test_learning_rate_schedule_is_compile_pys() -> None:
+    from wgtpm.paw.train import cosine_lr
+
+    cbt = load()
+    for total, warmup in ((1, 0.0), (5, 0.0), (100, 0.0), (100, 0.1), (7, 0.5), (10, 0.99)):
+        for step in range(total):
+            args = (step, total, 2e-4, 2e-5, warmup)
+            assert cosine_lr(*args) == cbt.cosine_learning_rate(*args)
+
+
+@pytest.mark.parametrize(
+    ("counts", "target", "steps", "batch", "seed"),
+    [
+        ([2400, 1200], 4800, 100, 48, 0),
+        ([4], 4800, 150, 4, 0),
+        ([3, 5, 7], 10, 9, 4, 3),
+        ([10, 1], 7, 5, 3, 1),
+    ],
+)
+def test_quotas_and_schedule_are_compile_pys(
+    counts: list[int], target: int, steps: int, batch: int, seed: int
+) -> None:
+    from wgtpm.paw.spec import Recipe
+    from wgtpm.paw.train import allocate_quotas, schedule
+
+    cbt = load()
+    assert allocate_quotas(counts, target) == cbt.allocate_quotas(counts, target)
+    pools = [[{"id": [p, i]} for i in range(n)] for p, n in enumerate(counts)]
+    theirs = cbt.build_schedule(
+        pools,
+        cbt.Recipe(
+            teachers=[cbt.Teacher(f"t{i}", n) for i, n in enumerate(counts)],
+            target_examples=target,
+            steps=steps,
+            batch_size=batch,
+            seed=seed,
+        ),
+    )
+    ours = schedule(
+        counts, Recipe(target_examples=target, steps=steps, batch_size=batch, seed=seed)
+    )
+    assert [list(item) for item in ours] == [item["id"] for item in theirs]
+
+
+ANSWERS: list[Any] = [
+    '{"examples": [{"input": "a", "output": "b"}]}',
+    '{"data": [{"input": "a", "output": "b"}, {"input": 1, "output": "x"}]}',
+    '{"items": [{"input": "a", "output": "b", "extra": 1}]}',
+    '{"items": "none", "data": [{"input": "c", "output": "d"}]}',
+    '{"examples": "x"}',
+    '[{"input": "a", "output": "b"}]',
+    "not json",
+    '{"other": []}',
+]
+
+
+@pytest.mark.parametrize("content", ANSWERS)
+def test_answer_parsing_is_compile_pys(content: str) -> None:
+    from wgtpm.paw.teacher import parse_answer
+
+    cbt = load()
+    body = json.dumps({"choices": [{"message": {"content": content}}]}).encode()
+    ours = [{"input": e.input, "output": e.output} for e in parse_answer(body)]
+    assert ours == cbt.parse_examples(content)
+
+
+def _train_both(
+    tiny_dir: Path, tmp_path: Path, lora_init: str, mapper_dir: Path | None = None
+) -> tuple[list[float], list[float]]:
+    from wgtpm.paw.examples import Example
+    from wgtpm.paw.prompt import raw_prompt, render_chat
+    from wgtpm.paw.spec import Recipe
+    from wgtpm.paw.train import train_lora
+
+    cbt = load()
+    pools = [
+        [{"input": "red", "output": "apple"}, {"input": "yellow", "output": "banana"}],
+        [{"input": "green", "output": "lime"}, {"input": "purple", "output": "grape"}],
+    ]
+    common: dict[str, Any] = {
+        "target_examples": 6,
+        "steps": 3,
+        "batch_size": 4,
+        "micro_batch_size": 2,
+        "learning_rate": 1e-2,
+        "min_learning_rate": 1e-3,
+        "lora_rank": 32,
+        "lora_alpha": 32.0,
+        "lora_init": lora_init,
+        "max_length": 64,
+        "loss_chunk_size": 8,
+        "seed": 3,
+    }
+    import torch
+
+    theirs = cbt.train(
+        cbt.Recipe(
+            teachers=[cbt.Teacher("a", 2), cbt.Teacher("b", 2)],
+            interpreter=str(tiny_dir),
+            **common,
+        ),
+        mapper_dir,
+        "Map a colour to a fruit.",
+        pools,
+        tmp_path / "their-adapter",
+        torch.device("cpu"),
+    )[2]
+    from transformers import AutoTokenizer
+
+    template = render_chat(
+        AutoTokenizer.from_pretrained(str(tiny_dir)), raw_prompt("Map a colour to a fruit.")
+    )
+    ours = train_lora(
+        tiny_dir,
+        [[Example(e["input"], e["output"]) for e in pool] for pool in pools],
+        template,
+        Recipe(device="cpu", **common),
+        mapper_dir=mapper_dir,
+    ).losses
+    return ours, theirs
+
+
+# compile.py's peft call asks transformers 5 for a deprecated property.
+@pytest.mark.filterwarnings("ignore:`is_gradient_checkpointing` is deprecated:FutureWarning")
+def test_a_training_run_is_compile_pys(tiny_dir: Path, tmp_path: Path) -> None:
+    ours, theirs = _train_both(tiny_dir, tmp_path, "random")
+    assert ours == pytest.approx(theirs, rel=1e-4)
+
+
+@pytest.mark.filterwarnings("ignore:`is_gradient_checkpointing` is deprecated:FutureWarning")
+def test_mapper_initialisation_is_compile_pys(tiny_dir: Path, tmp_path: Path) -> None:
+    from wgtpm.paw.shape import InterpreterShape
+
+    config = json.loads((tiny_dir / "config.json").read_text())
+    shape = InterpreterShape.from_hf_config(config)
+    mapper = write_peft_adapter(
+        tmp_path / "mapper", layers=shape.layers, rank=32, alpha=32.0, dims=shape.module_dims
+    )
+    ours, theirs = _train_both(tiny_dir, tmp_path, "mapper", mapper)
+    assert ours == pytest.approx(theirs, rel=1e-4)
+    random_start, _ = _train_both(tiny_dir, tmp_path / "r", "random")
+    assert ours[0] != pytest.approx(random_start[0], rel=1e-3)

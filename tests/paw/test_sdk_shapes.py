@@ -182,3 +182,23 @@ def test_a_bundle_the_sdk_refuses_is_refused(
     write_bundle(path, m)
     with pytest.raises(BundleError):
         install_program(path)
+
+
+def test_get_paw_install_of_a_hub_program(
+    tmp_path: Path, sdk_cache: Path, monkeypatch: pytest.MonkeyPatch, project: Path, wgtpm: Any
+) -> None:
+    """A hub program (runtime_id only, no embedded runtime) downloads, installs and is runnable."""
+    meta = _hub_meta(runtime_id="qwen3-0.6b-q6_k")
+    bundle = _bundle(tmp_path, meta).read_bytes()
+    with CdnServer() as cdn, PawServer(cdn) as hub:
+        hub.publish("fruit", slug="acme/fruit", pending=0, bundle=bundle)
+        hub.programs[PID] = hub.programs.pop(next(iter(hub.programs)))
+        hub.programs[PID].id = PID
+        hub.slugs["acme/fruit"] = [PID]
+        monkeypatch.setenv("WGTPROXY", "direct")
+        monkeypatch.setenv("PAW_API_URL", hub.url)
+        r = wgtpm("get", "--paw-install", "programasweights.com/acme/fruit", cwd=project)
+    assert r.code == 0, r.err
+    assert f"as PAW program {PID}" in r.err
+    runtime = _sdk_agrees(sdk_cache, PID)
+    assert runtime == paw_cache.LEGACY_RUNTIME_MANIFESTS["qwen3-0.6b-q6_k"]

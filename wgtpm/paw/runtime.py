@@ -1,13 +1,18 @@
 """Runtime manifests: which base model and prompt contract the PAW SDK runs a program on.
 
-A program's ``meta.json`` embeds its runtime manifest under ``runtime``; the
-SDK (``programasweights``) reads it offline to find the base-model GGUF in
-``base_models/`` (exact file name, size and sha256) and to know how the prompt
-template is filled in. The SDK pins the manifests it knows by ``runtime_id``
-(today ``qwen3-0.6b-q6_k`` and ``gpt2-q8_0``): a bundle naming one of those
-must agree with the SDK's copy field by field. Any other ``runtime_id`` is
-taken as written, which is how programs for other Qwen3 interpreters (and the
-tiny models of the tests) are described.
+A program's ``meta.json`` usually embeds its runtime manifest under
+``runtime``; the SDK (``programasweights``) reads it to find the base-model
+GGUF in ``base_models/`` and to know how the prompt template is filled in.
+When it is missing (as in programs from the PAW hub), the SDK resolves it by
+``runtime_id`` from its cache's ``runtimes/`` or the hub's
+``/api/v1/models/runtimes/ID``, or by ``interpreter`` from its built-in table
+(:func:`resolve_runtime` follows that order). The SDK pins the manifests it
+knows by ``runtime_id`` (here ``qwen3-0.6b-q6_k``): a manifest naming one
+must agree with the SDK's copy wherever it says something, and the SDK fills
+in what it leaves out (the base model's size and sha256, for one;
+:func:`normalize_runtime`). Any other ``runtime_id`` is taken as written,
+which is how programs for other Qwen3 interpreters (and the tiny models of
+the tests) are described.
 
 The manifest of the SDK's Qwen3-0.6B runtime, as :data:`QWEN3_RUNTIME`::
 
