@@ -146,13 +146,23 @@ def test_paw_compile_end_to_end(
         monkeypatch.setenv("TEACHER_API_URL", teacher.url + "/v1")
         monkeypatch.setenv("TEACHER_API_KEY", "sk-teacher")
         monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-        result = wgtpm("paw", "compile", SPEC, *flags, "-o", str(tmp_path / "a.paw"), "--json")
+        kept, saved = tmp_path / "kept", tmp_path / "examples.json"
+        result = wgtpm(
+            "paw", "compile", SPEC, *flags, "-o", str(tmp_path / "a.paw"), "--json",
+            "--keep-adapter", str(kept), "--save-examples", str(saved),
+        )  # fmt: skip
         assert result.code == 0, result.err
         assert teacher.requests and teacher.requests[0]["messages"][1]["content"].startswith(
             "Generate 2 diverse (input, output) example pairs"
         )
     report = json.loads(result.out)
     bundle = read_bundle(tmp_path / "a.paw")
+    rows = json.loads(saved.read_text())
+    assert len(rows) == 4 and set(rows[0]) == {"teacher", "input", "output"}
+    assert {r["teacher"] for r in rows} == {"small"}
+    # compile.py's converter turns the kept peft adapter into the bundle's adapter.gguf
+    theirs = load().convert_to_gguf(kept, tmp_path / "theirs.gguf", 32.0).read_bytes()
+    assert theirs == bundle.adapter
     mapper = hub.mappers[SPEC]
     assert report["program_id"] == bundle.program_id
     assert report["base_program_id"] == mapper.program_id

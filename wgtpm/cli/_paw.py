@@ -456,13 +456,16 @@ def _run_install(args: argparse.Namespace) -> int:
 
 
 def _run_validate(args: argparse.Namespace) -> int:
+    from ..paw.sdk import sdk_cache_dir, sdk_runtime_lookups
     from ..paw.validate import validate_file
 
-    program = validate_file(args.file, shape=_shape(args))
+    cached, _ = sdk_runtime_lookups(sdk_cache_dir())  # offline: the SDK's cached runtimes
+    program = validate_file(args.file, shape=_shape(args), cached=cached)
     a = program.adapter
     source = "the given base model" if program.shape_source == "given" else program.shape_source
     print(
-        f"{args.file}: ok: program {program.program_id}, runtime {program.runtime.get('runtime_id')}, "
+        f"{args.file}: ok: program {program.program_id}, runtime {program.runtime.get('runtime_id')} "
+        f"({program.runtime_source}), "
         f"LoRA rank {a.rank} alpha {a.alpha:g} on {len(a.layers)} layers x {len(a.modules)} modules "
         f"({', '.join(a.types)}), shapes checked against {source}"
     )
@@ -476,8 +479,11 @@ def _run_inspect(args: argparse.Namespace) -> int:
     bundle = read_bundle(args.file)
     program: ValidProgram | None = None
     problems: list[str] = []
+    from ..paw.sdk import sdk_cache_dir, sdk_runtime_lookups
+
+    cached, _ = sdk_runtime_lookups(sdk_cache_dir())
     try:
-        program = check_bundle(bundle, source=str(args.file))
+        program = check_bundle(bundle, source=str(args.file), cached=cached)
     except BundleError as exc:
         problems = exc.problems
     report = _report(args.file, bundle.members, bundle.meta, program, problems)
