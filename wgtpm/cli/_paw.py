@@ -315,6 +315,7 @@ def _run_compile(args: argparse.Namespace) -> int:
             args.keep_adapter
         ) if args.keep_adapter.is_dir() else args.keep_adapter.unlink()
     from ..paw.build import CompileOptions, compile_program
+    from ._render import LineReporter
 
     resolver = _compile_resolver(spec)
     args.cache_dir.mkdir(parents=True, exist_ok=True)
@@ -330,7 +331,7 @@ def _run_compile(args: argparse.Namespace) -> int:
             save_examples=args.save_examples,
             keep_adapter=args.keep_adapter,
         ),
-        reporter=_StderrReporter(),
+        reporter=LineReporter(progress=False),
     )
     if not args.no_install:
         from ..paw.sdk import install_program
@@ -357,25 +358,6 @@ def _run_compile(args: argparse.Namespace) -> int:
         print(f'  fn = paw.function("{compiled.program_id}")')
         print('  print(fn("your input"))')
     return 0
-
-
-class _StderrReporter:
-    """Notices and warnings on stderr, one line each (progress bars are not shown)."""
-
-    def notice(self, message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
-
-    def warning(self, message: str) -> None:
-        print(f"wgtpm: warning: {message}", file=sys.stderr, flush=True)
-
-    def start(self, label: str, total: int) -> None:
-        pass
-
-    def advance(self, label: str, n: int) -> None:
-        pass
-
-    def finish(self, label: str) -> None:
-        pass
 
 
 def _compile_resolver(spec: Any) -> Any:
