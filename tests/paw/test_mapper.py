@@ -244,3 +244,34 @@ def _paw_compile_parser() -> Any:
     sub = parser.add_subparsers()
     _compile_parser(sub)
     return sub.choices["compile"]
+
+
+def test_a_pawspec_with_the_mapper(
+    hub: PawServer,
+    tiny_dir: Path,
+    tmp_path: Path,
+    resolver: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The .pawspec route goes through the same builder: mapper pseudo-program, cached rebuild."""
+    from tests.paw.conftest import write_package
+    from wgtpm.paw.build import build_program
+    from wgtpm.paw.bundle import read_bundle
+
+    hub.add_mapper(SPEC, PSEUDO, _assets(tiny_dir, tmp_path), pending=0)
+    recipe = (
+        "[recipe]\nsteps = 2\nbatch_size = 2\nmicro_batch_size = 2\nlora_rank = 32\n"
+        'lora_alpha = 32.0\nmax_length = 128\ndevice = "cpu"\n'
+    )
+    spec = write_package(tmp_path / "pkg", recipe=recipe)
+    spec.write_text(spec.read_text().replace('pseudo_program = ""\n', ""))
+    cache = tmp_path / "mapper-cache"
+    first = build_program(spec, tmp_path / "a.paw", resolver, name="fruit", cache_dir=cache)
+    bundle = read_bundle(first)
+    assert bundle.pseudo_program == PSEUDO
+    assert bundle.meta["base_program_id"] == hub.mappers[SPEC].program_id
+    assert PSEUDO in bundle.prompt_template
+    monkeypatch.setenv("PAW_API_URL", "http://127.0.0.1:9")
+    monkeypatch.delenv("PAW_API_KEY")
+    again = build_program(spec, tmp_path / "b.paw", resolver, name="fruit", cache_dir=cache)
+    assert again.read_bytes() == first.read_bytes()
