@@ -31,6 +31,7 @@ lora_alpha = 32.0
 max_length = 128
 loss_chunk_size = 16
 device = "cpu"
+lora_init = "random"
 """
 
 TINY_RUNTIME = f"""

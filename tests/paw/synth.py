@@ -128,3 +128,38 @@ class _Delete:
 
 _DELETE: Any = _Delete()
 DELETE = _DELETE
+
+
+def write_peft_adapter(
+    directory: Path, *, layers: int, rank: int, alpha: float, dims: Any = None, seed: int = 0
+) -> Path:
+    """A peft LoRA adapter directory (adapter_config.json + adapter_model.safetensors)."""
+    import torch
+    from safetensors.torch import save_file
+
+    rng = np.random.default_rng(seed)
+    state = {}
+    for layer in range(layers):
+        for module in TARGET_MODULES:
+            n_in, n_out = dims(module) if dims else (32, 32)
+            group = "self_attn" if module in ("q_proj", "k_proj", "v_proj", "o_proj") else "mlp"
+            name = f"base_model.model.model.layers.{layer}.{group}.{module}"
+            state[f"{name}.lora_A.weight"] = torch.from_numpy(
+                rng.standard_normal((rank, n_in)).astype(np.float32)
+            )
+            state[f"{name}.lora_B.weight"] = torch.from_numpy(
+                rng.standard_normal((n_out, rank)).astype(np.float32) * 0.01
+            )
+    directory.mkdir(parents=True, exist_ok=True)
+    save_file(state, str(directory / "adapter_model.safetensors"))
+    config = {
+        "r": rank,
+        "lora_alpha": alpha,
+        "target_modules": sorted(TARGET_MODULES),
+        "peft_type": "LORA",
+        "task_type": "CAUSAL_LM",
+        "bias": "none",
+        "lora_dropout": 0.0,
+    }
+    (directory / "adapter_config.json").write_text(json.dumps(config))
+    return directory

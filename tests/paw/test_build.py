@@ -38,7 +38,12 @@ def test_run_finds_the_interpreter_in_the_build_list(fruit: Built, resolver: Map
 def test_bundle_is_what_the_sdk_expects(fruit: Built) -> None:
     with zipfile.ZipFile(fruit.paw) as archive:
         infos = archive.infolist()
-    assert [i.filename for i in infos] == ["meta.json", "adapter.gguf", "prompt_template.txt"]
+    assert [i.filename for i in infos] == [
+        "meta.json",
+        "pseudo_program.txt",
+        "adapter.gguf",
+        "prompt_template.txt",
+    ]
     assert {i.date_time for i in infos} == {(1980, 1, 1, 0, 0, 0)}
     assert {i.compress_type for i in infos} == {zipfile.ZIP_STORED}
     program = validate_file(fruit.paw)
@@ -109,7 +114,7 @@ def test_local_interpreter_and_f32(tmp_path: Path, tiny_dir: Path, base_dir: Pat
 
 
 def _short_recipe(extra: str) -> str:
-    return f'[recipe]\nsteps = 2\nbatch_size = 2\nmicro_batch_size = 2\nlora_rank = 32\nmax_length = 128\ndevice = "cpu"\n{extra}\n'
+    return f'[recipe]\nlora_init = "random"\nsteps = 2\nbatch_size = 2\nmicro_batch_size = 2\nlora_rank = 32\nmax_length = 128\ndevice = "cpu"\n{extra}\n'
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ def test_validate_ok(fruit: Built, base_dir: Path, tiny_dir: Path, wgtpm: Any) -
     result = wgtpm("paw", "validate", str(fruit.paw))
     assert result.code == 0
     assert (
-        f"ok: program {pid}, runtime tiny-qwen3-test, LoRA rank 32 alpha 32 on 2 layers x 7 modules (Q4_0)"
+        f"ok: program {pid}, runtime tiny-qwen3-test (embedded), LoRA rank 32 alpha 32 on 2 layers x 7 modules (Q4_0)"
         in result.out
     )
     assert "shapes checked against meta.json" in result.out
@@ -56,6 +56,7 @@ def test_inspect(fruit: Built, wgtpm: Any) -> None:
     assert report["valid"] and report["program_id"] == read_bundle(fruit.paw).program_id
     assert [m["name"] for m in report["members"]] == [
         "meta.json",
+        "pseudo_program.txt",
         "adapter.gguf",
         "prompt_template.txt",
     ]

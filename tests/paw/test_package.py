@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import re
 import subprocess
 import sys
@@ -26,16 +25,6 @@ def test_importing_the_package_and_the_cli_stays_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
-
-
-def test_cosine_schedule() -> None:
-    from wgtpm.paw.train import cosine_lr
-
-    lrs = [cosine_lr(step, 5, 1.0, 0.1, 0.0) for step in range(5)]
-    assert lrs[0] == 1.0 and lrs[-1] == pytest.approx(0.1) and lrs[2] == pytest.approx(0.55)
-    assert all(a > b for a, b in itertools.pairwise(lrs))
-    warm = [cosine_lr(step, 10, 1.0, 0.0, 0.2) for step in range(3)]
-    assert warm == [0.5, 1.0, 1.0]
 
 
 def test_an_unavailable_device_is_an_error() -> None:

@@ -47,6 +47,7 @@ def test_cli_install_makes_the_program_offline_ready(
         "adapter.gguf",
         "meta.json",
         "prompt_template.txt",
+        "pseudo_program.txt",
     ]
     assert (paw_cache_dir / ".locks" / "programs" / f"{pid}.lock").is_file()
     assert not any((paw_cache_dir / "programs" / ".staging").iterdir())

@@ -54,6 +54,9 @@ retry_backoff = 0
 timeout = 9
 
 [recipe]
+target_examples = 12
+lora_init = "random"
+base_compiler = "paw-x"
 steps = 3
 batch_size = 4
 micro_batch_size = 2
@@ -96,13 +99,17 @@ display_name = "Tiny"
     assert spec.recipe.target_modules == ("q_proj", "v_proj")  # canonical order
     assert spec.recipe.lora_alpha == 16.0 and isinstance(spec.recipe.lora_alpha, float)
     assert spec.recipe.gradient_checkpointing and spec.recipe.quantization == "F16"
+    assert (spec.recipe.target_examples, spec.recipe.lora_init) == (12, "random")
+    assert spec.recipe.base_compiler == "paw-x"
     assert spec.runtime == RuntimeSpec(
         "tiny", "acme/tiny", "./tiny.gguf", None, "https://example.com/tiny.gguf", 512, "Tiny"
     )
 
 
 def test_teacher_defaults(tmp_path: Path) -> None:
-    spec = parse_spec('spec = "x"\ninterpreter = "m"\n[teacher]\n', tmp_path / "x.pawspec")
+    spec = parse_spec(
+        'spec = "Classify x."\ninterpreter = "m"\n[teacher]\n', tmp_path / "x.pawspec"
+    )
     assert spec.teacher is not None
     assert spec.teacher.models == (
         TeacherModel("gpt-5.4-mini", 2400),
@@ -245,3 +252,17 @@ def test_jsonl(tmp_path: Path) -> None:
     path.write_text("\n")
     with pytest.raises(ParseError, match=re.escape("holds no examples")):
         read_jsonl(path)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('spec = "Too short"\ninterpreter = "m"\nexamples = "e.jsonl"\n', "at least 10 characters"),
+        (MINIMAL + 'pseudo_program = "p"\n', 'remove pseudo_program or set lora_init = "random"'),
+        (MINIMAL + '[recipe]\nlora_init = "zero"\n', "'zero' is not one of mapper, random"),
+        (MINIMAL + "[recipe]\ntarget_examples = 0\n", "target_examples: must be positive"),
+    ],
+)
+def test_compile_py_rules(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(ParseError, match=re.escape(message)):
+        parse_spec(text, tmp_path / "x.pawspec")

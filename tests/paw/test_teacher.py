@@ -143,7 +143,9 @@ def test_a_teacher_that_repeats_itself_is_an_error(tmp_path: Path) -> None:
         synthesize("spec", _teacher(api), seed=0, cache_dir=tmp_path)
 
 
-def test_teacher_build(api: OpenAICompatServer, tmp_path: Path, resolver: MapResolver) -> None:
+def test_teacher_build(
+    api: OpenAICompatServer, tmp_path: Path, resolver: MapResolver, monkeypatch: pytest.MonkeyPatch
+) -> None:
     teacher = f"""
 [teacher]
 url = "{api.url}/v1"
@@ -160,11 +162,31 @@ retry_backoff = 0.0
     api.inject(Fault.error("/v1/chat/completions", 500, times=1))
     api.misbehave("body")
     cache = tmp_path / "teacher-cache"
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("TEACHER_API_KEY", raising=False)
+    with pytest.raises(BuildError, match=r"set OPENAI_API_KEY \(or TEACHER_API_KEY\)"):
+        build_program(spec, tmp_path / "a.paw", resolver, name="fruit", teacher_cache=cache)
+    assert not api.requests  # the preflight stops before any work
+    monkeypatch.setenv("TEACHER_API_KEY", "sk-test")
     first = build_program(spec, tmp_path / "a.paw", resolver, name="fruit", teacher_cache=cache)
     meta = json.loads(__import__("zipfile").ZipFile(first).read("meta.json"))
     recorded = meta["compile_by_training"]["examples"]
     assert recorded["count"] == 4 and recorded["teacher"] == [{"model": "small", "examples": 4}]
     requests = len(api.requests)
+    monkeypatch.delenv("TEACHER_API_KEY")  # a complete cache needs no key
     second = build_program(spec, tmp_path / "b.paw", resolver, name="fruit", teacher_cache=cache)
     assert len(api.requests) == requests  # every answer came from the cache
     assert second.read_bytes() == first.read_bytes()
+
+
+def test_a_short_answer_is_retried_then_replaced(tmp_path: Path) -> None:
+    def short_for_seed_0(model: str, seed: int, n: int) -> list[dict[str, str]]:
+        return writer(model, seed, 1 if seed == 0 else n + 1)
+
+    with OpenAICompatServer(short_for_seed_0) as api:
+        got = synthesize("spec", _teacher(api, retries=1), seed=0, cache_dir=tmp_path)
+    seeds = [r["seed"] for r in api.requests]
+    assert seeds.count(0) == 2  # one retry, then the call gives up its slot
+    assert len(got) == 6 and all(not e.input.startswith("red 0") for e in got)
+    # answers longer than examples_per_call are cut to it (4 -> 3 per call)
+    assert len({e.input for e in got}) == 6

@@ -95,7 +95,7 @@ CASES: list[tuple[str, Callable[[], Members], str]] = [
         lambda: edit_meta(members(), runtime_manifest_version=2),
         "runtime_manifest_version 2 is not 1",
     ),
-    ("no runtime", lambda: edit_meta(members(), runtime=DELETE), "runtime: missing"),
+    ("no runtime", lambda: edit_meta(members(), runtime=DELETE), "no runtime manifest serves"),
     (
         "adapter format",
         lambda: edit_meta(members(), runtime__adapter_format="safetensors"),

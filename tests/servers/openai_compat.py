@@ -61,7 +61,7 @@ class OpenAICompatServer(LoopbackServer):
         if kind == "body":
             return Response(200, {"Content-Type": "application/json"}, b'{"choices": [{"mess')
         user = body["messages"][-1]["content"]
-        n = int(user.split("Write ", 1)[1].split(" ", 1)[0]) if "Write " in user else 8
+        n = int(user.split("Generate ", 1)[1].split(" ", 1)[0]) if "Generate " in user else 8
         examples = self.writer(body["model"], int(body.get("seed", 0)), n)
         content = {
             None: json.dumps({"examples": examples}),

@@ -9,6 +9,14 @@ What it serves (shapes follow the ``programasweights`` SDK's client)::
                                            "is_main", "created_at"}]}
     GET /api/v1/programs/ID/download       202 + Retry-After while the bundle is "generating"
                                            (``pending`` times), then 302 to the CDN server
+    GET /api/v1/models/runtimes/ID         a runtime manifest of ``runtimes`` (404 otherwise)
+    POST /api/v1/compile                   {"spec", "compiler", "public", "ephemeral"} ->
+                                           {"program_id" (20 hex digits), "pseudo_program",
+                                           "compiler_snapshot", "pseudo_program_strategy"} of
+                                           the mapper registered with :meth:`add_mapper`
+    GET /api/v1/programs/ID/asset/FILE     a mapper asset: 202 ``pending`` times, then 200;
+                                           with ``hf_only`` 404 (the assets are on Hugging Face)
+    GET /hf/ID/FILE                        the Hugging Face fallback (``PAW_HF_ASSET_URL``)
 
 Errors are FastAPI-shaped: ``{"detail": "..."}`` with 404 or 401. With
 ``api_key`` set, a wrong ``X-API-Key`` is 401 everywhere, and a missing one is
@@ -30,7 +38,7 @@ from datetime import datetime, timedelta, timezone
 
 from . import CdnServer, LoopbackServer, Request, RequestLog, Response
 
-__all__ = ["PawProgram", "PawServer", "make_paw", "paw_id"]
+__all__ = ["Mapper", "PawProgram", "PawServer", "make_paw", "paw_id"]
 
 _EPOCH = datetime(2026, 5, 1, tzinfo=timezone.utc)
 
@@ -58,6 +66,20 @@ def make_paw(
             info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
             z.writestr(info, data)
     return buf.getvalue()
+
+
+@dataclass
+class Mapper:
+    """What the PAW compiler answers for one spec: a pseudo-program and a peft adapter."""
+
+    program_id: str
+    pseudo_program: str
+    assets: dict[str, bytes]
+    pending: int = 1
+    hf_only: bool = False
+    compiler_snapshot: str = "paw-4b-qwen3-0.6b-20260501"
+    strategy: str = "vllm_generate"
+    hits: dict[str, int] | None = None
 
 
 @dataclass
@@ -91,7 +113,25 @@ class PawServer(LoopbackServer):
         self.retry_after = retry_after
         self.programs: dict[str, PawProgram] = {}
         self.slugs: dict[str, list[str]] = {}  # slug -> program ids, oldest first; last is main
+        self.runtimes: dict[str, dict[str, object]] = {}
+        self.mappers: dict[str, Mapper] = {}  # spec -> mapper
+        self.compiles: list[dict[str, object]] = []  # the body of every POST /api/v1/compile
         self._clock = _EPOCH
+
+    def add_mapper(
+        self,
+        spec: str,
+        pseudo_program: str,
+        assets: dict[str, bytes],
+        *,
+        pending: int = 1,
+        hf_only: bool = False,
+    ) -> Mapper:
+        """Register what compiling ``spec`` gives; its program ID is 20 hex digits."""
+        pid = hashlib.sha256(("mapper:" + spec).encode()).hexdigest()[:20]
+        mapper = Mapper(pid, pseudo_program, dict(assets), pending, hf_only, hits={})
+        self.mappers[spec] = mapper
+        return mapper
 
     def publish(
         self,
@@ -124,15 +164,26 @@ class PawServer(LoopbackServer):
 
     def route(self, req: Request) -> Response:
         seg = req.segments
-        if seg[:3] != ("api", "v1", "programs") or len(seg) < 4:
-            return _detail(404, "Not Found")
+        if seg[:1] == ("hf",) and len(seg) == 3:
+            return self._asset(seg[1], seg[2], hf=True)
         key = req.header("x-api-key")
         if key is not None and key != self.api_key:
             return _detail(401, "Invalid API key")
         authed = key is not None
         if self.require_key and not authed:
             return _detail(401, "API key required")
+        if seg == ("api", "v1", "compile") and req.method == "POST":
+            return self._compile(req, authed)
+        if seg[:4] == ("api", "v1", "models", "runtimes") and len(seg) == 5:
+            manifest = self.runtimes.get(seg[4])
+            if manifest is None:
+                return _detail(404, f"Runtime '{seg[4]}' not found")
+            return Response.json(manifest)
+        if seg[:3] != ("api", "v1", "programs") or len(seg) < 4:
+            return _detail(404, "Not Found")
         rest = seg[3:]
+        if len(rest) == 3 and rest[1] == "asset":
+            return self._asset(rest[0], rest[2], hf=False)
         if rest[0] == "resolve" and len(rest) >= 2:
             slug = "/".join(rest[1:])
             ids = self.slugs.get(slug)
@@ -175,6 +226,35 @@ class PawServer(LoopbackServer):
                 )
             return Response.redirect(self.cdn.put(prog.bundle, f"{prog.id}.paw"))
         return _detail(404, "Not Found")
+
+    def _compile(self, req: Request, authed: bool) -> Response:
+        if self.api_key is not None and not authed:
+            return _detail(401, "API key required")
+        body = json.loads(req.body)
+        self.compiles.append(body)
+        mapper = self.mappers.get(str(body.get("spec", "")).strip())
+        if mapper is None:
+            return _detail(422, "no compiler output for this spec")
+        return Response.json(
+            {
+                "program_id": mapper.program_id,
+                "pseudo_program": mapper.pseudo_program,
+                "compiler_snapshot": mapper.compiler_snapshot,
+                "pseudo_program_strategy": mapper.strategy,
+            }
+        )
+
+    def _asset(self, pid: str, filename: str, *, hf: bool) -> Response:
+        mapper = next((m for m in self.mappers.values() if m.program_id == pid), None)
+        if mapper is None or filename not in mapper.assets:
+            return _detail(404, "Asset not found")
+        if mapper.hf_only != hf:
+            return _detail(404, "Asset not found")
+        hits = mapper.hits if mapper.hits is not None else {}
+        hits[filename] = hits.get(filename, 0) + 1
+        if hits[filename] <= mapper.pending:
+            return Response.json({"status": "generating"}, 202, {"Retry-After": "1"})
+        return Response(200, {"Content-Type": "application/octet-stream"}, mapper.assets[filename])
 
     def _visible(self, prog: PawProgram, authed: bool) -> bool:
         return authed or not prog.private

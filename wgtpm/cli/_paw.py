@@ -1,4 +1,10 @@
-"""``wgtpm paw``: install, validate and inspect PAW programs (``.paw`` bundles).
+"""``wgtpm paw``: compile, install, validate and inspect PAW programs (``.paw`` bundles).
+
+``wgtpm paw compile SPEC|--spec-file F`` is compile-by-training's command line
+(every flag of compile.py, same names and defaults; ``--print-config`` prints
+the same JSON): it builds a :class:`~wgtpm.paw.spec.PawSpec` and goes through
+the builder a ``.pawspec`` goes through, writes ``-o`` (``program.paw``) and
+installs it into the SDK cache (``--no-install`` to skip).
 
 ``wgtpm paw install MODULE/ARTIFACT|FILE.paw`` validates a program and places
 it in the PAW SDK's cache (``$PAW_CACHE_DIR`` or ``~/.cache/programasweights``),
@@ -11,6 +17,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,6 +34,8 @@ __all__ = ["register"]
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     paw = sub.add_parser("paw", help="install, validate and inspect PAW programs (.paw)")
     cmds = paw.add_subparsers(dest="paw_command", metavar="COMMAND", required=True)
+
+    _compile_parser(cmds)
 
     p = cmds.add_parser(
         "install", help="put a verified program into the PAW SDK's cache for offline use"
@@ -55,6 +64,318 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(run=_run_inspect)
+
+
+_DEFAULT_TEACHERS = ("gpt-5.4-mini=2400", "gpt-5.5=1200")
+_MODULES = "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj"
+
+
+def _compile_parser(cmds: Any) -> None:
+    p = cmds.add_parser(
+        "compile",
+        help="compile a natural-language spec into a .paw program (compile-by-training's flags)",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("spec", nargs="?", help="natural-language function specification")
+    p.add_argument("--spec-file", type=Path, help="read the specification from a file")
+    p.add_argument("-o", "--output", type=Path, default=Path("program.paw"))
+    p.add_argument(
+        "--teacher",
+        action="append",
+        metavar="MODEL=EXAMPLES",
+        help="teacher and example count; repeat to mix teachers (default: "
+        + " ".join(_DEFAULT_TEACHERS)
+        + ")",
+    )
+    p.add_argument("--teacher-temperature", type=float, default=1.0)
+    p.add_argument("--examples-per-call", type=int, default=8)
+    p.add_argument("--target-examples", type=int, default=4800)
+    p.add_argument("--steps", type=int, default=100)
+    p.add_argument("--batch-size", type=int, default=48)
+    p.add_argument("--micro-batch-size", type=int, default=48)
+    p.add_argument("--learning-rate", type=float, default=2e-4)
+    p.add_argument("--min-learning-rate", type=float, default=2e-5)
+    p.add_argument("--warmup", type=float, default=0.0)
+    p.add_argument("--lora-rank", type=int, default=64)
+    p.add_argument("--lora-alpha", type=float, default=16.0)
+    p.add_argument("--lora-init", choices=("mapper", "random"), default="mapper")
+    p.add_argument("--target-modules", default=_MODULES, help="comma-separated LoRA modules")
+    p.add_argument("--max-length", type=int, default=2048)
+    p.add_argument("--loss-chunk-size", type=int, default=128)
+    p.add_argument("--synth-concurrency", type=int, default=64)
+    p.add_argument("--retries", type=int, default=3)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--base-compiler", default="paw-4b-qwen3-0.6b")
+    p.add_argument(
+        "--interpreter",
+        default="Qwen/Qwen3-0.6B",
+        help="a Hugging Face model directory, or a module of the build list "
+        "(OWNER/NAME means hf.co/OWNER/NAME)",
+    )
+    p.add_argument("--gradient-checkpointing", action="store_true")
+    p.add_argument("--device", default="auto", help="auto, cuda, mps, or cpu")
+    p.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=Path(
+            os.environ.get("PAW_COMPILE_CACHE", "~/.cache/programasweights/compile-by-training")
+        ).expanduser(),
+    )
+    p.add_argument("--save-examples", type=Path)
+    p.add_argument("--keep-adapter", type=Path)
+    p.add_argument("--asset-timeout", type=int, default=180)
+    p.add_argument("--force", action="store_true", help="replace an existing output file")
+    p.add_argument("--print-config", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the final result as JSON")
+    wg = p.add_argument_group("wgtpm's additions")
+    wg.add_argument(
+        "--no-install", action="store_true", help="do not install into the PAW SDK's cache"
+    )
+    wg.add_argument(
+        "--examples", type=Path, metavar="FILE.jsonl", help="train on these examples too"
+    )
+    wg.add_argument("--runtime", metavar="ID", help="the SDK runtime id, for another interpreter")
+    wg.add_argument("--base-model", metavar="FILE|MODULE/FILE", help="the runtime's base GGUF")
+    wg.add_argument("--base-model-repo", metavar="OWNER/REPO", help="where the SDK downloads it")
+    p.set_defaults(run=_run_compile)
+
+
+def compile_config(args: argparse.Namespace) -> dict[str, Any]:
+    """compile.py's ``--print-config`` document for ``args`` (``serializable_recipe``)."""
+    from ..paw.teacher import PROMPT_VERSION
+
+    teachers = [_teacher_arg(v) for v in (args.teacher or _DEFAULT_TEACHERS)]
+    return {
+        "teachers": [
+            {
+                "model": model,
+                "examples": count,
+                "temperature": args.teacher_temperature,
+                "examples_per_call": args.examples_per_call,
+                "seed": args.seed,
+            }
+            for model, count in teachers
+        ],
+        "target_examples": args.target_examples,
+        "steps": args.steps,
+        "batch_size": args.batch_size,
+        "micro_batch_size": args.micro_batch_size,
+        "learning_rate": args.learning_rate,
+        "min_learning_rate": args.min_learning_rate,
+        "warmup": args.warmup,
+        "lora_rank": args.lora_rank,
+        "lora_alpha": args.lora_alpha,
+        "lora_init": args.lora_init,
+        "target_modules": _modules(args),
+        "max_length": args.max_length,
+        "loss_chunk_size": args.loss_chunk_size,
+        "synth_concurrency": args.synth_concurrency,
+        "retries": args.retries,
+        "seed": args.seed,
+        "base_compiler": args.base_compiler,
+        "interpreter": args.interpreter,
+        "gradient_checkpointing": args.gradient_checkpointing,
+        "teacher_template": PROMPT_VERSION,
+        "public_mapper_compile": True,
+    }
+
+
+def _teacher_arg(value: str) -> tuple[str, int]:
+    model, _, raw = value.rpartition("=")
+    try:
+        count = int(raw)
+    except ValueError:
+        count = 0
+    if not model or count <= 0:
+        raise UsageError(f"--teacher {value!r}: want MODEL=EXAMPLES with EXAMPLES > 0")
+    return model, count
+
+
+def _modules(args: argparse.Namespace) -> list[str]:
+    return [m.strip() for m in str(args.target_modules).split(",") if m.strip()]
+
+
+def compile_spec_of(args: argparse.Namespace) -> Any:
+    """The :class:`~wgtpm.paw.spec.PawSpec` the flags describe; UsageError for a bad one."""
+    from ..paw.spec import (
+        MIN_SPEC_CHARS,
+        PawSpec,
+        Recipe,
+        RuntimeSpec,
+        TeacherModel,
+        TeacherSpec,
+        recipe_problems,
+    )
+    from ..paw.teacher import DEFAULT_URL
+
+    compile_config(args)  # checks every --teacher
+    bad = [
+        f"--{flag} must be positive"
+        for flag, value in (
+            ("examples-per-call", args.examples_per_call),
+            ("synth-concurrency", args.synth_concurrency),
+        )
+        if value <= 0
+    ]
+    if args.retries < 0:
+        bad.append("--retries must not be negative")
+    if args.teacher_temperature < 0:
+        bad.append("--teacher-temperature must not be negative")
+    modules = tuple(_modules(args))
+    from ..paw.shape import TARGET_MODULES
+
+    recipe = Recipe(
+        target_examples=args.target_examples,
+        steps=args.steps,
+        batch_size=args.batch_size,
+        micro_batch_size=args.micro_batch_size,
+        learning_rate=args.learning_rate,
+        min_learning_rate=args.min_learning_rate,
+        warmup=args.warmup,
+        lora_rank=args.lora_rank,
+        lora_alpha=args.lora_alpha,
+        lora_init=args.lora_init,
+        target_modules=tuple(m for m in TARGET_MODULES if m in modules)
+        if len(set(modules)) == len(modules) and set(modules) <= set(TARGET_MODULES)
+        else modules,
+        max_length=args.max_length,
+        loss_chunk_size=args.loss_chunk_size,
+        gradient_checkpointing=args.gradient_checkpointing,
+        seed=args.seed,
+        device=args.device,
+        base_compiler=args.base_compiler,
+    )
+    bad += [f"--{k.replace('_', '-')}: {message}" for k, message in recipe_problems(recipe)]
+    if bad:
+        raise UsageError("; ".join(bad))
+    if args.spec and args.spec_file:
+        raise UsageError("pass either a positional specification or --spec-file, not both")
+    try:
+        text = (
+            args.spec_file.read_text(encoding="utf-8") if args.spec_file else (args.spec or "")
+        ).strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"--spec-file {args.spec_file}: {exc}") from exc
+    if len(text) < MIN_SPEC_CHARS:
+        raise UsageError(f"the specification must contain at least {MIN_SPEC_CHARS} characters")
+    teacher = None
+    if args.teacher or args.examples is None:
+        teacher = TeacherSpec(
+            url=DEFAULT_URL,
+            models=tuple(
+                TeacherModel(*_teacher_arg(v)) for v in (args.teacher or _DEFAULT_TEACHERS)
+            ),
+            examples_per_call=args.examples_per_call,
+            temperature=args.teacher_temperature,
+            concurrency=args.synth_concurrency,
+            retries=args.retries,
+        )
+    interpreter = args.interpreter
+    if Path(interpreter).is_dir():
+        interpreter = str(Path(interpreter).resolve())
+    elif not interpreter.startswith(("./", "../", "/")) and interpreter.count("/") == 1:
+        interpreter = "hf.co/" + interpreter
+    runtime = RuntimeSpec()
+    if args.runtime or args.base_model:
+        base = args.base_model
+        if base and Path(base).is_file():
+            base = str(Path(base).resolve())
+        if not (args.runtime and base):
+            raise UsageError("--runtime and --base-model go together")
+        runtime = RuntimeSpec(id=args.runtime, base_model=base, repo=args.base_model_repo)
+    return PawSpec(
+        path=Path.cwd() / "paw-compile",
+        spec=text,
+        pseudo_program=text,
+        interpreter=interpreter,
+        examples=args.examples.resolve() if args.examples else None,
+        teacher=teacher,
+        recipe=recipe,
+        runtime=runtime,
+    )
+
+
+def _run_compile(args: argparse.Namespace) -> int:
+    import time
+
+    if args.print_config:
+        compile_spec_of(args)  # the same validation as compile.py's recipe_from_args
+        print(json.dumps(compile_config(args), indent=2))
+        return 0
+    started = time.perf_counter()
+    spec = compile_spec_of(args)
+    output: Path = args.output
+    if output.suffix != ".paw":
+        output = output.with_suffix(output.suffix + ".paw")
+    for label, path in (
+        ("output", output),
+        ("saved examples", args.save_examples),
+        ("kept adapter", args.keep_adapter),
+    ):
+        if path is not None and path.exists() and not args.force:
+            raise UsageError(f"{label} path {path} already exists; pass --force to replace it")
+    if args.keep_adapter is not None and args.keep_adapter.exists():
+        import shutil
+
+        shutil.rmtree(
+            args.keep_adapter
+        ) if args.keep_adapter.is_dir() else args.keep_adapter.unlink()
+    from ..paw.build import CompileOptions, compile_program
+    from ._render import LineReporter
+
+    resolver = _compile_resolver(spec)
+    args.cache_dir.mkdir(parents=True, exist_ok=True)
+    compiled = compile_program(
+        spec,
+        output,
+        resolver,
+        CompileOptions(
+            name=output.stem,
+            teacher_cache=args.cache_dir / "wgtpm-teacher",
+            cache_dir=args.cache_dir,
+            asset_timeout=float(args.asset_timeout),
+            save_examples=args.save_examples,
+            keep_adapter=args.keep_adapter,
+        ),
+        reporter=LineReporter(progress=False),
+    )
+    if not args.no_install:
+        from ..paw.sdk import install_program
+
+        install_program(output)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "program_id": compiled.program_id,
+                    "path": str(output.resolve()),
+                    "base_program_id": compiled.base_program_id,
+                    "final_loss": compiled.losses[-1],
+                    "device": compiled.device,
+                    "elapsed_seconds": round(time.perf_counter() - started, 3),
+                }
+            )
+        )
+    else:
+        print(f"\nCompiled {output}")
+        print(f"Program ID: {compiled.program_id}")
+        print("\nRun it locally:")
+        print("  import programasweights as paw")
+        print(f'  fn = paw.function("{compiled.program_id}")')
+        print('  print(fn("your input"))')
+    return 0
+
+
+def _compile_resolver(spec: Any) -> Any:
+    """The build list of the package in the current directory, when the flags name modules."""
+    from ..deps import MapResolver
+
+    refs = [spec.interpreter] + ([spec.runtime.base_model] if spec.runtime.base_model else [])
+    if all(spec.local_path(r) is not None for r in refs):
+        return MapResolver({})
+    from ..modload import open_resolver
+
+    return open_resolver(Path.cwd())
 
 
 def _shape_options(p: argparse.ArgumentParser) -> None:
@@ -144,10 +465,12 @@ def _run_install(args: argparse.Namespace) -> int:
 
 
 def _run_validate(args: argparse.Namespace) -> int:
+    from ..paw.sdk import sdk_cache_dir, sdk_runtime_lookups
     from ..paw.validate import validate_file
 
     path = _program_file(args.file)
-    program = validate_file(path, shape=_shape(args))
+    cached, _ = sdk_runtime_lookups(sdk_cache_dir())  # offline: the SDK's cached runtimes
+    program = validate_file(path, shape=_shape(args), cached=cached)
     a = program.adapter
     source = "the given base model" if program.shape_source == "given" else program.shape_source
     if args.json:
@@ -163,7 +486,8 @@ def _run_validate(args: argparse.Namespace) -> int:
         print(json.dumps(doc, indent=2))
         return 0
     print(
-        f"{args.file}: ok: program {program.program_id}, runtime {program.runtime.get('runtime_id')}, "
+        f"{args.file}: ok: program {program.program_id}, runtime {program.runtime.get('runtime_id')} "
+        f"({program.runtime_source}), "
         f"LoRA rank {a.rank} alpha {a.alpha:g} on {len(a.layers)} layers x {len(a.modules)} modules "
         f"({', '.join(a.types)}), shapes checked against {source}"
     )
@@ -178,8 +502,11 @@ def _run_inspect(args: argparse.Namespace) -> int:
     bundle = read_bundle(path)
     program: ValidProgram | None = None
     problems: list[str] = []
+    from ..paw.sdk import sdk_cache_dir, sdk_runtime_lookups
+
+    cached, _ = sdk_runtime_lookups(sdk_cache_dir())
     try:
-        program = check_bundle(bundle, source=str(path))
+        program = check_bundle(bundle, source=str(path), cached=cached)
     except BundleError as exc:
         problems = exc.problems
     report = _report(path, bundle.members, bundle.meta, program, problems)
@@ -193,7 +520,7 @@ def _run_inspect(args: argparse.Namespace) -> int:
 def _report(
     path: Path, members: Any, meta: Any, program: ValidProgram | None, problems: list[str]
 ) -> dict[str, Any]:
-    runtime = meta.get("runtime")
+    runtime = program.runtime if program is not None else meta.get("runtime")
     runtime = runtime if isinstance(runtime, dict) else {}
     local = runtime.get("local_sdk")
     local = local if isinstance(local, dict) else {}
@@ -204,8 +531,11 @@ def _report(
         "program_id": meta.get("program_id"),
         "interpreter": meta.get("interpreter"),
         "runtime_id": runtime.get("runtime_id", meta.get("runtime_id")),
+        "runtime_source": program.runtime_source if program is not None else None,
         "base_model": local.get("base_model"),
         "spec": meta.get("spec"),
+        "compiler_snapshot": meta.get("compiler_snapshot"),
+        "base_program_id": meta.get("base_program_id"),
         "members": [
             {"name": name, "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
             for name, data in members.items()
@@ -226,10 +556,39 @@ def _report(
     return report
 
 
+def _built_by(report: dict[str, Any], build: dict[str, Any]) -> str:
+    """One line of provenance: wgtpm's schema (``builder``, ``examples``) or compile.py's."""
+    parts = [str(build.get("builder") or report.get("compiler_snapshot") or "compile-by-training")]
+    examples = build.get("examples")
+    if isinstance(examples, dict):
+        parts.append(f"{examples.get('count')} examples (sha256 {examples.get('sha256')})")
+    recipe = build.get("recipe")
+    if isinstance(recipe, dict):
+        teachers = recipe.get("teachers")
+        if isinstance(teachers, list) and teachers:
+            parts.append(
+                "teachers "
+                + ", ".join(
+                    f"{t.get('model')}={t.get('examples')}" for t in teachers if isinstance(t, dict)
+                )
+            )
+        if recipe.get("steps") is not None:
+            parts.append(f"{recipe.get('steps')} steps")
+    base = report.get("base_program_id") or (
+        build.get("mapper", {}).get("program_id") if isinstance(build.get("mapper"), dict) else None
+    )
+    if base:
+        parts.append(f"mapper {base}")
+    if build.get("final_loss") is not None:
+        parts.append(f"final loss {build.get('final_loss')}")
+    return ", ".join(parts)
+
+
 def _describe(report: dict[str, Any]) -> str:
     lines = [
         f"{report['path']}: {'valid' if report['valid'] else 'INVALID'} PAW program {report['program_id']}",
-        f"  interpreter  {report['interpreter']} (runtime {report['runtime_id']})",
+        f"  interpreter  {report['interpreter']} (runtime {report['runtime_id']}"
+        + (f", {report['runtime_source']})" if report.get("runtime_source") else ")"),
     ]
     base = report.get("base_model")
     if isinstance(base, dict):
@@ -244,11 +603,7 @@ def _describe(report: dict[str, Any]) -> str:
         )
     build = report.get("build")
     if isinstance(build, dict):
-        examples = build.get("examples", {})
-        lines.append(
-            f"  built by     {build.get('builder')}: {examples.get('count')} examples "
-            f"(sha256 {examples.get('sha256')}), final loss {build.get('final_loss')}"
-        )
+        lines.append(f"  built by     {_built_by(report, build)}")
     spec = str(report.get("spec") or "").strip().splitlines()
     if spec:
         lines.append(f"  spec         {spec[0][:100]}")

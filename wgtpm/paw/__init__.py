@@ -8,7 +8,9 @@ by the ``programasweights`` SDK through llama.cpp.
   :mod:`~wgtpm.paw.validate` checks every rule of the SDK and the adapter's
   fit to its base model; :mod:`~wgtpm.paw.identity` derives the program ID.
 - :mod:`~wgtpm.paw.spec` parses ``.pawspec``; :func:`build_program` compiles
-  one (examples from JSONL or a teacher, LoRA training, GGUF adapter).
+  one the compile-by-training way (the mapper stage of :mod:`~wgtpm.paw.mapper`,
+  examples from JSONL or teachers, compile.py's recipe, GGUF adapter);
+  ``wgtpm paw compile`` is compile.py's command line over the same builder.
 - :func:`run_program` runs a bundle in pure Python; :mod:`~wgtpm.paw.sdk`
   installs one into the SDK's cache for offline use.
 

@@ -10,7 +10,12 @@ and for each adapted module of layer ``L`` two tensors::
 (``ne`` is GGML's dimension order, innermost first; as numpy arrays these are
 peft's ``lora_A`` of shape ``(r, in)`` and ``lora_B`` of shape ``(out, r)``.)
 llama.cpp adds ``alpha / r * B @ A`` to the base weight. Tensors are written
-sorted by layer and module so that equal tensors give equal files. Block
+in compile-by-training's order, which is the order of the peft tensor names
+as strings (``safetensors.load_file`` sorts them): ``layers.0.mlp.down_proj``,
+``…gate_proj``, ``…up_proj``, ``layers.0.self_attn.k_proj``, ``…o_proj``,
+``…q_proj``, ``…v_proj``, then layers 1, 10, 11, …, 19, 2, 20, …; ``lora_a``
+before ``lora_b``. The same adapter therefore gives the same bytes as
+compile.py's converter, and equal tensors give equal files. Block
 quantisations (``Q4_0``, ``Q8_0``) need every row length, so ``in`` and ``r``,
 to be a multiple of 32.
 """
@@ -39,6 +44,7 @@ __all__ = [
     "adapter_bytes",
     "convert_peft_adapter",
     "load_lora_pairs",
+    "peft_name_order",
     "peft_state_to_pairs",
     "quantization_block",
     "read_adapter_info",
@@ -74,8 +80,7 @@ def adapter_bytes(pairs: LoraPairs, *, alpha: float, quantization: str = "Q4_0")
         writer.add_type("adapter")
         writer.add_string("adapter.type", "lora")
         writer.add_float32("adapter.lora.alpha", float(alpha))
-        order = list(GGUF_MODULE_NAMES)
-        for layer, module in sorted(pairs, key=lambda k: (k[0], order.index(k[1]))):
+        for layer, module in sorted(pairs, key=peft_name_order):
             a, b = pairs[(layer, module)]
             base = f"blk.{layer}.{GGUF_MODULE_NAMES[module]}.weight"
             for suffix, matrix in (("lora_a", a), ("lora_b", b)):
@@ -95,6 +100,16 @@ def adapter_bytes(pairs: LoraPairs, *, alpha: float, quantization: str = "Q4_0")
         writer.write_tensors_to_file()
         writer.close()
         return path.read_bytes()
+
+
+_ATTENTION = frozenset({"q_proj", "k_proj", "v_proj", "o_proj"})
+
+
+def peft_name_order(key: tuple[int, str]) -> str:
+    """The sort key of a (layer, module) pair: its peft module name, compared as a string."""
+    layer, module = key
+    group = "self_attn" if module in _ATTENTION else "mlp"
+    return f"model.layers.{layer}.{group}.{module}."
 
 
 @dataclass(frozen=True)

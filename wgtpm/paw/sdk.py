@@ -25,6 +25,7 @@ offline=True)`` then needs no network.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -32,11 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import UsageError
-from .._fs import FileLock, replace_dir, sha256_file, temp_dir
+from .._fs import FileLock, replace_dir, sha256_file, temp_dir, write_atomic
 from ..build import BUNDLE_SUFFIX, module_artifact
 from ..deps import ModuleResolver, split_ref
 from ..kinds import PAW
-from .runtime import BaseModelFile, base_model_file
+from .runtime import BaseModelFile, ResolvedRuntime, RuntimeLookup, base_model_file
 from .shape import InterpreterShape
 from .validate import ValidProgram, validate_file
 
@@ -48,7 +49,10 @@ __all__ = [
     "install_base_model",
     "install_program",
     "sdk_cache_dir",
+    "sdk_runtime_lookups",
 ]
+
+DEFAULT_API_URL = "https://programasweights.com"
 
 
 def sdk_cache_dir() -> Path:
@@ -67,6 +71,76 @@ class InstalledProgram:
     changed: bool
 
 
+def sdk_runtime_lookups(root: Path) -> tuple[RuntimeLookup, RuntimeLookup | None]:
+    """The SDK's runtime sources: its cache's ``runtimes/`` folder, and the hub.
+
+    The hub is ``GET {PAW_API_URL}/api/v1/models/runtimes/{id}`` (``X-API-Key:
+    $PAW_API_KEY``), as ``programasweights.cache.fetch_runtime_manifest``
+    asks it; ``None`` when ``PAW_OFFLINE`` is set. A fetched manifest is saved
+    into ``runtimes/`` the way the SDK saves it.
+    """
+
+    def cached(runtime_id: str, version: int | None) -> Mapping[str, Any] | None:
+        folder = root / "runtimes"
+        names = (
+            [f"{runtime_id}.json", f"{runtime_id}.v1.json"]
+            if version is None
+            else [f"{runtime_id}.v{version}.json", f"{runtime_id}.json"]
+        )
+        for name in names:
+            path = folder / name
+            try:
+                if path.is_symlink() or not path.is_file():
+                    continue
+                value = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if isinstance(value, dict) and (
+                version is None or value.get("manifest_version") == version
+            ):
+                return value
+        return None
+
+    def fetch(runtime_id: str, version: int | None) -> Mapping[str, Any] | None:
+        import httpx
+
+        api = (os.environ.get("PAW_API_URL") or DEFAULT_API_URL).rstrip("/")
+        key = os.environ.get("PAW_API_KEY")
+        try:
+            response = httpx.get(
+                f"{api}/api/v1/models/runtimes/{runtime_id}",
+                headers={"X-API-Key": key} if key else {},
+                timeout=10.0,
+            )
+            if response.status_code != 200:
+                return None
+            value = response.json()
+        except (httpx.HTTPError, ValueError):
+            return None
+        if not isinstance(value, dict) or value.get("runtime_id") != runtime_id:
+            return None
+        from .runtime import normalize_runtime
+
+        normalized = normalize_runtime(value, expected_id=runtime_id)
+        if normalized is not None:
+            save_runtime_manifest(normalized, root)
+        return normalized
+
+    offline = os.environ.get("PAW_OFFLINE", "").strip().lower() in ("1", "true", "yes")
+    return cached, None if offline else fetch
+
+
+def save_runtime_manifest(manifest: Mapping[str, Any], root: Path) -> None:
+    """Write ``runtimes/{id}.v{n}.json`` and ``runtimes/{id}.json`` as the SDK does."""
+    data = (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode("utf-8")
+    rid, version = manifest["runtime_id"], manifest["manifest_version"]
+    with FileLock(root / ".locks" / "runtimes" / f"{rid}.lock"):
+        for name in (f"{rid}.v{version}.json", f"{rid}.json"):
+            path = root / "runtimes" / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, data)
+
+
 def install_program(
     bundle_path: Path,
     *,
@@ -74,18 +148,25 @@ def install_program(
     base_model: Path | None = None,
     shape: InterpreterShape | None = None,
 ) -> InstalledProgram:
-    """Validate the bundle at ``bundle_path`` and install it (and ``base_model``) into the SDK cache."""
+    """Validate the bundle at ``bundle_path`` and install it (and ``base_model``) into the SDK cache.
+
+    The runtime is resolved as the SDK resolves it (embedded, ``runtimes/``
+    of the cache, the hub, the SDK's table by interpreter); when it was not
+    embedded whole, ``meta.json`` is installed with the resolved runtime
+    filled in, as the SDK's ``download_paw`` does (``_hydrate_runtime_manifest``).
+    """
     root = cache_dir or sdk_cache_dir()
     if shape is None and base_model is not None:
         shape = _gguf_shape(base_model)
-    program = validate_file(bundle_path, shape=shape)
+    cached, fetch = sdk_runtime_lookups(root)
+    program = validate_file(bundle_path, shape=shape, cached=cached, fetch=fetch)
     base = base_model_file(program.runtime)
     assert base is not None  # the validator requires one
     installed_base = install_base_model(base_model, base, root) if base_model is not None else None
     changed = _install_program_dir(program, root)
     if installed_base is None:
         present = root / "base_models" / base.file
-        if present.is_file() and present.stat().st_size == base.size_bytes:
+        if present.is_file() and base.size_bytes in (None, present.stat().st_size):
             installed_base = present
     return InstalledProgram(
         program_id=program.program_id,
@@ -96,11 +177,29 @@ def install_program(
     )
 
 
+def installed_members(program: ValidProgram) -> dict[str, bytes]:
+    """The files the SDK keeps for ``program``: its members, ``meta.json`` hydrated when needed."""
+    members = dict(program.bundle.members)
+    meta = dict(program.bundle.meta)
+    runtime = ResolvedRuntime(dict(program.runtime), program.runtime_source)
+    if (
+        runtime.source != "embedded"
+        or meta.get("runtime") != runtime.manifest
+        or "runtime_id" not in meta
+        or "runtime_manifest_version" not in meta
+    ):
+        meta["runtime"] = runtime.manifest
+        meta.setdefault("runtime_id", runtime.manifest.get("runtime_id"))
+        meta.setdefault("runtime_manifest_version", runtime.manifest.get("manifest_version"))
+        members["meta.json"] = (json.dumps(meta, indent=2, sort_keys=True) + "\n").encode()
+    return members
+
+
 def _install_program_dir(program: ValidProgram, root: Path) -> bool:
     pid = program.program_id
     programs = root / "programs"
     destination = programs / pid
-    members = program.bundle.members
+    members = installed_members(program)
     with FileLock(root / ".locks" / "programs" / f"{pid}.lock"):
         if _same_files(destination, members):
             return False
@@ -133,7 +232,7 @@ def install_base_model(source: Path, base: BaseModelFile, cache_dir: Path | None
     models = root / "base_models"
     destination = models / base.file
     size = source.stat().st_size
-    if size != base.size_bytes:
+    if base.size_bytes is not None and size != base.size_bytes:
         raise UsageError(
             f"{source} is {size} bytes, not the base model {base.file} of the program's runtime "
             f"({base.size_bytes} bytes); pass the right file"
@@ -142,6 +241,7 @@ def install_base_model(source: Path, base: BaseModelFile, cache_dir: Path | None
         if (
             destination.is_file()
             and not destination.is_symlink()
+            and base.sha256 is not None
             and sha256_file(destination) == base.sha256
         ):
             return destination
@@ -151,12 +251,15 @@ def install_base_model(source: Path, base: BaseModelFile, cache_dir: Path | None
             tmp = tmp_dir / base.file
             digest = hashlib.sha256()
             with tmp.open("xb") as out, source.open("rb") as src:
+                if src.read(4) != b"GGUF":
+                    raise UsageError(f"{source} is not a GGUF file (no GGUF magic at the start)")
+                src.seek(0)
                 while block := src.read(1 << 20):
                     digest.update(block)
                     out.write(block)
                 out.flush()
                 os.fsync(out.fileno())
-            if digest.hexdigest() != base.sha256:
+            if base.sha256 is not None and digest.hexdigest() != base.sha256:
                 raise UsageError(
                     f"{source} has sha256 {digest.hexdigest()}, not {base.sha256} as the runtime's "
                     f"base model {base.file} must; it is another file"
@@ -166,15 +269,21 @@ def install_base_model(source: Path, base: BaseModelFile, cache_dir: Path | None
     return destination
 
 
-def find_base_model(meta: Mapping[str, Any], resolver: ModuleResolver) -> Path | None:
+def find_base_model(
+    meta: Mapping[str, Any],
+    resolver: ModuleResolver,
+    runtime: Mapping[str, Any] | None = None,
+) -> Path | None:
     """The runtime's base model among the build list's modules, or ``None``.
 
     Looked for where the bundle says it came from (a wgtpm-built bundle
     records the base model's module) and in ``hf.co/<repo>`` of the manifest;
     only modules already in the build list are opened.
     """
-    runtime = meta.get("runtime")
-    base = base_model_file(runtime) if isinstance(runtime, Mapping) else None
+    if runtime is None:
+        embedded = meta.get("runtime")
+        runtime = embedded if isinstance(embedded, Mapping) else None
+    base = base_model_file(runtime) if runtime is not None else None
     if base is None:
         return None
     candidates: list[tuple[str, str]] = []
@@ -188,7 +297,7 @@ def find_base_model(meta: Mapping[str, Any], resolver: ModuleResolver) -> Path |
     for module, file in candidates:
         if module in available:
             path = resolver.module(module).dir / file
-            if path.is_file() and path.stat().st_size == base.size_bytes:
+            if path.is_file() and base.size_bytes in (None, path.stat().st_size):
                 return path
     return None
 
@@ -214,11 +323,12 @@ def install_artifact(
     ref: str, resolver: ModuleResolver, *, cache_dir: Path | None = None
 ) -> InstalledProgram:
     """Install the program ``MODULE/ARTIFACT`` of the build list, with its base model when that is there too."""
-    from .bundle import read_bundle
-
     path = artifact_file(ref, resolver)
-    base = find_base_model(read_bundle(path).meta, resolver)
-    return install_program(path, cache_dir=cache_dir, base_model=base)
+    root = cache_dir or sdk_cache_dir()
+    cached, fetch = sdk_runtime_lookups(root)
+    program = validate_file(path, cached=cached, fetch=fetch)
+    base = find_base_model(program.bundle.meta, resolver, program.runtime)
+    return install_program(path, cache_dir=root, base_model=base)
 
 
 def _gguf_shape(path: Path) -> InterpreterShape | None:

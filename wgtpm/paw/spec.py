@@ -7,7 +7,9 @@ key (the values shown for ``[teacher]`` and ``[recipe]`` are the defaults)::
     Classify a support message as "immediate" or "wait". Reply with the one word.
     '''
     # spec_file = "triage.md"           # instead of spec
-    # pseudo_program = "..."            # text the prompt is rendered from; default: the spec; "" for none
+    # pseudo_program = "..."            # with lora_init = "random": the text the prompt is rendered
+                                        # from; default: the spec; "" for none. With "mapper" the PAW
+                                        # compiler writes it.
     interpreter = "hf.co/Qwen/Qwen3-0.6B" # a module of the build list, or "./dir" (Hugging Face format)
     examples = "triage.jsonl"           # {"input", "output"} per line; and/or [teacher]
 
@@ -23,6 +25,7 @@ key (the values shown for ``[teacher]`` and ``[recipe]`` are the defaults)::
     timeout = 240.0
 
     [recipe]
+    target_examples = 4800              # examples per epoch, shared among the pools by size
     steps = 100
     batch_size = 48
     micro_batch_size = 48               # must divide batch_size
@@ -31,6 +34,8 @@ key (the values shown for ``[teacher]`` and ``[recipe]`` are the defaults)::
     warmup = 0.0                        # fraction of steps
     lora_rank = 64
     lora_alpha = 16.0
+    lora_init = "mapper"                # start from the PAW compiler's adapter ($PAW_API_KEY), or "random"
+    base_compiler = "paw-4b-qwen3-0.6b" # the PAW compiler asked for the mapper and pseudo-program
     target_modules = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
     max_length = 2048
     loss_chunk_size = 128               # output tokens per chunk of the vocabulary projection
@@ -83,15 +88,20 @@ __all__ = [
     "TeacherSpec",
     "load_spec",
     "parse_spec",
+    "recipe_problems",
 ]
 
 DEVICES = ("auto", "cpu", "cuda", "mps")
+LORA_INITS = ("mapper", "random")
+#: compile-by-training refuses shorter specs.
+MIN_SPEC_CHARS = 10
 
 
 @dataclass(frozen=True)
 class Recipe:
     """How the LoRA is trained and stored; the defaults are those of PAW's compile-by-training."""
 
+    target_examples: int = 4800
     steps: int = 100
     batch_size: int = 48
     micro_batch_size: int = 48
@@ -100,6 +110,7 @@ class Recipe:
     warmup: float = 0.0
     lora_rank: int = 64
     lora_alpha: float = 16.0
+    lora_init: str = "mapper"
     target_modules: tuple[str, ...] = TARGET_MODULES
     max_length: int = 2048
     loss_chunk_size: int = 128
@@ -107,6 +118,7 @@ class Recipe:
     seed: int = 0
     device: str = "auto"
     quantization: str = "Q4_0"
+    base_compiler: str = "paw-4b-qwen3-0.6b"
 
     def identity(self) -> dict[str, Any]:
         """The recipe as recorded in the bundle and hashed into the program ID (``device`` left out)."""
@@ -170,6 +182,7 @@ class PawSpec:
     teacher: TeacherSpec | None = None
     recipe: Recipe = field(default_factory=Recipe)
     runtime: RuntimeSpec = field(default_factory=RuntimeSpec)
+    pseudo_program_given: bool = False
 
     def local_path(self, ref: str) -> Path | None:
         """``ref`` as a path when it is one (``./``, ``../`` or ``/`` first), else ``None`` (a module)."""
@@ -229,7 +242,15 @@ def parse_spec(text: str, path: Path) -> PawSpec:
         teacher=_read_teacher(doc, checker),
         recipe=_read_recipe(doc, checker),
         runtime=_read_runtime(doc, checker),
+        pseudo_program_given="pseudo_program" in doc,
     )
+    if spec_obj.pseudo_program_given and spec_obj.recipe.lora_init == "mapper":
+        checker.error(
+            "",
+            "pseudo_program",
+            'the PAW compiler writes the pseudo-program when recipe.lora_init = "mapper"; '
+            'remove pseudo_program or set lora_init = "random"',
+        )
     checker.unknown(doc, "", _TOP_KEYS)
     if not spec_obj.interpreter:
         checker.error(
@@ -252,13 +273,20 @@ def _read_spec_text(doc: Mapping[str, Any], checker: _Checker, path: Path) -> st
     if "spec_file" in doc:
         ref = checker.string(doc, "", "spec_file", default="")
         try:
-            return (path.parent / ref).read_text(encoding="utf-8").strip()
+            text = (path.parent / ref).read_text(encoding="utf-8").strip()
         except (OSError, UnicodeDecodeError) as exc:
             checker.error("", "spec_file", f"cannot read {ref}: {exc}")
             return ""
+        if len(text) < MIN_SPEC_CHARS:
+            checker.error(
+                "", "spec_file", f"{ref}: must contain at least {MIN_SPEC_CHARS} characters"
+            )
+        return text
     spec = checker.string(doc, "", "spec", default="").strip()
     if not spec:
         checker.error("", "spec", 'missing: describe what the program does, spec = "..."')
+    elif len(spec) < MIN_SPEC_CHARS:
+        checker.error("", "spec", f"must contain at least {MIN_SPEC_CHARS} characters")
     return spec
 
 
@@ -332,10 +360,19 @@ def _read_recipe(doc: Mapping[str, Any], checker: _Checker) -> Recipe:
 
 
 def _check_recipe(r: Recipe, checker: _Checker) -> None:
-    def bad(key: str, message: str) -> None:
+    for key, message in recipe_problems(r):
         checker.error("recipe", key, message)
 
+
+def recipe_problems(r: Recipe) -> list[tuple[str, str]]:
+    """Every rule ``r`` breaks, as (recipe key, message); compile.py's rules and wgtpm's."""
+    out: list[tuple[str, str]] = []
+
+    def bad(key: str, message: str) -> None:
+        out.append((key, message))
+
     for key in (
+        "target_examples",
         "steps",
         "batch_size",
         "micro_batch_size",
@@ -353,6 +390,12 @@ def _check_recipe(r: Recipe, checker: _Checker) -> None:
         bad("warmup", "is a fraction of the steps, in [0, 1)")
     if r.lora_alpha <= 0:
         bad("lora_alpha", "must be positive")
+    if r.lora_init not in LORA_INITS:
+        bad("lora_init", f"{r.lora_init!r} is not one of {', '.join(LORA_INITS)}")
+    if not r.target_modules or not set(r.target_modules) <= set(TARGET_MODULES):
+        bad(
+            "target_modules", f"want a non-empty list of distinct names from {list(TARGET_MODULES)}"
+        )
     if r.device not in DEVICES:
         bad("device", f"{r.device!r} is not one of {', '.join(DEVICES)}")
     if r.quantization not in QUANTIZATIONS:
@@ -363,6 +406,7 @@ def _check_recipe(r: Recipe, checker: _Checker) -> None:
             "lora_rank",
             f'{r.lora_rank} is not a multiple of {block}, which {r.quantization} needs; use 32, 64, ... or quantization = "F16"',
         )
+    return out
 
 
 def _read_runtime(doc: Mapping[str, Any], checker: _Checker) -> RuntimeSpec:

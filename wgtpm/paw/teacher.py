@@ -5,8 +5,18 @@ follow the spec, with a fixed seed (the recipe's seed plus the call's index),
 so the same spec asks the same questions. Calls run ``concurrency`` at a time
 and their answers are assembled in call order, never in completion order.
 A call is retried (with exponential backoff) on HTTP 408/409/425/429/5xx,
-network errors and answers that are not the JSON asked for; other HTTP errors
-stop the build at once with what to fix.
+network errors, answers that are not the JSON asked for and answers with
+fewer than ``examples_per_call`` examples (compile-by-training's rule: a
+short answer is not a success; a longer one is cut to ``examples_per_call``);
+other HTTP errors stop the build at once with what to fix. A call whose
+answers stay short is replaced by a call with the next seed, at most
+``max(16, calls needed)`` times per model. The examples are read from the
+key ``examples``, ``data`` or ``items`` of the answer, the first holding a list.
+
+The API key is ``$api_key_env`` (default ``OPENAI_API_KEY``), else
+``$TEACHER_API_KEY``; ``$TEACHER_API_URL`` replaces the default url. Without
+a key, a build goes on only when every answer it needs is cached
+(:func:`preflight`, run before any work).
 
 Answers are cached by content: the sha256 of the canonical request (model,
 messages, temperature, seed, response format, prompt version), under
@@ -36,17 +46,21 @@ from .._report import SILENT, Reporter
 from .examples import Example
 from .spec import TeacherModel, TeacherSpec
 
-__all__ = ["PROMPT_VERSION", "default_cache_dir", "synthesize"]
+__all__ = ["DEFAULT_URL", "PROMPT_VERSION", "default_cache_dir", "preflight", "synthesize"]
 
-PROMPT_VERSION = "wgtpm-teacher/1"
+DEFAULT_URL = "https://api.openai.com/v1"
+
+#: compile-by-training's teacher prompt, word for word, and its version.
+PROMPT_VERSION = "T1S4-v1-2026-05-10"
 _SYSTEM = (
-    "You write small supervised datasets for finetuning a small language model to follow a "
-    'task specification. Answer with one JSON object whose key "examples" holds a list of '
-    'objects with the string keys "input" and "output". Nothing else.'
+    "You synthesize tiny supervised datasets for finetuning small language "
+    "models from a natural-language task specification. Return strict JSON "
+    "with a top-level key 'examples'. Each example must be an object with "
+    "string keys 'input' and 'output'."
 )
 _USER = (
-    "Write {n} varied examples (input, and the exact output the specification demands) for "
-    "this specification.\n\n<specification>\n{spec}\n</specification>"
+    "Generate {n} diverse (input, output) example pairs that follow this "
+    "specification.\n\n[SPEC]\n{spec}\n[END_SPEC]"
 )
 _RETRY_STATUS = frozenset({408, 409, 425, 429})
 
@@ -69,12 +83,39 @@ def synthesize(
     cache_dir: Path,
     reporter: Reporter = SILENT,
     transport: httpx.BaseTransport | None = None,
+    offline: bool = False,
 ) -> list[Example]:
     """The examples of every teacher model, in the order the models are listed.
 
     After each wave of calls, ``reporter.notice`` gets ``teacher MODEL: N/M examples``.
     """
-    key = os.environ.get(teacher.api_key_env, "")
+    return [
+        e
+        for pool in synthesize_pools(
+            spec_text,
+            teacher,
+            seed=seed,
+            cache_dir=cache_dir,
+            reporter=reporter,
+            transport=transport,
+            offline=offline,
+        )
+        for e in pool
+    ]
+
+
+def synthesize_pools(
+    spec_text: str,
+    teacher: TeacherSpec,
+    *,
+    seed: int,
+    cache_dir: Path,
+    reporter: Reporter = SILENT,
+    transport: httpx.BaseTransport | None = None,
+    offline: bool = False,
+) -> list[list[Example]]:
+    """The examples of each teacher model (one pool per model, in the order listed)."""
+    key = api_key(teacher)
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     limits = httpx.Limits(max_connections=teacher.concurrency)
     with (
@@ -85,11 +126,47 @@ def synthesize(
             max_workers=teacher.concurrency, thread_name_prefix="wgtpm-teacher"
         ) as pool,
     ):
-        caller = _Caller(client, pool, spec_text, teacher, seed, cache_dir)
-        out: list[Example] = []
-        for model in teacher.models:
-            out += caller.collect(model, reporter)
-    return out
+        caller = _Caller(client, pool, spec_text, teacher, seed, cache_dir, offline)
+        return [caller.collect(model, reporter) for model in teacher.models]
+
+
+def api_key(teacher: TeacherSpec) -> str:
+    """``$api_key_env``, else ``$TEACHER_API_KEY``, else ``""``."""
+    return os.environ.get(teacher.api_key_env) or os.environ.get("TEACHER_API_KEY") or ""
+
+
+def teacher_url(teacher: TeacherSpec) -> str:
+    """The endpoint's base url: the spec's, with ``$TEACHER_API_URL`` replacing the default."""
+    if teacher.url == DEFAULT_URL and os.environ.get("TEACHER_API_URL"):
+        return os.environ["TEACHER_API_URL"]
+    return teacher.url
+
+
+def preflight(spec_text: str, teacher: TeacherSpec, *, seed: int, cache_dir: Path) -> bool:
+    """Check, before any work, that synthesis can run; ``True`` when it needs no network.
+
+    Without an API key every answer must be in the cache; otherwise a
+    :class:`BuildError` names the variables to set and the uncached models.
+    """
+    if api_key(teacher):
+        return False
+    missing = []
+    for model in teacher.models:
+        one = TeacherSpec(**{**teacher.__dict__, "models": (model,)})
+        try:
+            synthesize(spec_text, one, seed=seed, cache_dir=cache_dir, offline=True)
+        except _NotCached:
+            missing.append(model.name)
+    if missing:
+        raise BuildError(
+            f"set {teacher.api_key_env} (or TEACHER_API_KEY) for teacher synthesis; "
+            f"no complete cache for {', '.join(missing)}"
+        )
+    return True
+
+
+class _NotCached(BuildError):
+    """An answer that is not in the cache, in offline mode."""
 
 
 class _Caller:
@@ -101,19 +178,22 @@ class _Caller:
         teacher: TeacherSpec,
         seed: int,
         cache_dir: Path,
+        offline: bool = False,
     ) -> None:
+        self.offline = offline
         self.client = client
         self.pool = pool
         self.spec_text = spec_text
         self.teacher = teacher
         self.seed = seed
         self.cache_dir = cache_dir
-        self.endpoint = teacher.url.rstrip("/") + "/chat/completions"
+        self.endpoint = teacher_url(teacher).rstrip("/") + "/chat/completions"
 
     def collect(self, model: TeacherModel, reporter: Reporter) -> list[Example]:
         """``model.examples`` distinct (by input) examples from ``model``, in call order."""
         per_call = self.teacher.examples_per_call
-        budget = 2 * math.ceil(model.examples / per_call) + 8
+        needed = math.ceil(model.examples / per_call)
+        budget = needed + max(16, needed)
         examples: list[Example] = []
         inputs: set[str] = set()
         index = 0
@@ -158,6 +238,8 @@ class _Caller:
         cached = self._cache_read(key)
         if cached is not None:
             return cached
+        if self.offline:
+            raise _NotCached(f"teacher {model}: call {index} is not cached")
         reason = ""
         for attempt in range(self.teacher.retries + 1):
             if attempt:
@@ -176,10 +258,17 @@ class _Caller:
                     f"{response.text[:200]!r}; check the url, the model name and ${self.teacher.api_key_env}"
                 )
             examples = parse_answer(response.content)
-            if examples:
+            if len(examples) >= self.teacher.examples_per_call:
+                examples = examples[: self.teacher.examples_per_call]
                 self._cache_write(key, examples)
                 return examples
-            reason = "the answer held no JSON examples"
+            reason = (
+                f"the answer held {len(examples)} of {self.teacher.examples_per_call} examples"
+                if examples
+                else "the answer held no JSON examples"
+            )
+        if reason.startswith("the answer held") and reason != "the answer held no JSON examples":
+            return []  # short answers: the call is replaced by one with the next seed
         raise BuildError(
             f"teacher {model}: call {index} failed {self.teacher.retries + 1} times (last: {reason}); "
             f"is {self.endpoint} up? raise [teacher] retries to wait longer"
@@ -225,7 +314,9 @@ def parse_answer(body: bytes) -> list[Example]:
 
 def _examples_of(value: Any) -> list[Example]:
     if isinstance(value, dict):
-        value = value.get("examples")
+        value = next(
+            (value[k] for k in ("examples", "data", "items") if isinstance(value.get(k), list)), []
+        )
     if not isinstance(value, list):
         return []
     return [

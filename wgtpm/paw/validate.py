@@ -37,7 +37,14 @@ from typing import Any
 from .adapter_format import QUANTIZATIONS, TENSOR_NAME_RE
 from .bundle import MIN_ADAPTER_BYTES, Bundle, BundleError, read_bundle
 from .identity import ID_SCHEME, program_id
-from .runtime import INPUT_PLACEHOLDER, known_shape, runtime_problems
+from .runtime import (
+    INPUT_PLACEHOLDER,
+    RuntimeLookup,
+    known_shape,
+    normalize_runtime,
+    resolve_runtime,
+    runtime_problems,
+)
 from .shape import GGUF_MODULE_NAMES, InterpreterShape
 
 __all__ = ["AdapterSummary", "ValidProgram", "check_bundle", "validate_file"]
@@ -68,13 +75,26 @@ class ValidProgram:
     adapter: AdapterSummary
     shape: InterpreterShape
     shape_source: str
+    runtime_source: str = "embedded"
 
 
 def validate_file(
-    path: Path, *, shape: InterpreterShape | None = None, expected_id: str | None = None
+    path: Path,
+    *,
+    shape: InterpreterShape | None = None,
+    expected_id: str | None = None,
+    cached: RuntimeLookup | None = None,
+    fetch: RuntimeLookup | None = None,
 ) -> ValidProgram:
     """Read and check the bundle at ``path``; raises :class:`BundleError` listing every problem."""
-    return check_bundle(read_bundle(path), source=str(path), shape=shape, expected_id=expected_id)
+    return check_bundle(
+        read_bundle(path),
+        source=str(path),
+        shape=shape,
+        expected_id=expected_id,
+        cached=cached,
+        fetch=fetch,
+    )
 
 
 def check_bundle(
@@ -83,13 +103,32 @@ def check_bundle(
     source: str,
     shape: InterpreterShape | None = None,
     expected_id: str | None = None,
+    cached: RuntimeLookup | None = None,
+    fetch: RuntimeLookup | None = None,
 ) -> ValidProgram:
-    """Check the members of an already read bundle (see the module docstring)."""
+    """Check the members of an already read bundle (see the module docstring).
+
+    The runtime is resolved as the SDK resolves it (:func:`~wgtpm.paw.runtime.resolve_runtime`):
+    embedded, then ``cached``, then ``fetch`` (the hub), then the SDK's table by interpreter.
+    """
     problems: list[str] = []
     meta = _meta_object(bundle, problems)
     problems += _meta_problems(meta, expected_id)
+    runtime: Mapping[str, Any] = {}
+    runtime_source = ""
+    if meta and not problems:
+        resolved = resolve_runtime(meta, cached=cached, fetch=fetch)
+        if resolved is None:
+            problems += _unresolved(meta)
+        elif resolved.manifest["local_sdk"].get("supported") is not True:
+            problems.append(
+                "meta.json: runtime.local_sdk.supported: must be true for the SDK to run the "
+                "program locally"
+            )
+        else:
+            runtime, runtime_source = resolved.manifest, resolved.source
     problems += _text_problems(bundle)
-    base_shape, shape_source = _base_shape(meta, shape, problems)
+    base_shape, shape_source = _base_shape(meta, runtime, shape, problems)
     summary = _adapter_problems(bundle.adapter, base_shape, meta, problems)
     if not problems:
         problems += _identity_problems(bundle, meta)
@@ -98,11 +137,26 @@ def check_bundle(
     return ValidProgram(
         bundle=bundle,
         program_id=meta["program_id"],
-        runtime=meta["runtime"],
+        runtime=runtime,
         adapter=summary,
         shape=base_shape,
         shape_source=shape_source,
+        runtime_source=runtime_source,
     )
+
+
+def _unresolved(meta: Mapping[str, Any]) -> list[str]:
+    """Why no runtime serves ``meta``: the embedded manifest's problems, or what was looked for."""
+    embedded = meta.get("runtime")
+    if isinstance(embedded, Mapping) and embedded:
+        found = runtime_problems(embedded, interpreter=meta.get("interpreter"))
+        if found:
+            return found
+    return [
+        "meta.json: runtime: no runtime manifest serves this program: none embedded, none "
+        f"cached or on the hub for runtime_id {meta.get('runtime_id')!r}, and the SDK has no "
+        f"built-in runtime for interpreter {meta.get('interpreter')!r}"
+    ]
 
 
 def _meta_object(bundle: Bundle, problems: list[str]) -> Mapping[str, Any]:
@@ -139,9 +193,13 @@ def _meta_problems(meta: Mapping[str, Any], expected_id: str | None) -> list[str
             f"meta.json: runtime_id {rid!r} differs from the embedded runtime's {runtime.get('runtime_id')!r}"
         )
     version = meta.get("runtime_manifest_version")
-    if version is not None and version != 1:
+    if version is not None and (version != 1 or isinstance(version, bool)):
         problems.append(f"meta.json: runtime_manifest_version {version!r} is not 1 (text programs)")
-    problems += runtime_problems(runtime, interpreter=interpreter)
+    if runtime not in (None, {}) and normalize_runtime(runtime) is None:
+        # The SDK refuses a program whose embedded runtime is malformed (validate_program_assets_dir).
+        problems += runtime_problems(runtime, require_local_model=False) or [
+            "meta.json: runtime: not a runtime manifest the SDK accepts"
+        ]
     return problems
 
 
@@ -164,7 +222,10 @@ def _text_problems(bundle: Bundle) -> list[str]:
 
 
 def _base_shape(
-    meta: Mapping[str, Any], given: InterpreterShape | None, problems: list[str]
+    meta: Mapping[str, Any],
+    runtime: Mapping[str, Any],
+    given: InterpreterShape | None,
+    problems: list[str],
 ) -> tuple[InterpreterShape | None, str]:
     recorded: InterpreterShape | None = None
     build = meta.get("compile_by_training")
@@ -173,19 +234,20 @@ def _base_shape(
             recorded = InterpreterShape.from_json(build["interpreter_shape"])
         except ValueError as exc:
             problems.append(f"meta.json: compile_by_training.interpreter_shape: {exc}")
-    pinned = known_shape(meta.get("runtime_id"))
+    rid = runtime.get("runtime_id", meta.get("runtime_id"))
+    pinned = known_shape(rid)
     if pinned is not None and recorded is not None and recorded != pinned:
         problems.append(
             f"meta.json: compile_by_training.interpreter_shape ({recorded.describe()}) is not the "
-            f"shape of runtime {meta.get('runtime_id')}'s base model ({pinned.describe()})"
+            f"shape of runtime {rid}'s base model ({pinned.describe()})"
         )
     if given is not None:
         return given, "given"
     if pinned is not None:
-        return pinned, f"runtime {meta.get('runtime_id')}"
+        return pinned, f"runtime {rid}"
     if recorded is not None:
         return recorded, "meta.json"
-    if not meta:
+    if not meta or not runtime:
         return None, ""  # meta.json's own problem says enough
     problems.append(
         "adapter.gguf: cannot check the adapter against its base model: the runtime is not one "
@@ -332,7 +394,7 @@ def _identity_problems(bundle: Bundle, meta: Mapping[str, Any]) -> list[str]:
         pseudo_program=bundle.pseudo_program,
         recipe=recipe,
         interpreter=meta["interpreter"],
-        runtime=meta["runtime"],
+        runtime=meta.get("runtime") or {},
         adapter_sha256=adapter_sha,
     )
     if want != meta["program_id"]:
