@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import functools
 import hashlib
 import os
 import queue
@@ -31,10 +32,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Protocol
 from urllib.parse import unquote, urlsplit
 
-from . import dirhash
+from . import _interrupt, dirhash
 from . import index as _index
 from ._errors import CacheError, FetchError, NotFoundError, VerifyError, WgtpmError
-from ._report import SILENT, Reporter
+from ._report import SILENT, Reporter, end, human_size
 from ._retry import Backoff
 from .cache import Cache
 from .sources import FileRequest, RevInfo, Source
@@ -110,6 +111,14 @@ class Fetcher:
         self._http_factory = http
         self._http: HttpClient | None = None
         self._http_lock = threading.Lock()
+        self._done: dict[str, int] = {}  # label -> bytes reported, for "N of M kept"
+        self._done_lock = threading.Lock()
+
+    def _advance(self, label: str, n: int) -> None:
+        if n:
+            with self._done_lock:
+                self._done[label] = self._done.get(label, 0) + n
+            self.progress.advance(label, n)
 
     def http(self) -> HttpClient:
         """The one HTTP client of this fetcher, made on first use by whichever download
@@ -205,34 +214,39 @@ class Fetcher:
             tree.mkdir(parents=True, exist_ok=True)
             return tree
         label = f"{path}@{version}"
-        self.progress.start(label, sum(e.size for e in missing))
+        total = sum(e.size for e in missing)
+        self.progress.start(label, total)
+        ok = False
         try:
-            jobs = max(1, min(self.opts.jobs, len(missing)))
-            if jobs == 1:
-                for e in missing:
-                    self._fetch_file(path, version, e, label)
-            else:
-                from concurrent.futures import ThreadPoolExecutor
-
-                with ThreadPoolExecutor(jobs) as pool:
-                    for f in [
-                        pool.submit(self._fetch_file, path, version, e, label) for e in missing
-                    ]:
-                        f.result()
+            _run_all(
+                [functools.partial(self._fetch_file, path, version, e, label) for e in missing],
+                max(1, min(self.opts.jobs, len(missing))),
+            )
+            ok = True
+        except KeyboardInterrupt:
+            with self._done_lock:
+                done = min(total, self._done.get(label, 0))
+            self.progress.notice(
+                f"interrupted: {label}: {human_size(done)} of {human_size(total)} kept for resuming"
+            )
+            raise
         finally:
-            self.progress.finish(label)
+            with self._done_lock:
+                self._done.pop(label, None)
+            end(self.progress, label, ok)
         tree.mkdir(parents=True, exist_ok=True)
         return tree
 
     def _fetch_file(self, path: str, version: str, e: _index.IndexEntry, label: str) -> None:
+        _interrupt.check()
         if not self.cache.has_blob(e.sha256):
             with self.cache.file_lock(e.sha256):
                 if not self.cache.has_blob(e.sha256):
                     self._download_blob(path, version, e, label)
                 else:
-                    self.progress.advance(label, e.size)
+                    self._advance(label, e.size)
         else:
-            self.progress.advance(label, e.size)
+            self._advance(label, e.size)
         self.cache.link(path, version, e.path, e.sha256)
 
     def _download_blob(self, path: str, version: str, e: _index.IndexEntry, label: str) -> None:
@@ -285,6 +299,7 @@ class Fetcher:
                     part.close()
                 return resumed
             except (FetchError, _Cut) as exc:
+                _interrupt.check()  # a connection cut by Ctrl-C is not worth a retry
                 if policy.last(attempt):
                     raise FetchError(
                         path,
@@ -292,7 +307,11 @@ class Fetcher:
                         f"downloading {e.path}: {exc} (gave up after {attempt + 1} tries; "
                         "run the command again to resume)",
                     ) from exc
-                policy.sleep(attempt)
+                self.progress.notice(
+                    f"{path}@{version}: {e.path}: {exc}; resuming "
+                    f"(try {attempt + 2} of {policy.attempts})"
+                )
+                _interrupt.sleep(policy.wait_for(attempt) or 0.0)
                 attempt += 1
             except OSError as exc:
                 from .cache import _disk_error
@@ -304,9 +323,9 @@ class Fetcher:
     ) -> None:
         # bytes the source already holds; like a resumed download, they are hashed from the start
         rest = body[part.have :]
-        self.progress.advance(label, part.have)
+        self._advance(label, part.have)
         part.write(rest, path, version, e)
-        self.progress.advance(label, len(rest))
+        self._advance(label, len(rest))
 
     def _copy_local(
         self, url: str, part: _Partial, path: str, version: str, e: _index.IndexEntry, label: str
@@ -318,10 +337,11 @@ class Fetcher:
             raise NotFoundError(path, version, f"{e.path}: not in the file tree ({src})") from exc
         with fin:
             fin.seek(part.have)
-            self.progress.advance(label, part.have)
+            self._advance(label, part.have)
             while chunk := fin.read(CHUNK):
+                _interrupt.check()
                 part.write(chunk, path, version, e)
-                self.progress.advance(label, len(chunk))
+                self._advance(label, len(chunk))
 
     def _stream_http(
         self,
@@ -350,11 +370,12 @@ class Fetcher:
                 ):
                     part.restart()
                     raise _Cut("the server answered a different range; restarting")
-                self.progress.advance(label, part.have)
+                self._advance(label, part.have)
                 since, got = time.monotonic(), 0
                 for chunk in resp.iter_bytes():
+                    _interrupt.check()
                     part.write(chunk, path, version, e)
-                    self.progress.advance(label, len(chunk))
+                    self._advance(label, len(chunk))
                     got += len(chunk)
                     elapsed = time.monotonic() - since
                     if elapsed >= self.opts.rate_window:
@@ -407,6 +428,7 @@ class _Partial:
             if self.path.exists():
                 with open(self.path, "rb") as f:
                     while chunk := f.read(CHUNK):
+                        _interrupt.check()
                         self.h.update(chunk)
                         self.have += len(chunk)
         self._f = open(self.path, "ab")
@@ -510,6 +532,58 @@ class _Partial:
             self.path.unlink()
         self.h = hashlib.sha256()
         self.have = 0
+
+
+def _run_all(tasks: list[Callable[[], None]], jobs: int) -> None:
+    """Run ``tasks`` on ``jobs`` daemon threads; return when all are done, raise the first error.
+
+    Daemon threads, and a wait that wakes for Ctrl-C: an interrupted command
+    returns (and exits) at once, even while a thread is still blocked on a
+    server that sends nothing; the threads stop at their next chunk (partial
+    files on disk are only ever appended to, so wherever a thread stops, what
+    is there resumes). After the first error no new task starts.
+    """
+    if not tasks:
+        return
+    todo: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+    for t in tasks:
+        todo.put(t)
+    errors: list[BaseException] = []
+    left = [len(tasks)]
+    done = threading.Event()
+    lock = threading.Lock()
+
+    def worker() -> None:
+        while True:
+            try:
+                task = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                if not errors:
+                    task()
+            except BaseException as exc:  # handed to the waiting thread
+                with lock:
+                    errors.append(exc)
+            finally:
+                with lock:
+                    left[0] -= 1
+                    if left[0] == 0 or errors:
+                        done.set()
+
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(jobs)]
+    for th in threads:
+        th.start()
+    while not done.wait(0.1):
+        if _interrupt.CANCEL.is_set():
+            # give the threads a moment to stop at their next chunk and close their files
+            done.wait(0.5)
+            raise _interrupt.Interrupted()
+    if errors:
+        if not _interrupt.CANCEL.is_set():
+            for th in threads:  # nothing may still write once the caller goes on
+                th.join()
+        raise errors[0]
 
 
 class _Cut(WgtpmError):

@@ -351,6 +351,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
+        self.server.owner._connected()
         # Headers and body leave in separate writes: without TCP_NODELAY, Nagle's algorithm
         # holds the body back until the client's delayed ACK (40 ms on Linux), per response.
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -448,6 +449,7 @@ class LoopbackServer:
     every request; ``faults`` misbehave on purpose (see :class:`Fault`).
     ``latency`` is slept before answering each request (a far-away server),
     by the request's own thread, so that requests in parallel wait in parallel.
+    ``connections`` counts the TCP connections accepted.
     """
 
     name = "server"
@@ -459,6 +461,13 @@ class LoopbackServer:
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.RLock()
+        self._count_lock = threading.Lock()
+        #: TCP connections accepted so far (a client that keeps connections alive opens few).
+        self.connections = 0
+
+    def _connected(self) -> None:
+        with self._count_lock:
+            self.connections += 1
 
     # lifecycle
 
