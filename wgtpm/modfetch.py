@@ -46,7 +46,12 @@ if TYPE_CHECKING:
 __all__ = ["FetchOptions", "Fetcher", "SumChecker", "matches"]
 
 CHUNK = 1 << 20
-SYNC_EVERY = 64 << 20  # bytes written between fsyncs of a download
+#: Bytes written between background fsyncs of a large download, so that the fsync
+#: before the rename (on the critical path) has at most this much left to flush.
+SYNC_EVERY = 8 << 20
+#: Files up to this size are written and hashed by the receiving thread itself: a
+#: writer thread (overlapping hashing with receiving) pays off only for large files.
+INLINE_MAX = 4 << 20
 QUEUE_CHUNKS = 512  # received chunks that may wait for the writer (about 32 MiB)
 MOD_SUFFIX = "/wgt.mod"
 
@@ -399,9 +404,13 @@ class _Partial:
     """A partial download: the file, how much of it there is, and the hash of that much.
 
     A previous attempt's bytes (from this process or a killed one) are kept
-    and hashed once, so the download resumes where it stopped. Writing and
-    hashing run on a second thread (hashlib and file writes release the GIL),
-    so receiving the next bytes overlaps with hashing the last ones.
+    and hashed once, so the download resumes where it stopped. For a file over
+    :data:`INLINE_MAX`, writing and hashing run on a second thread (hashlib and
+    file writes release the GIL), so receiving the next bytes overlaps with
+    hashing the last ones, and over :data:`SYNC_EVERY` a third one pushes the
+    written bytes to disk as they come, so that the fsync in :meth:`close`
+    (before the file may be renamed into place) has little left to wait for.
+    Smaller files are written and hashed inline: no threads to start.
     """
 
     def __init__(self, path: Path, size: int) -> None:
@@ -460,10 +469,12 @@ class _Partial:
                 os.fdatasync(fd)
 
     def _start(self) -> None:
+        if self.size - self.have <= INLINE_MAX:
+            return  # write() writes and hashes itself
         self._q = queue.Queue(maxsize=QUEUE_CHUNKS)
         self._worker = threading.Thread(target=self._drain, daemon=True)
         self._worker.start()
-        if hasattr(os, "fdatasync"):
+        if self.size - self.have > SYNC_EVERY and hasattr(os, "fdatasync"):
             self._sync_q = queue.Queue(maxsize=1)
             self._syncer = threading.Thread(target=self._sync, daemon=True)
             self._syncer.start()
@@ -482,8 +493,12 @@ class _Partial:
                 version,
                 f"{e.path}: the source sends more than the {e.size} bytes the index lists",
             )
-        assert self._q is not None
-        self._q.put(chunk)
+        if self._q is None:
+            assert self._f is not None
+            self._f.write(chunk)
+            self.h.update(chunk)
+        else:
+            self._q.put(chunk)
         self.have += len(chunk)
 
     def restart(self) -> None:
@@ -500,10 +515,12 @@ class _Partial:
             self._q.put(None)
             self._worker.join()
             self._worker = None
+        self._q = None
         if self._syncer is not None and self._sync_q is not None:
             self._sync_q.put(None)
             self._syncer.join()
             self._syncer = None
+        self._sync_q = None
 
     def close(self) -> None:
         self._stop()
