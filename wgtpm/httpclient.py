@@ -378,7 +378,7 @@ class HttpClient:
             timeout=httpx.Timeout(self.opts.timeout, connect=min(10.0, self.opts.timeout)),
             transport=transport,
             headers={"User-Agent": self.opts.user_agent},
-            limits=httpx.Limits(max_connections=64, max_keepalive_connections=32),
+            limits=httpx.Limits(max_connections=64, max_keepalive_connections=64),
         )
         self._watch = _Watch(self.opts)
 
