@@ -53,6 +53,11 @@ SYNC_EVERY = 8 << 20
 #: writer thread (overlapping hashing with receiving) pays off only for large files.
 INLINE_MAX = 4 << 20
 QUEUE_CHUNKS = 512  # received chunks that may wait for the writer (about 32 MiB)
+#: Files at least this large come as parallel ranges from a server that honours Range
+#: (one connection is often capped well below the line's speed).
+RANGED_MIN = 16 << 20
+#: The smallest range (ranges are whole MiB; ``FetchOptions.ranges`` at most per file).
+RANGE_MIN = 4 << 20
 MOD_SUFFIX = "/wgt.mod"
 
 
@@ -77,6 +82,8 @@ class FetchOptions:
     #: cut and resumed (a new connection, maybe another route), as a dropped one is.
     min_rate: int = 1024
     rate_window: float = 30.0
+    #: Ranges a large file is fetched in at once (1: one request per file).
+    ranges: int = 8
 
     @property
     def resume_policy(self) -> Backoff:
@@ -257,16 +264,18 @@ class Fetcher:
     def _download_blob(self, path: str, version: str, e: _index.IndexEntry, label: str) -> None:
         req = self.source.file(path, version, e.path)
         part = _Partial(self.cache.partial_path(e.sha256), e.size)
-        resumed = self._transfer(req, part, path, version, e, label)
+        resumed = self._transfer_file(req, part, path, version, e, label)
         if resumed and not part.matches(e):
             # The bytes kept from before (a partial file left by another run, or the
             # part before a cut) may be the junk, not the source: once more from byte 0.
             part.discard()
+            self._drop_segments(e.sha256)
             part = _Partial(self.cache.partial_path(e.sha256), e.size)
             self._transfer(req, part, path, version, e, label)
         if not part.matches(e):
             have, got = part.have, part.h.hexdigest()
             part.discard()
+            self._drop_segments(e.sha256)
             raise VerifyError(
                 path,
                 version,
@@ -284,8 +293,10 @@ class Fetcher:
         version: str,
         e: _index.IndexEntry,
         label: str,
+        limit: int | None = None,
     ) -> bool:
-        """Fill ``part`` from ``req``, resuming after cuts; whether any bytes were resumed."""
+        """Fill ``part`` from ``req`` (up to byte ``limit``, when given, with a ranged
+        request), resuming after cuts; whether any bytes were resumed."""
         policy = self.opts.resume_policy
         attempt = 0
         resumed = False
@@ -299,7 +310,9 @@ class Fetcher:
                     elif req.url.startswith("file:"):
                         self._copy_local(req.url, part, path, version, e, label)
                     else:
-                        self._stream_http(req.url, dict(req.headers), part, path, version, e, label)
+                        self._stream_http(
+                            req.url, dict(req.headers), part, path, version, e, label, limit
+                        )
                 finally:
                     part.close()
                 return resumed
@@ -357,17 +370,24 @@ class Fetcher:
         version: str,
         e: _index.IndexEntry,
         label: str,
+        limit: int | None = None,
     ) -> None:
         import httpx
 
         from .httpclient import HTTPStatusError, TransportError
 
-        if part.have >= e.size:
+        end = e.size if limit is None else limit
+        if part.have >= end:
             return
         try:
             # identity encoding: Range offsets and the sha256 are about the stored bytes
             hdrs = {"Accept-Encoding": "identity", **headers}
-            with self.http().stream(url, headers=hdrs, offset=part.have) as resp:
+            offset = part.have
+            if end < e.size:
+                hdrs["Range"], offset = f"bytes={part.have}-{end - 1}", 0
+            with self.http().stream(url, headers=hdrs, offset=offset) as resp:
+                if end < e.size and resp.status_code != 206:
+                    raise _NoRanges("the server does not honour Range")
                 if part.have and resp.status_code == 200:  # the server ignored Range: start over
                     part.restart()
                 elif resp.status_code == 206 and not _range_starts_at(
@@ -379,6 +399,8 @@ class Fetcher:
                 since, got = time.monotonic(), 0
                 for chunk in resp.iter_bytes():
                     _interrupt.check()
+                    if end < e.size and part.have + len(chunk) > end:
+                        raise _NoRanges("the server sent more than the range asked for")
                     part.write(chunk, path, version, e)
                     self._advance(label, len(chunk))
                     got += len(chunk)
@@ -396,8 +418,210 @@ class Fetcher:
             raise FetchError(path, version, f"{e.path}: {exc}") from exc
         except (TransportError, httpx.HTTPError) as exc:
             raise _Cut(f"{type(exc).__name__}: {exc}") from exc
-        if part.have < e.size:
-            raise _Cut(f"connection closed after {part.have} of {e.size} bytes")
+        if part.have < end:
+            raise _Cut(f"connection closed after {part.have} of {end} bytes")
+
+    # ---- parallel ranges ---------------------------------------------------------
+
+    def _transfer_file(
+        self,
+        req: FileRequest,
+        part: _Partial,
+        path: str,
+        version: str,
+        e: _index.IndexEntry,
+        label: str,
+    ) -> bool:
+        """Fill ``part``: as parallel ranges where that pays and the server allows it, else
+        as one stream; whether any bytes were resumed."""
+        http = req.body is None and req.url.startswith(("http:", "https:"))
+        if not http or self.opts.ranges < 2 or e.size < RANGED_MIN:
+            return self._transfer(req, part, path, version, e, label)
+        try:
+            return self._transfer_ranged(req, part, path, version, e, label)
+        except _NoRanges:
+            self._drop_segments(e.sha256)  # one stream from what the file holds in order
+            return self._transfer(req, part, path, version, e, label) or part.have > 0
+
+    def _transfer_ranged(
+        self,
+        req: FileRequest,
+        part: _Partial,
+        path: str,
+        version: str,
+        e: _index.IndexEntry,
+        label: str,
+    ) -> bool:
+        """Fetch ``e`` as ranges of a fixed grid: the range holding ``part.have`` streams
+        into ``part`` itself; each later range into its own file beside it
+        (``<sha256>.partial.<start>``, resumable on its own), appended to ``part`` (and
+        so hashed) in order as the ranges before it are done.
+
+        A server that answers a range with anything but that range raises
+        :class:`_NoRanges` (the caller goes on with one stream).
+        """
+        part.load()
+        cell = _range_size(e.size, self.opts.ranges)
+        first_end = min(e.size, (part.have // cell + 1) * cell)
+        segs = [(s, min(s + cell, e.size)) for s in range(first_end, e.size, cell)]
+        if not segs:
+            return self._transfer(req, part, path, version, e, label)
+        self._drop_segments(e.sha256, keep={s for s, _ in segs})  # merged before a crash
+        resumed = part.have > 0 or any(self._segment(e.sha256, s).exists() for s, _ in segs)
+        stop = threading.Event()
+        done = [threading.Event() for _ in segs]
+        errors: list[BaseException | None] = [None] * len(segs)
+
+        def fetch(i: int) -> None:
+            try:
+                self._fetch_segment(req, segs[i], stop, path, version, e, label)
+            except BaseException as exc:  # handed to the thread that merges
+                errors[i] = exc
+                stop.set()
+            finally:
+                done[i].set()
+
+        threads = [threading.Thread(target=fetch, args=(i,), daemon=True) for i in range(len(segs))]
+        for th in threads:
+            th.start()
+        try:
+            resumed = self._transfer(req, part, path, version, e, label, first_end) or resumed
+            for i, (start, end) in enumerate(segs):
+                while not done[i].wait(0.1):
+                    _interrupt.check()
+                err = next((x for x in errors if x is not None), None)
+                if err is not None:
+                    raise err
+                self._merge(part, start, end, path, version, e)
+        finally:
+            stop.set()
+            if not _interrupt.CANCEL.is_set():
+                for th in threads:  # nothing may write a range file once we go on
+                    th.join()
+        return resumed
+
+    def _segment(self, sha256: str, start: int) -> Path:
+        p = self.cache.partial_path(sha256)
+        return p.with_name(f"{p.name}.{start}")
+
+    def _drop_segments(self, sha256: str, keep: set[int] | None = None) -> None:
+        """Remove the range files of ``sha256`` (but those starting at ``keep``)."""
+        p = self.cache.partial_path(sha256)
+        for q in p.parent.glob(f"{p.name}.*"):
+            start = q.name[len(p.name) + 1 :]
+            if start.isdigit() and int(start) not in (keep or set()):
+                with contextlib.suppress(FileNotFoundError):
+                    q.unlink()
+
+    def _fetch_segment(
+        self,
+        req: FileRequest,
+        seg: tuple[int, int],
+        stop: threading.Event,
+        path: str,
+        version: str,
+        e: _index.IndexEntry,
+        label: str,
+    ) -> None:
+        """Fill the range file of ``seg`` (``[start, end)``), resuming after cuts."""
+        import httpx
+
+        from .httpclient import HTTPStatusError, TransportError
+
+        start, end = seg
+        where = self._segment(e.sha256, start)
+        policy = self.opts.resume_policy
+        first = True
+        for attempt in policy.attempts_range():
+            try:
+                have = where.stat().st_size if where.exists() else 0
+                if have > end - start:
+                    where.unlink()
+                    have = 0
+                if first:
+                    self._advance(label, have)
+                    first = False
+                if have == end - start:
+                    return
+                hdrs = {"Accept-Encoding": "identity", **req.headers}
+                hdrs["Range"] = f"bytes={start + have}-{end - 1}"
+                with self.http().stream(req.url, headers=hdrs) as resp, open(where, "ab") as f:
+                    want = f"bytes {start + have}-{end - 1}/{e.size}"
+                    if resp.status_code != 206 or resp.headers.get("content-range") != want:
+                        raise _NoRanges("the server answered a range with something else")
+                    since, got = time.monotonic(), 0
+                    for chunk in resp.iter_bytes():
+                        _interrupt.check()
+                        if stop.is_set():
+                            return
+                        if have + len(chunk) > end - start:
+                            raise _NoRanges("the server sent more than the range asked for")
+                        f.write(chunk)
+                        have += len(chunk)
+                        got += len(chunk)
+                        self._advance(label, len(chunk))
+                        elapsed = time.monotonic() - since
+                        if elapsed >= self.opts.rate_window:
+                            if got < self.opts.min_rate * elapsed:
+                                raise _Cut(
+                                    f"slower than {self.opts.min_rate} bytes/s; reconnecting"
+                                )
+                            since, got = time.monotonic(), 0
+                if have < end - start:
+                    raise _Cut(f"connection closed after {have} of {end - start} bytes of a range")
+                return
+            except HTTPStatusError as exc:
+                if exc.status in (404, 410):
+                    raise NotFoundError(path, version, f"{e.path}: {exc}") from exc
+                if exc.status == 416:
+                    raise _NoRanges(str(exc)) from exc
+                err: WgtpmError = FetchError(path, version, f"{e.path}: {exc}")
+            except (TransportError, httpx.HTTPError) as exc:
+                err = _Cut(f"{type(exc).__name__}: {exc}")
+            except _Cut as exc:
+                err = exc
+            except OSError as exc:
+                from .cache import _disk_error
+
+                raise _disk_error(exc, where) from exc
+            _interrupt.check()
+            if stop.is_set():
+                return
+            if policy.last(attempt):
+                raise FetchError(
+                    path,
+                    version,
+                    f"downloading {e.path} (bytes {start}-{end - 1}): {err} (gave up after "
+                    f"{attempt + 1} tries; run the command again to resume)",
+                ) from err
+            _interrupt.sleep(policy.wait_for(attempt) or 0.0)
+
+    def _merge(
+        self, part: _Partial, start: int, end: int, path: str, version: str, e: _index.IndexEntry
+    ) -> None:
+        """Append range ``[start, end)`` from its file to ``part`` (hashing it), then drop
+        the file. After a crash in the middle, ``part`` may already hold some of it."""
+        where = self._segment(e.sha256, start)
+        if part.have < end:
+            part.open()
+            try:
+                with open(where, "rb") as f:
+                    f.seek(part.have - start)
+                    while chunk := f.read(CHUNK):
+                        _interrupt.check()
+                        part.write(chunk, path, version, e)
+            except FileNotFoundError as exc:
+                raise _NoRanges(f"the file of range {start}-{end - 1} is gone") from exc
+            except OSError as exc:
+                from .cache import _disk_error
+
+                raise _disk_error(exc, where) from exc
+            finally:
+                part.close()
+            if part.have != end:  # cannot happen with a complete range file
+                raise _NoRanges(f"a range file holds {part.have - start} of {end - start} bytes")
+        with contextlib.suppress(FileNotFoundError):
+            where.unlink()
 
 
 class _Partial:
@@ -426,7 +650,8 @@ class _Partial:
         self._syncer: threading.Thread | None = None
         self._error: BaseException | None = None
 
-    def open(self) -> None:
+    def load(self) -> None:
+        """Hash what a previous attempt left (once), so that ``have`` is known."""
         if not self._hashed:
             self._hashed = True
             try:
@@ -440,6 +665,9 @@ class _Partial:
                         _interrupt.check()
                         self.h.update(chunk)
                         self.have += len(chunk)
+
+    def open(self) -> None:
+        self.load()
         self._f = open(self.path, "ab")
         self._start()
 
@@ -601,6 +829,16 @@ def _run_all(tasks: list[Callable[[], None]], jobs: int) -> None:
             for th in threads:  # nothing may still write once the caller goes on
                 th.join()
         raise errors[0]
+
+
+def _range_size(size: int, ranges: int) -> int:
+    """The length of each range of a file of ``size`` bytes (whole MiB; the last is shorter)."""
+    cell = max(RANGE_MIN, -(-size // max(1, ranges)))
+    return -(-cell // (1 << 20)) << 20
+
+
+class _NoRanges(WgtpmError):
+    """The server does not serve the ranges asked for (ignores Range, other lengths)."""
 
 
 class _Cut(WgtpmError):
