@@ -154,3 +154,30 @@ def test_killed_while_ranges_download_resumes(wgtpm, big, project, monkeypatch) 
         starts = [a for a, _ in closed_ranges(srv)]
     assert any(a % (4 << 20) for a in starts), starts  # ranges went on where they stopped
     got_it()
+
+
+def test_two_processes_share_one_ranged_download(big, tmp_path) -> None:
+    projects = []
+    for n in ("p1", "p2"):
+        d = tmp_path / n
+        d.mkdir()
+        (d / "wgt.mod").write_text(f"module example.com/{n}\n")
+        projects.append(d)
+    with ProxyTreeServer(big.root) as srv:
+        srv.inject(Fault.drip(FILE_PATH, delay=0.01, chunk=256 * 1024, times=-1))
+        env = {**os.environ, "WGTPROXY": srv.url}
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-m", "wgtpm", "get", "-q", f"{MOD}@v0.1.0"],
+                cwd=d,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+            for d in projects
+        ]
+        outs = [p.communicate(timeout=120) for p in procs]
+        assert [p.returncode for p in procs] == [0, 0], outs
+        ranges = closed_ranges(srv)
+    assert len(ranges) == 4  # one process fetched the ranges; the other waited for its blob
+    got_it()
