@@ -1,34 +1,28 @@
-"""Two measurements of ``wgtpm get`` from a direct source, the loopback Hugging Face Hub
-(tests/servers/huggingface.py, with its CDN), printed against peers measured in the same run:
+"""Cold ``wgtpm get`` from a direct source, the loopback Hugging Face Hub
+(tests/servers/huggingface.py, with its CDN), against peers measured in the same run,
+taken in turns, each command in a fresh process with an empty cache:
 
-1. a cold ``wgtpm get hf.co/bench/big@v0.1.0`` of a repository of about 300 MB in 60 files
-   (6 shards of 40 MB and 10 files of 5 MB stored with LFS, 44 small files of 1 KB to 1 MB
-   in git) against ``huggingface_hub.snapshot_download`` of the same commit from the same
-   servers, each in a fresh process with an empty cache. wgtpm checks the sha256 of every
-   file (synthesising the index from the tree API: the small files are downloaded and hashed
-   first); snapshot_download checks sizes only. Target: wgtpm at least as fast (ratio <= 1).
+- ``huggingface_hub.snapshot_download`` of the same commit from the same servers (it
+  checks sizes only; wgtpm checks the sha256 of every file, synthesising the index from
+  the Hub's file list: small files are downloaded and hashed first);
+- ``aria2c`` (Debian's ``aria2``) fetching every file's resolve URL with 8 connections per
+  file and 16 files at once: no metadata calls and no checks, the wire's practical limit.
 
-2. a cold ``wgtpm get hf.co/bench/small@v0.1.0`` of 200 files of 1 KB (none in LFS), with
-   50 ms added to every request of the Hub and of the CDN, against the ideal of full
-   concurrency. The ideal is the time of the same command against the same servers without
-   the added latency, plus two latencies, one for each round trip that must wait on the one
-   before it for a client that opens as many connections at once as it likes:
+Repositories and networks (issue 15's table):
 
-   1. ``GET /api/models/bench/small/revision/v0.1.0?blobs=true``: the commit the tag names
-      and every file with its size and git blob id;
-   2. ``GET /bench/small/resolve/COMMIT/PATH`` for all 200 files at once (each is checked
-      against its blob id and hashed with sha256 for the index as it arrives; nothing has
-      to be downloaded twice).
+1. ``big``: about 311 MB in 60 files (6 x 40 MiB and 10 x 5 MiB in LFS, 44 git files of
+   1 KB to 1 MB), on plain loopback and with 40 ms per request, 80 ms per new
+   connection and 50 MB/s per connection (``LoopbackServer.latency``,
+   ``connect_latency`` and ``rate``, on the Hub and the CDN alike);
+2. ``small``: 500 files of 10 KB, with 40 ms per request and 80 ms per connection, and
+   with 40 ms per request and connections free.
 
-   So ``ideal = t(no latency) + 2 * 50 ms``, and the ratio measured / ideal says how much
-   of the latency wgtpm fails to hide. snapshot_download of the same repository under the
-   same latency is printed for context.
+Printed: each command's range of times over the runs, the ratio of the best times and
+the range of the per-run ratios. The servers run in threads of this process and hold
+the repositories in memory (about 320 MB at the peak); on a 2-core machine they take
+CPU from the clients, so ratios are noisy: run it on a quiet machine.
 
-Every command runs as a subprocess with its own empty cache (``WGTPM_CACHE``, ``HF_HOME``)
-and ``WGTPROXY=direct``, ``HF_ENDPOINT`` pointing at the loopback Hub; times are the best
-of a few runs, taken in turns. The servers run in threads of this process and hold the\nrepositories in memory (about 320 MB at the peak).
-
-Run: ``.venv/bin/python benchmarks/bench_sources.py [--runs 3]``
+Run: ``.venv/bin/python benchmarks/bench_sources.py [--runs 3] [--only big small]``
 """
 
 from __future__ import annotations
