@@ -1,5 +1,8 @@
 """Large files come as parallel ranges; every way that can go wrong still ends in a
-verified file (or a clear error) and nothing unverified under a final name."""
+verified file (or a clear error) and nothing unverified under a final name.
+
+The thresholds are lowered for these tests (16 MiB files in ranges of 4 MiB), in
+this process and in the ``wgtpm get`` processes they start."""
 
 from __future__ import annotations
 
@@ -25,6 +28,29 @@ BIG = os.urandom(16 << 20)
 SHA = hashlib.sha256(BIG).hexdigest()
 FILE_PATH = f"/{MOD}/@v/v0.1.0/weights.bin"
 RANGE = re.compile(r"^bytes=(\d+)-(\d+)$")
+
+
+@pytest.fixture(autouse=True)
+def _small_ranges(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(modfetch, "RANGED_MIN", 16 << 20)
+    monkeypatch.setattr(modfetch, "RANGE_MIN", 4 << 20)
+
+
+GET = (
+    "import sys\nfrom wgtpm import modfetch\nfrom wgtpm.cli import main\n"
+    "modfetch.RANGED_MIN, modfetch.RANGE_MIN = 16 << 20, 4 << 20\n"
+    f"sys.exit(main(['get', '-q', '{MOD}@v0.1.0']))\n"
+)
+
+
+def spawn_get(project: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-c", GET],
+        cwd=project,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 @pytest.fixture
@@ -129,13 +155,7 @@ def test_killed_while_ranges_download_resumes(wgtpm, big, project, monkeypatch) 
     with ProxyTreeServer(big.root) as srv:
         srv.inject(Fault.drip(FILE_PATH, delay=0.02, chunk=64 * 1024, times=-1))
         env = {**os.environ, "WGTPROXY": srv.url}
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "wgtpm", "get", "-q", f"{MOD}@v0.1.0"],
-            cwd=project,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
+        proc = spawn_get(project, env)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and (
             len([p for p in leftovers() if p.stat().st_size > 256 << 10]) < 3
@@ -166,18 +186,23 @@ def test_two_processes_share_one_ranged_download(big, tmp_path) -> None:
     with ProxyTreeServer(big.root) as srv:
         srv.inject(Fault.drip(FILE_PATH, delay=0.01, chunk=256 * 1024, times=-1))
         env = {**os.environ, "WGTPROXY": srv.url}
-        procs = [
-            subprocess.Popen(
-                [sys.executable, "-m", "wgtpm", "get", "-q", f"{MOD}@v0.1.0"],
-                cwd=d,
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-            )
-            for d in projects
-        ]
+        procs = [spawn_get(d, env) for d in projects]
         outs = [p.communicate(timeout=120) for p in procs]
         assert [p.returncode for p in procs] == [0, 0], outs
         ranges = closed_ranges(srv)
     assert len(ranges) == 4  # one process fetched the ranges; the other waited for its blob
+    got_it()
+
+
+def test_files_enough_to_keep_the_jobs_busy_are_not_split(
+    wgtpm, tree, project, monkeypatch
+) -> None:
+    other = os.urandom(16 << 20)
+    files = {"wgt.mod": f"module {MOD}\n".encode(), "weights.bin": BIG, "other.bin": other}
+    tree.add(MOD, "v0.1.0", files)
+    with ProxyTreeServer(tree.root) as srv:
+        monkeypatch.setenv("WGTPROXY", srv.url)
+        r = wgtpm("get", "-j", "2", f"{MOD}@v0.1.0", cwd=project)
+        assert r.code == 0, r.err
+        assert not closed_ranges(srv)  # two jobs, two large files: one stream each
     got_it()

@@ -55,9 +55,9 @@ INLINE_MAX = 4 << 20
 QUEUE_CHUNKS = 512  # received chunks that may wait for the writer (about 32 MiB)
 #: Files at least this large come as parallel ranges from a server that honours Range
 #: (one connection is often capped well below the line's speed).
-RANGED_MIN = 16 << 20
+RANGED_MIN = 64 << 20
 #: The smallest range (ranges are whole MiB; ``FetchOptions.ranges`` at most per file).
-RANGE_MIN = 4 << 20
+RANGE_MIN = 16 << 20
 MOD_SUFFIX = "/wgt.mod"
 
 
@@ -124,6 +124,7 @@ class Fetcher:
         self._http: HttpClient | None = None
         self._http_lock = threading.Lock()
         self._done: dict[str, int] = {}  # label -> bytes reported, for "N of M kept"
+        self._ranges: dict[str, int] = {}  # label -> ranges per large file
         self._done_lock = threading.Lock()
 
     def _advance(self, label: str, n: int) -> None:
@@ -227,6 +228,11 @@ class Fetcher:
             return tree
         label = f"{path}@{version}"
         total = sum(e.size for e in missing)
+        # Ranges share the jobs: files enough to keep them busy need no splitting (each
+        # connection costs CPU, and a range file is copied once more before the rename).
+        large = sum(1 for e in missing if e.size >= RANGED_MIN)
+        with self._done_lock:
+            self._ranges[label] = min(self.opts.ranges, self.opts.jobs // max(1, large))
         self.progress.start(label, total)
         ok = False
         try:
@@ -245,6 +251,7 @@ class Fetcher:
         finally:
             with self._done_lock:
                 self._done.pop(label, None)
+                self._ranges.pop(label, None)
             end(self.progress, label, ok)
         tree.mkdir(parents=True, exist_ok=True)
         return tree
@@ -264,7 +271,9 @@ class Fetcher:
     def _download_blob(self, path: str, version: str, e: _index.IndexEntry, label: str) -> None:
         req = self.source.file(path, version, e.path)
         part = _Partial(self.cache.partial_path(e.sha256), e.size)
-        resumed = self._transfer_file(req, part, path, version, e, label)
+        with self._done_lock:
+            ranges = self._ranges.get(label, 1)
+        resumed = self._transfer_file(req, part, path, version, e, label, ranges)
         if resumed and not part.matches(e):
             # The bytes kept from before (a partial file left by another run, or the
             # part before a cut) may be the junk, not the source: once more from byte 0.
@@ -431,14 +440,15 @@ class Fetcher:
         version: str,
         e: _index.IndexEntry,
         label: str,
+        ranges: int,
     ) -> bool:
-        """Fill ``part``: as parallel ranges where that pays and the server allows it, else
-        as one stream; whether any bytes were resumed."""
+        """Fill ``part``: as up to ``ranges`` parallel ranges where that pays and the server
+        allows it, else as one stream; whether any bytes were resumed."""
         http = req.body is None and req.url.startswith(("http:", "https:"))
-        if not http or self.opts.ranges < 2 or e.size < RANGED_MIN:
+        if not http or ranges < 2 or e.size < RANGED_MIN:
             return self._transfer(req, part, path, version, e, label)
         try:
-            return self._transfer_ranged(req, part, path, version, e, label)
+            return self._transfer_ranged(req, part, path, version, e, label, ranges)
         except _NoRanges:
             self._drop_segments(e.sha256)  # one stream from what the file holds in order
             return self._transfer(req, part, path, version, e, label) or part.have > 0
@@ -451,6 +461,7 @@ class Fetcher:
         version: str,
         e: _index.IndexEntry,
         label: str,
+        ranges: int,
     ) -> bool:
         """Fetch ``e`` as ranges of a fixed grid: the range holding ``part.have`` streams
         into ``part`` itself; each later range into its own file beside it
@@ -461,7 +472,7 @@ class Fetcher:
         :class:`_NoRanges` (the caller goes on with one stream).
         """
         part.load()
-        cell = _range_size(e.size, self.opts.ranges)
+        cell = _range_size(e.size, ranges)
         first_end = min(e.size, (part.have // cell + 1) * cell)
         segs = [(s, min(s + cell, e.size)) for s in range(first_end, e.size, cell)]
         if not segs:
