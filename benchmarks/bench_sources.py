@@ -15,14 +15,16 @@ Repositories and networks (issue 15's table):
    connection and 50 MB/s per connection (``LoopbackServer.latency``,
    ``connect_latency`` and ``rate``, on the Hub and the CDN alike);
 2. ``small``: 500 files of 10 KB, with 40 ms per request and 80 ms per connection, and
-   with 40 ms per request and connections free.
+   with 40 ms per request and connections free;
+3. ``one``: a single 256 MiB LFS file on the realistic network above, where one
+   connection's cap is the limit (wgtpm fetches files of 64 MiB and up as ranges).
 
 Printed: each command's range of times over the runs, the ratio of the best times and
 the range of the per-run ratios. The servers run in threads of this process and hold
 the repositories in memory (about 320 MB at the peak); on a 2-core machine they take
 CPU from the clients, so ratios are noisy: run it on a quiet machine.
 
-Run: ``.venv/bin/python benchmarks/bench_sources.py [--runs 3] [--only big small]``
+Run: ``.venv/bin/python benchmarks/bench_sources.py [--runs 3] [--only big small one]``
 """
 
 from __future__ import annotations
@@ -222,7 +224,9 @@ def times_of(runs: int, *fns: Callable[[], float]) -> list[list[float]]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3, help="runs of each command, taken in turns")
-    ap.add_argument("--only", nargs="*", default=["big", "small"], choices=["big", "small"])
+    ap.add_argument(
+        "--only", nargs="*", default=["big", "small", "one"], choices=["big", "small", "one"]
+    )
     args = ap.parse_args()
     t0 = time.perf_counter()
     print(
@@ -231,6 +235,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         if "big" in args.only:
             compare(Path(d), args.runs, "big", big_repo(random.Random(1)), [Net(), REALISTIC], True)
+        if "one" in args.only:
+            one = {"model.safetensors": os.urandom(256 * MiB)}
+            compare(Path(d), args.runs, "one", one, [REALISTIC], True)
         if "small" in args.only:
             nets = [Net(0.040, 0.080), Net(0.040)]
             compare(Path(d), args.runs, "small", small_repo(random.Random(2)), nets, False)
