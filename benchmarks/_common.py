@@ -30,19 +30,21 @@ class _Handler(BaseHTTPRequestHandler):
             self.end_headers()
             return
         size = p.stat().st_size
-        start = 0
+        start, end = 0, size  # [start, end)
         rng = self.headers.get("Range")
         if rng and rng.startswith("bytes=") and rng[6:].split("-")[0]:
-            start = int(rng[6:].split("-")[0])
+            first, _, last = rng[6:].partition("-")
+            start = int(first)
+            end = min(size, int(last) + 1) if last else size
             self.send_response(206)
-            self.send_header("Content-Range", f"bytes {start}-{size - 1}/{size}")
+            self.send_header("Content-Range", f"bytes {start}-{end - 1}/{size}")
         else:
             self.send_response(200)
-        self.send_header("Content-Length", str(size - start))
+        self.send_header("Content-Length", str(end - start))
         self.send_header("Content-Type", "application/octet-stream")
         self.end_headers()
         with open(p, "rb") as f:
-            offset, left = start, size - start
+            offset, left = start, end - start
             while left > 0:
                 n = os.sendfile(self.wfile.fileno(), f.fileno(), offset, min(left, 1 << 24))
                 if n == 0:

@@ -1,34 +1,30 @@
-"""Two measurements of ``wgtpm get`` from a direct source, the loopback Hugging Face Hub
-(tests/servers/huggingface.py, with its CDN), printed against peers measured in the same run:
+"""Cold ``wgtpm get`` from a direct source, the loopback Hugging Face Hub
+(tests/servers/huggingface.py, with its CDN), against peers measured in the same run,
+taken in turns, each command in a fresh process with an empty cache:
 
-1. a cold ``wgtpm get hf.co/bench/big@v0.1.0`` of a repository of about 300 MB in 60 files
-   (6 shards of 40 MB and 10 files of 5 MB stored with LFS, 44 small files of 1 KB to 1 MB
-   in git) against ``huggingface_hub.snapshot_download`` of the same commit from the same
-   servers, each in a fresh process with an empty cache. wgtpm checks the sha256 of every
-   file (synthesising the index from the tree API: the small files are downloaded and hashed
-   first); snapshot_download checks sizes only. Target: wgtpm at least as fast (ratio <= 1).
+- ``huggingface_hub.snapshot_download`` of the same commit from the same servers (it
+  checks sizes only; wgtpm checks the sha256 of every file, synthesising the index from
+  the Hub's file list: small files are downloaded and hashed first);
+- ``aria2c`` (Debian's ``aria2``) fetching every file's resolve URL with 8 connections per
+  file and 16 files at once: no metadata calls and no checks, the wire's practical limit.
 
-2. a cold ``wgtpm get hf.co/bench/small@v0.1.0`` of 200 files of 1 KB (none in LFS), with
-   50 ms added to every request of the Hub and of the CDN, against the ideal of full
-   concurrency. The ideal is the time of the same command against the same servers without
-   the added latency, plus two latencies, one for each round trip that must wait on the one
-   before it for a client that opens as many connections at once as it likes:
+Repositories and networks (issue 15's table):
 
-   1. ``GET /api/models/bench/small/revision/v0.1.0?blobs=true``: the commit the tag names
-      and every file with its size and git blob id;
-   2. ``GET /bench/small/resolve/COMMIT/PATH`` for all 200 files at once (each is checked
-      against its blob id and hashed with sha256 for the index as it arrives; nothing has
-      to be downloaded twice).
+1. ``big``: about 311 MB in 60 files (6 x 40 MiB and 10 x 5 MiB in LFS, 44 git files of
+   1 KB to 1 MB), on plain loopback and with 40 ms per request, 80 ms per new
+   connection and 50 MB/s per connection (``LoopbackServer.latency``,
+   ``connect_latency`` and ``rate``, on the Hub and the CDN alike);
+2. ``small``: 500 files of 10 KB, with 40 ms per request and 80 ms per connection, and
+   with 40 ms per request and connections free;
+3. ``one``: a single 256 MiB LFS file on the realistic network above, where one
+   connection's cap is the limit (wgtpm fetches files of 64 MiB and up as ranges).
 
-   So ``ideal = t(no latency) + 2 * 50 ms``, and the ratio measured / ideal says how much
-   of the latency wgtpm fails to hide. snapshot_download of the same repository under the
-   same latency is printed for context.
+Printed: each command's range of times over the runs, the ratio of the best times and
+the range of the per-run ratios. The servers run in threads of this process and hold
+the repositories in memory (about 320 MB at the peak); on a 2-core machine they take
+CPU from the clients, so ratios are noisy: run it on a quiet machine.
 
-Every command runs as a subprocess with its own empty cache (``WGTPM_CACHE``, ``HF_HOME``)
-and ``WGTPROXY=direct``, ``HF_ENDPOINT`` pointing at the loopback Hub; times are the best
-of a few runs, taken in turns. The servers run in threads of this process and hold the\nrepositories in memory (about 320 MB at the peak).
-
-Run: ``.venv/bin/python benchmarks/bench_sources.py [--runs 3]``
+Run: ``.venv/bin/python benchmarks/bench_sources.py [--runs 3] [--only big small one]``
 """
 
 from __future__ import annotations
@@ -42,16 +38,16 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import report
-from tests.servers import CdnServer
+from tests.servers import CdnServer, LoopbackServer
 from tests.servers.huggingface import HuggingFaceServer
 
 MiB = 1 << 20
-LATENCY = 0.05
 SNAPSHOT = (
     "import sys; from huggingface_hub import snapshot_download; "
     "snapshot_download(sys.argv[1], revision=sys.argv[2], cache_dir=sys.argv[3])"
@@ -72,7 +68,8 @@ def big_repo(rng: random.Random) -> dict[str, bytes]:
 
 
 def small_repo(rng: random.Random) -> dict[str, bytes]:
-    return {f"shard{i // 50}/file{i:03d}.json": rng.randbytes(1024) for i in range(200)}
+    """500 files of 10 KB, none in LFS."""
+    return {f"shard{i // 50}/file{i:03d}.json": rng.randbytes(10_000) for i in range(500)}
 
 
 def warm(hf: HuggingFaceServer) -> None:
@@ -120,6 +117,14 @@ class Runner:
         cmd = [sys.executable, "-c", SNAPSHOT, repo, "v0.1.0", str(work / "cache")]
         return _timed(cmd, work, env)
 
+    def aria2(self, urls: list[str]) -> float:
+        """aria2c fetching every file's resolve URL (no metadata calls, no checks)."""
+        work = self._fresh("aria")
+        (work / "urls").write_text("".join(f"{u}\n  out=f{i}\n" for i, u in enumerate(urls)))
+        cmd = ["aria2c", "-q", "-i", "urls", "-d", "out", "-j", "16", "-x", "8", "-s", "8"]
+        cmd += ["-k", "1M", "--file-allocation=none", "--allow-overwrite=true"]
+        return _timed(cmd, work, self.env)
+
 
 def _timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> float:
     t0 = time.perf_counter()
@@ -130,62 +135,112 @@ def _timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> float:
     return took
 
 
-def best(runs: int, *fns: Callable[[], float]) -> list[float]:
-    """The best time of each of ``fns``, run in turns so that all meet the same machine."""
-    times = [float("inf")] * len(fns)
-    for _ in range(runs):
-        for i, fn in enumerate(fns):
-            times[i] = min(times[i], fn())
-    return times
+@dataclass(frozen=True)
+class Net:
+    """A network between client and servers: seconds per request and per new connection,
+    bytes a second per connection (0: none of it; plain loopback)."""
+
+    request: float = 0.0
+    connect: float = 0.0
+    rate: float = 0.0
+
+    def apply(self, *servers: LoopbackServer) -> None:
+        for srv in servers:
+            srv.latency, srv.connect_latency, srv.rate = self.request, self.connect, self.rate
+
+    def __str__(self) -> str:
+        if not (self.request or self.connect or self.rate):
+            return "plain loopback"
+        parts = [f"{self.request * 1000:.0f} ms per request"]
+        parts.append(
+            f"{self.connect * 1000:.0f} ms per connection" if self.connect else "connections free"
+        )
+        if self.rate:
+            parts.append(f"{self.rate / 1e6:.0f} MB/s per connection")
+        return ", ".join(parts)
 
 
-def cold_get(tmp: Path, runs: int) -> None:
-    rng = random.Random(1)
+REALISTIC = Net(0.040, 0.080, 50e6)
+
+
+def compare(
+    tmp: Path, runs: int, name: str, files: dict[str, bytes], nets: list[Net], aria: bool
+) -> None:
+    """wgtpm against snapshot_download (and aria2c) of ``files`` under each of ``nets``."""
     with CdnServer() as cdn, HuggingFaceServer(cdn) as hf:
-        files = big_repo(rng)
         total = sum(len(d) for d in files.values())
-        repo = hf.repo("bench", "big")
-        repo.commit(files)
+        repo = hf.repo("bench", name)
+        commit = repo.commit(files)
         repo.tag("v0.1.0")
         del files
         warm(hf)
         run = Runner(tmp, hf.url)
-        ours, peer = best(runs, lambda: run.wgtpm("bench/big"), lambda: run.snapshot("bench/big"))
-    name = f"cold get of {total / 1e6:.0f} MB in 60 files, every sha256 checked"
-    report(name, ours, "snapshot_download", peer, "target: at most 1.00x")
-    print(f"  ({total / MiB / ours:.0f} MiB/s against {total / MiB / peer:.0f} MiB/s)")
+        urls = [
+            f"{hf.url}/bench/{name}/resolve/{commit}/{quote(p)}"
+            for p in repo.commits[commit].files
+            if not p.startswith(".")
+        ]
+        for net in nets:
+            net.apply(hf, cdn)
+            fns = [lambda: run.wgtpm(f"bench/{name}"), lambda: run.snapshot(f"bench/{name}")]
+            if aria and shutil.which("aria2c"):
+                fns.append(lambda: run.aria2(urls))
+            times = times_of(runs, *fns)
+            ours, peer = min(times[0]), min(times[1])
+            print(f"{len(urls)} files, {total / 1e6:.0f} MB, {net}:")
+            print(
+                f"  wgtpm {_range(times[0])}, snapshot_download {_range(times[1])}: "
+                f"ratio {ours / peer:.2f}x (best), {_ratios(times[0], times[1])} (per run)"
+            )
+            if len(times) > 2:
+                print(
+                    f"  aria2c (8 connections per file, checks nothing) {_range(times[2])}: "
+                    f"wgtpm / aria2c {ours / min(times[2]):.2f}x"
+                )
+            print(
+                f"  wgtpm {total / MiB / ours:.0f} MiB/s, snapshot_download "
+                f"{total / MiB / peer:.0f} MiB/s"
+            )
 
 
-def latency(tmp: Path, runs: int) -> None:
-    rng = random.Random(2)
-    with CdnServer() as cdn, HuggingFaceServer(cdn) as hf:
-        repo = hf.repo("bench", "small")
-        repo.commit(small_repo(rng))
-        repo.tag("v0.1.0")
-        warm(hf)
-        run = Runner(tmp, hf.url)
-        (t0,) = best(runs, lambda: run.wgtpm("bench/small"))
-        hf.latency = cdn.latency = LATENCY
-        ours, peer = best(
-            runs, lambda: run.wgtpm("bench/small"), lambda: run.snapshot("bench/small")
-        )
-    ideal = t0 + 2 * LATENCY
-    ms = f"{LATENCY * 1000:.0f} ms"
-    print(
-        f"200 files of 1 KB, {ms} added per request: wgtpm {ours:.3f}s, ideal {ideal:.3f}s, "
-        f"ratio {ours / ideal:.2f}x"
-    )
-    print(f"  (ideal: {t0:.3f}s without latency + 2 x {ms}; snapshot_download {peer:.3f}s)")
+def _range(ts: list[float]) -> str:
+    return f"{min(ts):.2f}-{max(ts):.2f}s" if len(ts) > 1 else f"{ts[0]:.2f}s"
+
+
+def _ratios(a: list[float], b: list[float]) -> str:
+    rs = [x / y for x, y in zip(a, b, strict=True)]
+    return f"{min(rs):.2f}-{max(rs):.2f}x"
+
+
+def times_of(runs: int, *fns: Callable[[], float]) -> list[list[float]]:
+    """Every time of each of ``fns``, run in turns so that all meet the same machine."""
+    out: list[list[float]] = [[] for _ in fns]
+    for _ in range(runs):
+        for i, fn in enumerate(fns):
+            out[i].append(fn())
+    return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--runs", type=int, default=3, help="runs of each command; the best counts")
+    ap.add_argument("--runs", type=int, default=3, help="runs of each command, taken in turns")
+    ap.add_argument(
+        "--only", nargs="*", default=["big", "small", "one"], choices=["big", "small", "one"]
+    )
     args = ap.parse_args()
     t0 = time.perf_counter()
+    print(
+        f"{time.strftime('%Y-%m-%d %H:%M')} UTC, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}"
+    )
     with tempfile.TemporaryDirectory() as d:
-        cold_get(Path(d), args.runs)
-        latency(Path(d), args.runs)
+        if "big" in args.only:
+            compare(Path(d), args.runs, "big", big_repo(random.Random(1)), [Net(), REALISTIC], True)
+        if "one" in args.only:
+            one = {"model.safetensors": os.urandom(256 * MiB)}
+            compare(Path(d), args.runs, "one", one, [REALISTIC], True)
+        if "small" in args.only:
+            nets = [Net(0.040, 0.080), Net(0.040)]
+            compare(Path(d), args.runs, "small", small_repo(random.Random(2)), nets, False)
     print(f"(took {time.perf_counter() - t0:.0f}s)")
 
 

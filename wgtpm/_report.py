@@ -7,7 +7,14 @@ Library code never prints. It is handed a :class:`Reporter` (or uses
 - ``warning(message)``: something the user should act on, that does not stop the command
   (a retracted version in the build list);
 - ``start(label, total)``, ``advance(label, n)``, ``finish(label)``: byte progress of one
-  unit of work (a module version's download), ``total`` in bytes.
+  unit of work (a module version's download), ``total`` in bytes. A unit that failed
+  or was interrupted ends with :func:`end` ``(reporter, label, ok=False)``: reporters
+  that can tell the two apart have ``fail(label)`` (:class:`ReportsFailure`), and
+  say nothing like "downloaded" for it.
+
+The network code reports to the process's :func:`network` reporter (the CLI
+sets it with :func:`set_network`): a notice when a server is slow to answer, one
+per retry, and with :func:`tracing` (``wgtpm -x``) one line per request.
 
 The CLI decides what a person sees (``wgtpm/cli/_render.py``): a live bar on a
 terminal, one quiet line per finished download on a pipe, nothing with ``-q``.
@@ -16,9 +23,20 @@ Messages are plain text with no ``wgtpm:`` prefix; the renderer adds it.
 
 from __future__ import annotations
 
-from typing import Protocol
+import threading
+from typing import Protocol, runtime_checkable
 
-__all__ = ["SILENT", "Reporter", "Silent"]
+__all__ = [
+    "SILENT",
+    "Reporter",
+    "ReportsFailure",
+    "Silent",
+    "end",
+    "human_size",
+    "network",
+    "set_network",
+    "tracing",
+]
 
 
 class Reporter(Protocol):
@@ -33,6 +51,31 @@ class Reporter(Protocol):
     def advance(self, label: str, n: int) -> None: ...
 
     def finish(self, label: str) -> None: ...
+
+
+@runtime_checkable
+class ReportsFailure(Protocol):
+    """A reporter that can end a unit of work as failed (no "downloaded" line for it)."""
+
+    def fail(self, label: str) -> None: ...
+
+
+def end(reporter: Reporter, label: str, ok: bool = True) -> None:
+    """End unit ``label``: ``finish`` when ``ok``, else ``fail`` where the reporter has it."""
+    if ok:
+        reporter.finish(label)
+    elif isinstance(reporter, ReportsFailure):
+        reporter.fail(label)
+
+
+def human_size(n: int) -> str:
+    """``n`` bytes in binary units: ``512 B``, ``16.7 MiB``."""
+    f = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if f < 1024 or unit == "GiB":
+            return f"{f:.0f} {unit}" if unit == "B" else f"{f:.1f} {unit}"
+        f /= 1024
+    return f"{n} B"
 
 
 class Silent:
@@ -53,5 +96,31 @@ class Silent:
     def finish(self, label: str) -> None:
         pass
 
+    def fail(self, label: str) -> None:
+        pass
+
 
 SILENT: Reporter = Silent()
+
+_NETWORK_LOCK = threading.Lock()
+_network: Reporter = SILENT
+_trace = False
+
+
+def set_network(reporter: Reporter, trace: bool | None = None) -> None:
+    """Where the network code of this process reports; ``trace``: a line per request (``-x``)."""
+    global _network, _trace
+    with _NETWORK_LOCK:
+        _network = reporter
+        if trace is not None:
+            _trace = trace
+
+
+def network() -> Reporter:
+    """The reporter of the network code (:data:`SILENT` until :func:`set_network`)."""
+    return _network
+
+
+def tracing() -> bool:
+    """Whether each HTTP request is reported as it ends (``wgtpm -x``)."""
+    return _trace

@@ -35,6 +35,19 @@ Limits (named, as Go's ``MaxGoMod``):
   hang a command), with :class:`DeadlineExceededError`;
 - of an error response only :data:`MAX_ERROR_BODY` bytes are read.
 
+What the user sees (through :func:`wgtpm._report.network`): a notice naming
+the URL (scheme, host and path; never a query or user information) when a
+server has sent no answer or no bytes for :attr:`HttpOptions.slow_after`
+seconds, one per retry, and with ``wgtpm -x`` one line per request as it ends::
+
+    GET https://huggingface.co/api/models/acme/tiny/revision/main -> 200 (12.3 KiB, 45 ms)
+
+A timeout that ends the command names the host and ``WGTPM_HTTP_TIMEOUT``.
+Redirect responses are read to their end (they are small) so that their
+connection goes back to the pool: a download of 500 files through an API
+that redirects each to a CDN opens a few connections, not 500. Retry waits
+end early on Ctrl-C (:mod:`wgtpm._interrupt`).
+
 Errors: :class:`HTTPStatusError` for an unexpected status,
 :class:`TransportError` for a network failure, :class:`ResponseTooLargeError`
 for a body over its limit; all are :class:`~wgtpm.WgtpmError` and carry the
@@ -59,7 +72,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
+from . import _interrupt
 from ._errors import UsageError, WgtpmError
+from ._report import human_size, network, tracing
 from ._retry import Backoff
 
 if TYPE_CHECKING:
@@ -79,6 +94,7 @@ __all__ = [
     "origin",
     "redact",
     "redact_url",
+    "shown_url",
 ]
 
 #: The most decoded bytes of a body read whole (metadata, API JSON), as Go's ``MaxGoMod``.
@@ -111,6 +127,7 @@ class TransportError(WgtpmError):
 
     def __init__(self, url: str, message: str) -> None:
         self.url = url
+        self.reason = message
         super().__init__(redact(f"GET {_redact(url)}: {message}"))
 
 
@@ -194,6 +211,11 @@ class HttpOptions:
     user_agent: str = "wgtpm/0.1"
 
     @property
+    def slow_after(self) -> float:
+        """Seconds without an answer or a byte before the user is told which URL is slow."""
+        return min(5.0, self.timeout / 2)
+
+    @property
     def policy(self) -> Backoff:
         """The retry policy these options describe."""
         return Backoff(
@@ -221,6 +243,17 @@ def redact_url(url: str) -> str:
 
 
 _redact = redact_url
+
+
+def shown_url(url: str) -> str:
+    """``url`` as progress lines show it: scheme, host and path; no query (signed URLs
+    carry tokens there) and no user information."""
+    try:
+        u = urlsplit(url)
+    except ValueError:
+        return redact_url(url)
+    host = u.netloc.rsplit("@", 1)[-1]
+    return redact(urlunsplit((u.scheme, host, u.path, "", "")))
 
 
 _SECRETS: set[str] = set()
@@ -345,10 +378,12 @@ class HttpClient:
             timeout=httpx.Timeout(self.opts.timeout, connect=min(10.0, self.opts.timeout)),
             transport=transport,
             headers={"User-Agent": self.opts.user_agent},
-            limits=httpx.Limits(max_connections=64, max_keepalive_connections=32),
+            limits=httpx.Limits(max_connections=64, max_keepalive_connections=64),
         )
+        self._watch = _Watch(self.opts)
 
     def close(self) -> None:
+        self._watch.stop()
         self._client.close()
 
     def __enter__(self) -> HttpClient:
@@ -357,7 +392,9 @@ class HttpClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _sleep(self, attempt: int, headers: Mapping[str, str] | None, url: str) -> None:
+    def _sleep(
+        self, attempt: int, headers: Mapping[str, str] | None, url: str, why: str = ""
+    ) -> None:
         wait = self._policy.wait_for(attempt, retry_after(headers) if headers is not None else None)
         if wait is None:
             raise TransportError(
@@ -365,7 +402,21 @@ class HttpClient:
                 f"server asks to retry after {retry_after(headers or {}) or 0:.0f}s, longer than "
                 f"the {self.opts.max_retry_after:.0f}s wgtpm waits; try again later",
             )
-        time.sleep(wait)
+        network().notice(
+            redact(
+                f"GET {shown_url(url)}: {why or 'failed'}; retrying in {wait:.1f}s "
+                f"(try {attempt + 2} of {self.opts.retries + 1})"
+            )
+        )
+        _interrupt.sleep(wait)
+
+    def _gave_up(self, exc: TransportError, url: str, tries: int) -> TransportError:
+        """``exc`` saying how many tries were made and which setting allows more."""
+        if tries <= 1 or isinstance(exc, (DeadlineExceededError, RedirectRefusedError)):
+            return exc
+        return TransportError(
+            url, f"{exc.reason} (gave up after {tries} tries; WGTPM_HTTP_RETRIES sets how many)"
+        )
 
     @contextlib.contextmanager
     def _send(
@@ -386,34 +437,56 @@ class HttpClient:
                 hdrs["Authorization"] = auth
         cur, cur_params = url, params
         for _ in range(self.opts.max_redirects + 1):
+            _interrupt.check()
             send = (
                 hdrs
                 if origin(cur) == first
                 else {k: v for k, v in hdrs.items() if k.lower() in SAFE_HEADERS}
             )
+            live = self._watch.begin(method, cur)
             try:
-                req = self._client.build_request(method, cur, headers=send, params=cur_params)
-                resp = self._client.send(req, stream=True)
-            except httpx.HTTPError as exc:
-                hint = (
-                    " (cannot connect: check the network, or WGTPROXY)"
-                    if isinstance(exc, httpx.ConnectError)
-                    else ""
-                )
-                raise TransportError(cur, f"{type(exc).__name__}: {exc}{hint}") from exc
-            if resp.status_code in REDIRECTS and "location" in resp.headers:
-                resp.close()
-                nxt = urljoin(cur, resp.headers["location"])
-                if not _internal(first[1]) and _internal(origin(nxt)[1]):
-                    raise RedirectRefusedError(url, nxt)
-                cur, cur_params = nxt, None
-                continue
-            try:
-                yield resp
+                try:
+                    req = self._client.build_request(method, cur, headers=send, params=cur_params)
+                    resp = self._client.send(req, stream=True)
+                except httpx.HTTPError as exc:
+                    live.fail(type(exc).__name__)
+                    raise TransportError(cur, self._reason(cur, exc)) from exc
+                live.answered(resp)
+                if resp.status_code in REDIRECTS and "location" in resp.headers:
+                    # read to the end (it is small) so the connection is kept for the next request
+                    with contextlib.suppress(httpx.HTTPError):
+                        _read_capped(resp, MAX_ERROR_BODY, None, 0.0, cut=True)
+                    resp.close()
+                    nxt = urljoin(cur, resp.headers["location"])
+                    if not _internal(first[1]) and _internal(origin(nxt)[1]):
+                        raise RedirectRefusedError(url, nxt)
+                    cur, cur_params = nxt, None
+                    continue
+                try:
+                    yield resp
+                finally:
+                    resp.close()
+                return
             finally:
-                resp.close()
-            return
+                self._watch.end(live)
         raise TransportError(url, f"more than {self.opts.max_redirects} redirects")
+
+    def _reason(self, url: str, exc: Exception) -> str:
+        """What went wrong with a request, and what the user can do about it."""
+        import httpx
+
+        text = f"{type(exc).__name__}: {exc}"
+        host = urlsplit(url).netloc.rsplit("@", 1)[-1]
+        if isinstance(exc, httpx.ConnectTimeout):
+            return f"{text} (cannot connect to {host}: check the network, or WGTPROXY)"
+        if isinstance(exc, httpx.TimeoutException):
+            return (
+                f"{text} (no answer from {host} for {self.opts.timeout:g}s; "
+                "WGTPM_HTTP_TIMEOUT sets how long to wait)"
+            )
+        if isinstance(exc, httpx.ConnectError):
+            return f"{text} (cannot connect: check the network, or WGTPROXY)"
+        return text
 
     @staticmethod
     def _retryable(status: int) -> bool:
@@ -461,15 +534,20 @@ class HttpClient:
                     if not self._retryable(resp.status_code) or attempt >= self.opts.retries:
                         raise HTTPStatusError(resp.status_code, str(resp.url), resp.headers, body)
                     rh: Mapping[str, str] | None = resp.headers
+                    why = f"HTTP {resp.status_code}"
             except (DeadlineExceededError, RedirectRefusedError):
                 raise
             except (TransportError, httpx.HTTPError) as exc:
+                _interrupt.check()
+                err = (
+                    exc
+                    if isinstance(exc, TransportError)
+                    else TransportError(url, self._reason(url, exc))
+                )
                 if attempt >= self.opts.retries:
-                    if isinstance(exc, TransportError):
-                        raise
-                    raise TransportError(url, f"{type(exc).__name__}: {exc}") from exc
-                rh = None
-            self._sleep(attempt, rh, url)
+                    raise self._gave_up(err, url, attempt + 1) from exc
+                rh, why = None, err.reason
+            self._sleep(attempt, rh, url, why)
             if time.monotonic() > deadline:
                 raise DeadlineExceededError(url, self.opts.deadline)
             attempt += 1
@@ -499,9 +577,10 @@ class HttpClient:
                 resp = stack.enter_context(self._send("GET", url, hdrs, None))
             except TransportError as exc:
                 stack.close()
+                _interrupt.check()
                 if attempt >= self.opts.retries or isinstance(exc, RedirectRefusedError):
-                    raise
-                self._sleep(attempt, None, url)
+                    raise self._gave_up(exc, url, attempt + 1) from exc
+                self._sleep(attempt, None, url, exc.reason)
                 attempt += 1
                 continue
             with stack:
@@ -512,7 +591,7 @@ class HttpClient:
                 if not self._retryable(resp.status_code) or attempt >= self.opts.retries:
                     raise HTTPStatusError(resp.status_code, str(resp.url), resp.headers, body)
                 rh = resp.headers
-            self._sleep(attempt, rh, url)
+            self._sleep(attempt, rh, url, f"HTTP {resp.status_code}")
             attempt += 1
 
 
@@ -533,6 +612,7 @@ def _read_capped(
     chunks: list[bytes] = []
     have = 0
     for chunk in resp.iter_bytes():
+        _interrupt.check()
         if deadline is not None and time.monotonic() > deadline:
             raise DeadlineExceededError(url, seconds)
         have += len(chunk)
@@ -543,3 +623,94 @@ def _read_capped(
             break
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+class _Live:
+    """One request in flight: when it last heard from the server, and what it got."""
+
+    def __init__(self, method: str, url: str) -> None:
+        self.method = method
+        self.url = url
+        self.started = self.last = time.monotonic()
+        self.status: int | None = None
+        self.error: str | None = None
+        self.nbytes = 0
+        self.noticed = False
+        self._resp: httpx.Response | None = None
+
+    def answered(self, resp: httpx.Response) -> None:
+        self.status = resp.status_code
+        self.last = time.monotonic()
+        self.noticed = False
+        self._resp = resp
+
+    def fail(self, what: str) -> None:
+        self.error = what
+
+    def idle(self, now: float) -> float:
+        """Seconds since the server last sent something (headers or body bytes)."""
+        resp = self._resp
+        if resp is not None:
+            n = resp.num_bytes_downloaded
+            if n != self.nbytes:
+                self.nbytes, self.last, self.noticed = n, now, False
+        return now - self.last
+
+
+class _Watch:
+    """The requests in flight of one client: says which URL is slow, and traces (``-x``).
+
+    A daemon thread looks at them a few times a second while there are any;
+    a request that has heard nothing for ``slow_after`` seconds gets one notice
+    (again if it stalls again after more bytes).
+    """
+
+    def __init__(self, opts: HttpOptions) -> None:
+        self._opts = opts
+        self._lock = threading.Lock()
+        self._live: set[_Live] = set()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._stopped = False
+
+    def begin(self, method: str, url: str) -> _Live:
+        live = _Live(method, url)
+        with self._lock:
+            self._live.add(live)
+            if self._thread is None and not self._stopped:
+                self._thread = threading.Thread(target=self._run, name="http-watch", daemon=True)
+                self._thread.start()
+        return live
+
+    def end(self, live: _Live) -> None:
+        with self._lock:
+            self._live.discard(live)
+        if tracing():
+            live.idle(time.monotonic())
+            took = (time.monotonic() - live.started) * 1000
+            got = live.error or (str(live.status) if live.status is not None else "interrupted")
+            network().notice(
+                f"{live.method} {shown_url(live.url)} -> {got} ({human_size(live.nbytes)}, "
+                f"{took:.0f} ms)"
+            )
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopped = True
+        self._wake.set()
+
+    def _run(self) -> None:
+        slow = self._opts.slow_after
+        while not self._wake.wait(min(0.25, slow / 4)):
+            now = time.monotonic()
+            with self._lock:
+                live = list(self._live)
+            for r in live:
+                idle = r.idle(now)
+                if idle >= slow and not r.noticed:
+                    r.noticed = True
+                    what = "no answer" if r.status is None else "no bytes"
+                    network().notice(
+                        f"{r.method} {shown_url(r.url)}: {what} for {idle:.0f}s, still waiting "
+                        f"(up to {self._opts.timeout:g}s: WGTPM_HTTP_TIMEOUT)"
+                    )

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import functools
 import hashlib
 import os
 import queue
@@ -34,10 +35,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Protocol
 from urllib.parse import unquote, urlsplit
 
-from . import dirhash
+from . import _interrupt, dirhash
 from . import index as _index
 from ._errors import CacheError, FetchError, NotFoundError, VerifyError, WgtpmError
-from ._report import SILENT, Reporter
+from ._report import SILENT, Reporter, end, human_size
 from ._retry import Backoff
 from .cache import Cache
 from .sources import FileRequest, RevInfo, Source
@@ -48,8 +49,18 @@ if TYPE_CHECKING:
 __all__ = ["FetchOptions", "Fetcher", "SumChecker", "matches"]
 
 CHUNK = 1 << 20
-SYNC_EVERY = 64 << 20  # bytes written between fsyncs of a download
+#: Bytes written between background fsyncs of a large download, so that the fsync
+#: before the rename (on the critical path) has at most this much left to flush.
+SYNC_EVERY = 8 << 20
+#: Files up to this size are written and hashed by the receiving thread itself: a
+#: writer thread (overlapping hashing with receiving) pays off only for large files.
+INLINE_MAX = 4 << 20
 QUEUE_CHUNKS = 512  # received chunks that may wait for the writer (about 32 MiB)
+#: Files at least this large come as parallel ranges from a server that honours Range
+#: (one connection is often capped well below the line's speed).
+RANGED_MIN = 64 << 20
+#: The smallest range (ranges are whole MiB; ``FetchOptions.ranges`` at most per file).
+RANGE_MIN = 16 << 20
 MOD_SUFFIX = "/wgt.mod"
 
 
@@ -74,6 +85,8 @@ class FetchOptions:
     #: cut and resumed (a new connection, maybe another route), as a dropped one is.
     min_rate: int = 1024
     rate_window: float = 30.0
+    #: Ranges a large file is fetched in at once (1: one request per file).
+    ranges: int = 8
 
     @property
     def resume_policy(self) -> Backoff:
@@ -113,6 +126,15 @@ class Fetcher:
         self._http_factory = http
         self._http: HttpClient | None = None
         self._http_lock = threading.Lock()
+        self._done: dict[str, int] = {}  # label -> bytes reported, for "N of M kept"
+        self._ranges: dict[str, int] = {}  # label -> ranges per large file
+        self._done_lock = threading.Lock()
+
+    def _advance(self, label: str, n: int) -> None:
+        if n:
+            with self._done_lock:
+                self._done[label] = self._done.get(label, 0) + n
+            self.progress.advance(label, n)
 
     def http(self) -> HttpClient:
         """The one HTTP client of this fetcher, made on first use by whichever download
@@ -208,49 +230,64 @@ class Fetcher:
             tree.mkdir(parents=True, exist_ok=True)
             return tree
         label = f"{path}@{version}"
-        self.progress.start(label, sum(e.size for e in missing))
+        total = sum(e.size for e in missing)
+        # Ranges share the jobs: files enough to keep them busy need no splitting (each
+        # connection costs CPU, and a range file is copied once more before the rename).
+        large = sum(1 for e in missing if e.size >= RANGED_MIN)
+        with self._done_lock:
+            self._ranges[label] = min(self.opts.ranges, self.opts.jobs // max(1, large))
+        self.progress.start(label, total)
+        ok = False
         try:
-            jobs = max(1, min(self.opts.jobs, len(missing)))
-            if jobs == 1:
-                for e in missing:
-                    self._fetch_file(path, version, e, label)
-            else:
-                from concurrent.futures import ThreadPoolExecutor
-
-                with ThreadPoolExecutor(jobs) as pool:
-                    for f in [
-                        pool.submit(self._fetch_file, path, version, e, label) for e in missing
-                    ]:
-                        f.result()
+            _run_all(
+                [functools.partial(self._fetch_file, path, version, e, label) for e in missing],
+                max(1, min(self.opts.jobs, len(missing))),
+            )
+            ok = True
+        except KeyboardInterrupt:
+            with self._done_lock:
+                done = min(total, self._done.get(label, 0))
+            self.progress.notice(
+                f"interrupted: {label}: {human_size(done)} of {human_size(total)} kept for resuming"
+            )
+            raise
         finally:
-            self.progress.finish(label)
+            with self._done_lock:
+                self._done.pop(label, None)
+                self._ranges.pop(label, None)
+            end(self.progress, label, ok)
         tree.mkdir(parents=True, exist_ok=True)
         return tree
 
     def _fetch_file(self, path: str, version: str, e: _index.IndexEntry, label: str) -> None:
+        _interrupt.check()
         if not self.cache.has_blob(e.sha256):
             with self.cache.file_lock(e.sha256):
                 if not self.cache.has_blob(e.sha256):
                     self._download_blob(path, version, e, label)
                 else:
-                    self.progress.advance(label, e.size)
+                    self._advance(label, e.size)
         else:
-            self.progress.advance(label, e.size)
+            self._advance(label, e.size)
         self.cache.link(path, version, e.path, e.sha256)
 
     def _download_blob(self, path: str, version: str, e: _index.IndexEntry, label: str) -> None:
         req = self.source.file(path, version, e.path)
         part = _Partial(self.cache.partial_path(e.sha256), e.size)
-        resumed = self._transfer(req, part, path, version, e, label)
+        with self._done_lock:
+            ranges = self._ranges.get(label, 1)
+        resumed = self._transfer_file(req, part, path, version, e, label, ranges)
         if resumed and not part.matches(e):
             # The bytes kept from before (a partial file left by another run, or the
             # part before a cut) may be the junk, not the source: once more from byte 0.
             part.discard()
+            self._drop_segments(e.sha256)
             part = _Partial(self.cache.partial_path(e.sha256), e.size)
             self._transfer(req, part, path, version, e, label)
         if not part.matches(e):
             have, got = part.have, part.h.hexdigest()
             part.discard()
+            self._drop_segments(e.sha256)
             raise VerifyError(
                 path,
                 version,
@@ -268,8 +305,10 @@ class Fetcher:
         version: str,
         e: _index.IndexEntry,
         label: str,
+        limit: int | None = None,
     ) -> bool:
-        """Fill ``part`` from ``req``, resuming after cuts; whether any bytes were resumed."""
+        """Fill ``part`` from ``req`` (up to byte ``limit``, when given, with a ranged
+        request), resuming after cuts; whether any bytes were resumed."""
         policy = self.opts.resume_policy
         attempt = 0
         resumed = False
@@ -283,11 +322,14 @@ class Fetcher:
                     elif req.url.startswith("file:"):
                         self._copy_local(req.url, part, path, version, e, label)
                     else:
-                        self._stream_http(req.url, dict(req.headers), part, path, version, e, label)
+                        self._stream_http(
+                            req.url, dict(req.headers), part, path, version, e, label, limit
+                        )
                 finally:
                     part.close()
                 return resumed
             except (FetchError, _Cut) as exc:
+                _interrupt.check()  # a connection cut by Ctrl-C is not worth a retry
                 if policy.last(attempt):
                     raise FetchError(
                         path,
@@ -295,7 +337,11 @@ class Fetcher:
                         f"downloading {e.path}: {exc} (gave up after {attempt + 1} tries; "
                         "run the command again to resume)",
                     ) from exc
-                policy.sleep(attempt)
+                self.progress.notice(
+                    f"{path}@{version}: {e.path}: {exc}; resuming "
+                    f"(try {attempt + 2} of {policy.attempts})"
+                )
+                _interrupt.sleep(policy.wait_for(attempt) or 0.0)
                 attempt += 1
             except OSError as exc:
                 from .cache import _disk_error
@@ -307,9 +353,9 @@ class Fetcher:
     ) -> None:
         # bytes the source already holds; like a resumed download, they are hashed from the start
         rest = body[part.have :]
-        self.progress.advance(label, part.have)
+        self._advance(label, part.have)
         part.write(rest, path, version, e)
-        self.progress.advance(label, len(rest))
+        self._advance(label, len(rest))
 
     def _copy_local(
         self, url: str, part: _Partial, path: str, version: str, e: _index.IndexEntry, label: str
@@ -321,10 +367,11 @@ class Fetcher:
             raise NotFoundError(path, version, f"{e.path}: not in the file tree ({src})") from exc
         with fin:
             fin.seek(part.have)
-            self.progress.advance(label, part.have)
+            self._advance(label, part.have)
             while chunk := fin.read(CHUNK):
+                _interrupt.check()
                 part.write(chunk, path, version, e)
-                self.progress.advance(label, len(chunk))
+                self._advance(label, len(chunk))
 
     def _stream_http(
         self,
@@ -335,17 +382,24 @@ class Fetcher:
         version: str,
         e: _index.IndexEntry,
         label: str,
+        limit: int | None = None,
     ) -> None:
         import httpx
 
         from .httpclient import HTTPStatusError, TransportError
 
-        if part.have >= e.size:
+        end = e.size if limit is None else limit
+        if part.have >= end:
             return
         try:
             # identity encoding: Range offsets and the sha256 are about the stored bytes
             hdrs = {"Accept-Encoding": "identity", **headers}
-            with self.http().stream(url, headers=hdrs, offset=part.have) as resp:
+            offset = part.have
+            if end < e.size:
+                hdrs["Range"], offset = f"bytes={part.have}-{end - 1}", 0
+            with self.http().stream(url, headers=hdrs, offset=offset) as resp:
+                if end < e.size and resp.status_code != 206:
+                    raise _NoRanges("the server does not honour Range")
                 if part.have and resp.status_code == 200:  # the server ignored Range: start over
                     part.restart()
                 elif resp.status_code == 206 and not _range_starts_at(
@@ -353,11 +407,14 @@ class Fetcher:
                 ):
                     part.restart()
                     raise _Cut("the server answered a different range; restarting")
-                self.progress.advance(label, part.have)
+                self._advance(label, part.have)
                 since, got = time.monotonic(), 0
                 for chunk in resp.iter_bytes():
+                    _interrupt.check()
+                    if end < e.size and part.have + len(chunk) > end:
+                        raise _NoRanges("the server sent more than the range asked for")
                     part.write(chunk, path, version, e)
-                    self.progress.advance(label, len(chunk))
+                    self._advance(label, len(chunk))
                     got += len(chunk)
                     elapsed = time.monotonic() - since
                     if elapsed >= self.opts.rate_window:
@@ -373,17 +430,225 @@ class Fetcher:
             raise FetchError(path, version, f"{e.path}: {exc}") from exc
         except (TransportError, httpx.HTTPError) as exc:
             raise _Cut(f"{type(exc).__name__}: {exc}") from exc
-        if part.have < e.size:
-            raise _Cut(f"connection closed after {part.have} of {e.size} bytes")
+        if part.have < end:
+            raise _Cut(f"connection closed after {part.have} of {end} bytes")
+
+    # ---- parallel ranges ---------------------------------------------------------
+
+    def _transfer_file(
+        self,
+        req: FileRequest,
+        part: _Partial,
+        path: str,
+        version: str,
+        e: _index.IndexEntry,
+        label: str,
+        ranges: int,
+    ) -> bool:
+        """Fill ``part``: as up to ``ranges`` parallel ranges where that pays and the server
+        allows it, else as one stream; whether any bytes were resumed."""
+        http = req.body is None and req.url.startswith(("http:", "https:"))
+        if not http or ranges < 2 or e.size < RANGED_MIN:
+            return self._transfer(req, part, path, version, e, label)
+        try:
+            return self._transfer_ranged(req, part, path, version, e, label, ranges)
+        except _NoRanges:
+            self._drop_segments(e.sha256)  # one stream from what the file holds in order
+            return self._transfer(req, part, path, version, e, label) or part.have > 0
+
+    def _transfer_ranged(
+        self,
+        req: FileRequest,
+        part: _Partial,
+        path: str,
+        version: str,
+        e: _index.IndexEntry,
+        label: str,
+        ranges: int,
+    ) -> bool:
+        """Fetch ``e`` as ranges of a fixed grid: the range holding ``part.have`` streams
+        into ``part`` itself; each later range into its own file beside it
+        (``<sha256>.partial.<start>``, resumable on its own), appended to ``part`` (and
+        so hashed) in order as the ranges before it are done.
+
+        A server that answers a range with anything but that range raises
+        :class:`_NoRanges` (the caller goes on with one stream).
+        """
+        part.load()
+        cell = _range_size(e.size, ranges)
+        first_end = min(e.size, (part.have // cell + 1) * cell)
+        segs = [(s, min(s + cell, e.size)) for s in range(first_end, e.size, cell)]
+        if not segs:
+            return self._transfer(req, part, path, version, e, label)
+        self._drop_segments(e.sha256, keep={s for s, _ in segs})  # merged before a crash
+        resumed = part.have > 0 or any(self._segment(e.sha256, s).exists() for s, _ in segs)
+        stop = threading.Event()
+        done = [threading.Event() for _ in segs]
+        errors: list[BaseException | None] = [None] * len(segs)
+
+        def fetch(i: int) -> None:
+            try:
+                self._fetch_segment(req, segs[i], stop, path, version, e, label)
+            except BaseException as exc:  # handed to the thread that merges
+                errors[i] = exc
+                stop.set()
+            finally:
+                done[i].set()
+
+        threads = [threading.Thread(target=fetch, args=(i,), daemon=True) for i in range(len(segs))]
+        for th in threads:
+            th.start()
+        try:
+            resumed = self._transfer(req, part, path, version, e, label, first_end) or resumed
+            for i, (start, end) in enumerate(segs):
+                while not done[i].wait(0.1):
+                    _interrupt.check()
+                err = next((x for x in errors if x is not None), None)
+                if err is not None:
+                    raise err
+                self._merge(part, start, end, path, version, e)
+        finally:
+            stop.set()
+            if not _interrupt.CANCEL.is_set():
+                for th in threads:  # nothing may write a range file once we go on
+                    th.join()
+        return resumed
+
+    def _segment(self, sha256: str, start: int) -> Path:
+        p = self.cache.partial_path(sha256)
+        return p.with_name(f"{p.name}.{start}")
+
+    def _drop_segments(self, sha256: str, keep: set[int] | None = None) -> None:
+        """Remove the range files of ``sha256`` (but those starting at ``keep``)."""
+        p = self.cache.partial_path(sha256)
+        for q in p.parent.glob(f"{p.name}.*"):
+            start = q.name[len(p.name) + 1 :]
+            if start.isdigit() and int(start) not in (keep or set()):
+                with contextlib.suppress(FileNotFoundError):
+                    q.unlink()
+
+    def _fetch_segment(
+        self,
+        req: FileRequest,
+        seg: tuple[int, int],
+        stop: threading.Event,
+        path: str,
+        version: str,
+        e: _index.IndexEntry,
+        label: str,
+    ) -> None:
+        """Fill the range file of ``seg`` (``[start, end)``), resuming after cuts."""
+        import httpx
+
+        from .httpclient import HTTPStatusError, TransportError
+
+        start, end = seg
+        where = self._segment(e.sha256, start)
+        policy = self.opts.resume_policy
+        first = True
+        for attempt in policy.attempts_range():
+            try:
+                have = where.stat().st_size if where.exists() else 0
+                if have > end - start:
+                    where.unlink()
+                    have = 0
+                if first:
+                    self._advance(label, have)
+                    first = False
+                if have == end - start:
+                    return
+                hdrs = {"Accept-Encoding": "identity", **req.headers}
+                hdrs["Range"] = f"bytes={start + have}-{end - 1}"
+                with self.http().stream(req.url, headers=hdrs) as resp, open(where, "ab") as f:
+                    want = f"bytes {start + have}-{end - 1}/{e.size}"
+                    if resp.status_code != 206 or resp.headers.get("content-range") != want:
+                        raise _NoRanges("the server answered a range with something else")
+                    since, got = time.monotonic(), 0
+                    for chunk in resp.iter_bytes():
+                        _interrupt.check()
+                        if stop.is_set():
+                            return
+                        if have + len(chunk) > end - start:
+                            raise _NoRanges("the server sent more than the range asked for")
+                        f.write(chunk)
+                        have += len(chunk)
+                        got += len(chunk)
+                        self._advance(label, len(chunk))
+                        elapsed = time.monotonic() - since
+                        if elapsed >= self.opts.rate_window:
+                            if got < self.opts.min_rate * elapsed:
+                                raise _Cut(
+                                    f"slower than {self.opts.min_rate} bytes/s; reconnecting"
+                                )
+                            since, got = time.monotonic(), 0
+                if have < end - start:
+                    raise _Cut(f"connection closed after {have} of {end - start} bytes of a range")
+                return
+            except HTTPStatusError as exc:
+                if exc.status in (404, 410):
+                    raise NotFoundError(path, version, f"{e.path}: {exc}") from exc
+                if exc.status == 416:
+                    raise _NoRanges(str(exc)) from exc
+                err: WgtpmError = FetchError(path, version, f"{e.path}: {exc}")
+            except (TransportError, httpx.HTTPError) as exc:
+                err = _Cut(f"{type(exc).__name__}: {exc}")
+            except _Cut as exc:
+                err = exc
+            except OSError as exc:
+                from .cache import _disk_error
+
+                raise _disk_error(exc, where) from exc
+            _interrupt.check()
+            if stop.is_set():
+                return
+            if policy.last(attempt):
+                raise FetchError(
+                    path,
+                    version,
+                    f"downloading {e.path} (bytes {start}-{end - 1}): {err} (gave up after "
+                    f"{attempt + 1} tries; run the command again to resume)",
+                ) from err
+            _interrupt.sleep(policy.wait_for(attempt) or 0.0)
+
+    def _merge(
+        self, part: _Partial, start: int, end: int, path: str, version: str, e: _index.IndexEntry
+    ) -> None:
+        """Append range ``[start, end)`` from its file to ``part`` (hashing it), then drop
+        the file. After a crash in the middle, ``part`` may already hold some of it."""
+        where = self._segment(e.sha256, start)
+        if part.have < end:
+            part.open()
+            try:
+                with open(where, "rb") as f:
+                    f.seek(part.have - start)
+                    while chunk := f.read(CHUNK):
+                        _interrupt.check()
+                        part.write(chunk, path, version, e)
+            except FileNotFoundError as exc:
+                raise _NoRanges(f"the file of range {start}-{end - 1} is gone") from exc
+            except OSError as exc:
+                from .cache import _disk_error
+
+                raise _disk_error(exc, where) from exc
+            finally:
+                part.close()
+            if part.have != end:  # cannot happen with a complete range file
+                raise _NoRanges(f"a range file holds {part.have - start} of {end - start} bytes")
+        with contextlib.suppress(FileNotFoundError):
+            where.unlink()
 
 
 class _Partial:
     """A partial download: the file, how much of it there is, and the hash of that much.
 
     A previous attempt's bytes (from this process or a killed one) are kept
-    and hashed once, so the download resumes where it stopped. Writing and
-    hashing run on a second thread (hashlib and file writes release the GIL),
-    so receiving the next bytes overlaps with hashing the last ones.
+    and hashed once, so the download resumes where it stopped. For a file over
+    :data:`INLINE_MAX`, writing and hashing run on a second thread (hashlib and
+    file writes release the GIL), so receiving the next bytes overlaps with
+    hashing the last ones, and over :data:`SYNC_EVERY` a third one pushes the
+    written bytes to disk as they come, so that the fsync in :meth:`close`
+    (before the file may be renamed into place) has little left to wait for.
+    Smaller files are written and hashed inline: no threads to start.
     """
 
     def __init__(self, path: Path, size: int) -> None:
@@ -399,7 +664,8 @@ class _Partial:
         self._syncer: threading.Thread | None = None
         self._error: BaseException | None = None
 
-    def open(self) -> None:
+    def load(self) -> None:
+        """Hash what a previous attempt left (once), so that ``have`` is known."""
         if not self._hashed:
             self._hashed = True
             try:
@@ -410,8 +676,12 @@ class _Partial:
             if self.path.exists():
                 with open(self.path, "rb") as f:
                     while chunk := f.read(CHUNK):
+                        _interrupt.check()
                         self.h.update(chunk)
                         self.have += len(chunk)
+
+    def open(self) -> None:
+        self.load()
         self._f = open(self.path, "ab")
         self._start()
 
@@ -441,10 +711,12 @@ class _Partial:
                 os.fdatasync(fd)
 
     def _start(self) -> None:
+        if self.size - self.have <= INLINE_MAX:
+            return  # write() writes and hashes itself
         self._q = queue.Queue(maxsize=QUEUE_CHUNKS)
         self._worker = threading.Thread(target=self._drain, daemon=True)
         self._worker.start()
-        if hasattr(os, "fdatasync"):
+        if self.size - self.have > SYNC_EVERY and hasattr(os, "fdatasync"):
             self._sync_q = queue.Queue(maxsize=1)
             self._syncer = threading.Thread(target=self._sync, daemon=True)
             self._syncer.start()
@@ -463,8 +735,12 @@ class _Partial:
                 version,
                 f"{e.path}: the source sends more than the {e.size} bytes the index lists",
             )
-        assert self._q is not None
-        self._q.put(chunk)
+        if self._q is None:
+            assert self._f is not None
+            self._f.write(chunk)
+            self.h.update(chunk)
+        else:
+            self._q.put(chunk)
         self.have += len(chunk)
 
     def restart(self) -> None:
@@ -481,10 +757,12 @@ class _Partial:
             self._q.put(None)
             self._worker.join()
             self._worker = None
+        self._q = None
         if self._syncer is not None and self._sync_q is not None:
             self._sync_q.put(None)
             self._syncer.join()
             self._syncer = None
+        self._sync_q = None
 
     def close(self) -> None:
         self._stop()
@@ -513,6 +791,68 @@ class _Partial:
             self.path.unlink()
         self.h = hashlib.sha256()
         self.have = 0
+
+
+def _run_all(tasks: list[Callable[[], None]], jobs: int) -> None:
+    """Run ``tasks`` on ``jobs`` daemon threads; return when all are done, raise the first error.
+
+    Daemon threads, and a wait that wakes for Ctrl-C: an interrupted command
+    returns (and exits) at once, even while a thread is still blocked on a
+    server that sends nothing; the threads stop at their next chunk (partial
+    files on disk are only ever appended to, so wherever a thread stops, what
+    is there resumes). After the first error no new task starts.
+    """
+    if not tasks:
+        return
+    todo: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+    for t in tasks:
+        todo.put(t)
+    errors: list[BaseException] = []
+    left = [len(tasks)]
+    done = threading.Event()
+    lock = threading.Lock()
+
+    def worker() -> None:
+        while True:
+            try:
+                task = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                if not errors:
+                    task()
+            except BaseException as exc:  # handed to the waiting thread
+                with lock:
+                    errors.append(exc)
+            finally:
+                with lock:
+                    left[0] -= 1
+                    if left[0] == 0 or errors:
+                        done.set()
+
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(jobs)]
+    for th in threads:
+        th.start()
+    while not done.wait(0.1):
+        if _interrupt.CANCEL.is_set():
+            # give the threads a moment to stop at their next chunk and close their files
+            done.wait(0.5)
+            raise _interrupt.Interrupted()
+    if errors:
+        if not _interrupt.CANCEL.is_set():
+            for th in threads:  # nothing may still write once the caller goes on
+                th.join()
+        raise errors[0]
+
+
+def _range_size(size: int, ranges: int) -> int:
+    """The length of each range of a file of ``size`` bytes (whole MiB; the last is shorter)."""
+    cell = max(RANGE_MIN, -(-size // max(1, ranges)))
+    return -(-cell // (1 << 20)) << 20
+
+
+class _NoRanges(WgtpmError):
+    """The server does not serve the ranges asked for (ignores Range, other lengths)."""
 
 
 class _Cut(WgtpmError):

@@ -351,6 +351,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
+        owner = self.server.owner
+        owner._connected()
+        if owner.connect_latency:  # a new connection's handshakes (TCP, TLS) to a far server
+            time.sleep(owner.connect_latency)
+        self._sent = 0
+        self._since = time.monotonic()
         # Headers and body leave in separate writes: without TCP_NODELAY, Nagle's algorithm
         # holds the body back until the client's delayed ACK (40 ms on Linux), per response.
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -436,7 +442,20 @@ class _Handler(BaseHTTPRequestHandler):
                     self.wfile.flush()
                     time.sleep(fault.delay)
                 return
-            self.wfile.write(body)
+            rate = self.server.owner.rate
+            if not rate:
+                self.wfile.write(body)
+                return
+            view = memoryview(body)
+            for i in range(
+                0, len(body), 64 << 10
+            ):  # at most `rate` bytes a second on this connection
+                piece = view[i : i + (64 << 10)]
+                self.wfile.write(piece)
+                self._sent += len(piece)
+                ahead = self._sent / rate - (time.monotonic() - self._since)
+                if ahead > 0:
+                    time.sleep(ahead)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 
@@ -448,10 +467,17 @@ class LoopbackServer:
     every request; ``faults`` misbehave on purpose (see :class:`Fault`).
     ``latency`` is slept before answering each request (a far-away server),
     by the request's own thread, so that requests in parallel wait in parallel.
+    ``connections`` counts the TCP connections accepted. ``connect_latency``
+    is slept when a connection opens and ``rate`` caps each connection's
+    bytes a second (a realistic network for benchmarks).
     """
 
     name = "server"
     latency: float = 0.0
+    #: Seconds slept when a connection opens, before its first request is read.
+    connect_latency: float = 0.0
+    #: Bytes a second that one connection's response bodies may go at (0: no cap).
+    rate: float = 0.0
 
     def __init__(self, *, log: RequestLog | None = None) -> None:
         self.log = log if log is not None else RequestLog()
@@ -459,6 +485,13 @@ class LoopbackServer:
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.RLock()
+        self._count_lock = threading.Lock()
+        #: TCP connections accepted so far (a client that keeps connections alive opens few).
+        self.connections = 0
+
+    def _connected(self) -> None:
+        with self._count_lock:
+            self.connections += 1
 
     # lifecycle
 

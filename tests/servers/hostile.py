@@ -10,6 +10,7 @@ Routes (also with anything after them, ``/endless/api/x``; any other path: 404):
     /error-endless    500, chunked, an error page for ever
     /redirect?to=URL  302 to URL
     /ok               200, ``ok``
+    /silent           reads the request and never answers (the connection stays open)
 
 Every request is logged in ``paths``. The server writes raw HTTP/1.1 so that it
 can lie; it is a test of the client's limits, not of HTTP.
@@ -73,6 +74,9 @@ class _Handler(BaseHTTPRequestHandler):
                 self.send_header("Location", to)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
+            elif _is(split.path, "/silent"):
+                owner.stopping.wait()
+                self.close_connection = True
             elif _is(split.path, "/ok"):
                 self.send_response(200)
                 self.send_header("Content-Length", "2")

@@ -79,6 +79,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("-C", dest="chdir", metavar="DIR", help="run as if started in DIR")
     parser.add_argument("--version", action="version", version=f"wgtpm {__version__}")
+    parser.add_argument(
+        "-x",
+        dest="trace",
+        action="store_true",
+        help="print each HTTP request as it happens (GET URL -> STATUS (SIZE, TIME)), as go -x",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     target = _Only(sub, only) if only else sub
     for name in COMMANDS:
@@ -94,8 +100,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 def _command_name(argv: Sequence[str]) -> str | None:
     """The command word of ``argv`` when it is easy to see (else ``None``: build everything)."""
     rest = list(argv)
-    if rest[:1] == ["-C"] and len(rest) >= 2:
-        rest = rest[2:]
+    while rest[:1] == ["-x"] or (rest[:1] == ["-C"] and len(rest) >= 2):
+        rest = rest[1:] if rest[0] == "-x" else rest[2:]
     if rest and not rest[0].startswith("-"):
         return rest[0]
     return None
@@ -117,13 +123,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     if run is None:
         parser.print_help(sys.stderr)
         return 2
+    from .._interrupt import handling
+    from .._report import set_network
+    from ._render import LineReporter
+
+    set_network(LineReporter(progress=False), trace=args.trace)
     try:
         if args.chdir:
             try:
                 os.chdir(args.chdir)
             except OSError as exc:
                 raise UsageError(f"-C {args.chdir}: {exc.strerror or exc}") from exc
-        code: int = run(args)
+        with handling():  # Ctrl-C stops the download threads too
+            code: int = run(args)
     except WgtpmError as exc:
         return _fail(args, str(exc), _kind(exc))
     except OSError as exc:  # a file we could not read or write: say which, not a traceback

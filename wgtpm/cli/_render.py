@@ -5,7 +5,8 @@
 - download progress: on a terminal a live bar per module version (rich),
   cleared when done and followed by ``downloaded MODULE@VERSION (SIZE)``;
   on a pipe one line per finished module version,
-  ``wgtpm: downloaded MODULE@VERSION (SIZE)``; with ``-q`` nothing.
+  ``wgtpm: downloaded MODULE@VERSION (SIZE)``; with ``-q`` nothing. A download
+  that failed or was interrupted (``fail(label)``) gets no ``downloaded`` line.
 
 Notices and warnings are shown also with ``-q`` (it silences progress only).
 """
@@ -16,7 +17,7 @@ import sys
 import threading
 from typing import Any, TextIO
 
-from .._report import Reporter
+from .._report import Reporter, set_network
 
 __all__ = ["LineReporter", "RichReporter", "make_reporter"]
 
@@ -61,6 +62,10 @@ class LineReporter:
             total = self._total.pop(label, 0)
         if self._progress:
             self._print(f"wgtpm: downloaded {label} ({_size(total)})")
+
+    def fail(self, label: str) -> None:
+        with self._lock:
+            self._total.pop(label, None)
 
 
 class RichReporter(LineReporter):
@@ -110,11 +115,27 @@ class RichReporter(LineReporter):
                 self._p.stop()
                 self._started = False
 
+    def fail(self, label: str) -> None:
+        with self._bar_lock:
+            t = self._tasks.pop(label, None)
+            if t is not None:
+                self._p.remove_task(t)
+            if not self._tasks and self._started:
+                self._p.stop()
+                self._started = False
+
 
 def make_reporter(quiet: bool = False) -> Reporter:
-    """A live display on a terminal; quiet lines on a pipe; no progress with ``quiet``."""
+    """A live display on a terminal; quiet lines on a pipe; no progress with ``quiet``.
+
+    The network code of the process reports through it too (slow servers, retries, ``-x``).
+    """
+    r: Reporter
     if quiet:
-        return LineReporter(progress=False)
-    if sys.stderr.isatty():
-        return RichReporter()
-    return LineReporter()
+        r = LineReporter(progress=False)
+    elif sys.stderr.isatty():
+        r = RichReporter()
+    else:
+        r = LineReporter()
+    set_network(r)
+    return r

@@ -15,8 +15,8 @@ module              what
 ``_hosted``         what the hosted sources share: stores, env, paths, tags, index
                     synthesis, byte hand-off, error translation, JSON checks
 ``github``          GitHub releases
-``huggingface``     Hugging Face model repositories (``_hfclient``: limits for
-                    ``huggingface_hub``'s own HTTP client)
+``huggingface``     Hugging Face model repositories (the Hub API through wgtpm's
+                    own HTTP client)
 ``pawhub``          the PAW program hub
 ==================  ================================================================
 

@@ -31,10 +31,20 @@ are left out and named under ``build.skipped``. Every file downloads from
 ``ENDPOINT/OWNER/REPO/resolve/COMMIT/PATH``, which answers with the bytes or a
 redirect to a CDN; ``HF_TOKEN`` goes to the endpoint's origin only.
 
-Metadata comes through ``huggingface_hub`` (``HfApi``: refs, model info at a
-revision, the recursive tree, the commit history), imported only when a
-Hugging Face module is used. ``HF_ENDPOINT`` and ``HF_TOKEN`` are honoured as
-the Hugging Face tools honour them.
+Metadata comes from the Hub API through wgtpm's own HTTP client (one pool of
+connections, its limits, retries and notices; ``huggingface_hub`` is never
+imported), in as few round trips as the API allows::
+
+    GET /api/models/OWNER/REPO/refs                       tags (the versions) and branches
+    GET /api/models/OWNER/REPO/revision/REV?blobs=true    commit, time, and every file with
+                                                          size, git blob id and LFS sha256
+    GET /api/models/OWNER/REPO/commits/REV?p=N            history (pseudo-versions only)
+
+A Hub whose revision answer lists no file details is asked for the
+recursive tree (``/tree/REV?recursive=true``, following ``Link: rel="next"``).
+``HF_ENDPOINT`` and ``HF_TOKEN`` are honoured as the Hugging Face tools honour
+them (without ``HF_TOKEN``, the token ``hf auth login`` saved in
+``$HF_TOKEN_PATH`` or ``$HF_HOME/token``).
 """
 
 from __future__ import annotations
@@ -43,18 +53,17 @@ import hashlib
 import os
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from .. import index as _index
 from .. import module as _module
 from .. import version as _version
-from .._errors import FetchError, InvalidVersionError, NotFoundError, WgtpmError
-from .._retry import Backoff
+from .._errors import FetchError, InvalidVersionError, ModuleError, NotFoundError
 from ..httpclient import Credential
 from ._base import FileRequest, RevInfo
 from ._hosted import (
@@ -62,6 +71,8 @@ from ._hosted import (
     MetaCache,
     env_url,
     git_blob_id,
+    parse_json,
+    parse_time,
     repo_elems,
     rfc3339,
     sha256_check,
@@ -71,23 +82,21 @@ from ._hosted import (
 )
 
 if TYPE_CHECKING:
-    from huggingface_hub import HfApi
-    from huggingface_hub.hf_api import RepoFile
+    import httpx
 
     from ..httpclient import HttpClient
 
 __all__ = ["DEFAULT_ENDPOINT", "HuggingFaceSource", "from_host"]
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
-#: Tries of one Hub API call that meets a 429, a 5xx or a network error, and the waits between.
-CALL_RETRY = Backoff(attempts=3, base=0.25)
 #: Seconds the refs of a repository are trusted: a command lists them once (to
 #: learn the versions, then to resolve one), a long-lived process sees new tags.
 REFS_TTL = 60.0
 #: Bytes of small files kept from indexing for the fetcher, per source (beyond
 #: this they are downloaded again).
 KEEP_BODIES = 64 << 20
-T = TypeVar("T")
+#: Pages of a listing (tree, history) followed before giving up.
+MAX_PAGES = 1000
 
 
 @dataclass(frozen=True)
@@ -96,12 +105,22 @@ class _Rev:
     time: datetime
 
 
+@dataclass(frozen=True)
+class _HubFile:
+    """A file of a commit as the API lists it: ``lfs_sha256`` for files stored with LFS."""
+
+    path: str
+    size: int | None
+    blob_id: str | None
+    lfs_sha256: str | None = None
+
+
 class HuggingFaceSource:
     """Modules from Hugging Face model repositories.
 
     ``endpoint`` and ``token`` default to ``HF_ENDPOINT`` and ``HF_TOKEN``
     (then the token ``hf auth login`` saved); ``jobs`` small files are hashed
-    at once when an index is synthesised.
+    at once when an index is synthesised (32: small files are bound by latency, not bandwidth).
     """
 
     name = "direct"
@@ -112,7 +131,7 @@ class HuggingFaceSource:
         *,
         endpoint: str | None = None,
         token: str | None = None,
-        jobs: int = 16,
+        jobs: int = 32,
     ) -> None:
         self.http = http
         self.endpoint = env_url(endpoint, "HF_ENDPOINT", DEFAULT_ENDPOINT)
@@ -120,9 +139,8 @@ class HuggingFaceSource:
         self._token_known = token is not None
         self.jobs = max(1, jobs)
         self._lock = threading.Lock()
-        self._api_obj: HfApi | None = None
         self._revs: dict[tuple[str, str], _Rev] = {}
-        self._trees: dict[tuple[str, str], dict[str, RepoFile]] = {}
+        self._trees: dict[tuple[str, str], dict[str, _HubFile]] = {}
         self._refs: dict[str, tuple[float, dict[str, str]]] = {}
         # (repo id, commit, file) -> the verified bytes indexing downloaded, until file() takes them
         self._bodies = BodyKeeper(KEEP_BODIES)
@@ -186,79 +204,71 @@ class HuggingFaceSource:
         if not self._token_known:
             tok = os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN")
             if not tok:
-                from huggingface_hub import get_token
-
-                tok = get_token()
+                tok = _saved_token()
             self._token, self._token_known = tok or None, True
         return self._token
 
-    def _api(self) -> HfApi:
-        if self._api_obj is None:
-            from huggingface_hub import HfApi
+    def _headers(self, url: str) -> dict[str, str]:
+        token = self.token()
+        if not token:
+            return {}
+        return Credential(self.endpoint, "Authorization", f"Bearer {token}").headers_for(url)
 
-            from ._hfclient import install
+    def _get(self, path: str, version: str | None, what: str, url: str) -> httpx.Response:
+        """GET an API URL (retried as the HTTP client retries), errors as module errors."""
+        from ..httpclient import HTTPStatusError, ResponseTooLargeError, TransportError
 
-            install(self.http.opts)
+        try:
+            return self.http.get(url, headers=self._headers(url))
+        except HTTPStatusError as exc:
+            raise self._status_error(path, version, what, exc) from exc
+        except (ResponseTooLargeError, TransportError) as exc:
+            raise FetchError(path, version, f"{what}: {exc}") from exc
 
-            self._api_obj = HfApi(
-                endpoint=self.endpoint, token=self.token() or False, library_name="wgtpm"
-            )
-        return self._api_obj
-
-    def _call(self, path: str, version: str | None, what: str, fn: Callable[[], T]) -> T:
-        """Run one ``huggingface_hub`` call, translating its errors into module errors.
-
-        A 429, a 5xx or a network error is tried again (as :data:`CALL_RETRY`
-        says): not every ``HfApi`` method retries by itself.
-        """
-        from huggingface_hub import errors
-
-        from ..httpclient import ResponseTooLargeError, TransportError
-
+    def _status_error(self, path: str, version: str | None, what: str, exc: Any) -> ModuleError:
+        """The error the Hub means by a status and its ``X-Error-Code``."""
         rid = _repo_id(path)
-        for attempt in CALL_RETRY.attempts_range():
-            last = CALL_RETRY.last(attempt)
-            try:
-                return fn()
-            except errors.GatedRepoError as exc:
-                raise FetchError(
-                    path,
-                    version,
-                    f"{what}: {rid} is gated: accept its conditions on {self.endpoint}/{rid} "
-                    "and set HF_TOKEN to a token of that account",
-                ) from exc
-            except errors.RepositoryNotFoundError as exc:
-                hint = "" if self.token() else " (if it is private, set HF_TOKEN)"
-                raise NotFoundError(
-                    path, version, f"{what}: no repository {rid} at {self.endpoint}{hint}"
-                ) from exc
-            except errors.RevisionNotFoundError as exc:
-                raise NotFoundError(path, version, f"{what}: no such revision in {rid}") from exc
-            except errors.HfHubHTTPError as exc:
-                status = exc.response.status_code if exc.response is not None else 0
-                if status in (404, 410):
-                    raise NotFoundError(
-                        path, version, f"{what}: not found (HTTP {status})"
-                    ) from exc
-                if last or not (status == 429 or status >= 500):
-                    raise FetchError(path, version, f"{what}: {_first_line(exc)}") from exc
-            except (ResponseTooLargeError, TransportError) as exc:  # wgtpm's limits (_hfclient)
-                raise FetchError(path, version, f"{what}: {exc}") from exc
-            except (WgtpmError, AssertionError):
-                raise
-            except (ValueError, RecursionError, KeyError, TypeError, AttributeError) as exc:
-                # huggingface_hub reading an answer that is not the JSON it should be
-                raise FetchError(
-                    path,
-                    version,
-                    f"{what}: the Hub answered with something wgtpm cannot read "
-                    f"({type(exc).__name__}: {_first_line(exc)})",
-                ) from exc
-            except Exception as exc:  # network errors of huggingface_hub's own HTTP stack
-                if last:
-                    raise FetchError(path, version, f"{what}: {type(exc).__name__}: {exc}") from exc
-            CALL_RETRY.sleep(attempt)
-        raise AssertionError("unreachable")
+        code = {k.lower(): v for k, v in exc.headers.items()}.get("x-error-code", "")
+        if code == "GatedRepo":
+            return FetchError(
+                path,
+                version,
+                f"{what}: {rid} is gated: accept its conditions on {self.endpoint}/{rid} "
+                "and set HF_TOKEN to a token of that account",
+            )
+        if code == "RepoNotFound" or (exc.status == 401 and not code):
+            hint = "" if self.token() else " (if it is private, set HF_TOKEN)"
+            return NotFoundError(
+                path, version, f"{what}: no repository {rid} at {self.endpoint}{hint}"
+            )
+        if code == "RevisionNotFound":
+            return NotFoundError(path, version, f"{what}: no such revision in {rid}")
+        if exc.status in (404, 410):
+            return NotFoundError(path, version, f"{what}: not found (HTTP {exc.status})")
+        return FetchError(path, version, f"{what}: {exc}")
+
+    def _json(self, path: str, version: str | None, what: str, url: str) -> Any:
+        return parse_json(self._get(path, version, what, url).content, path, version, what)
+
+    def _pages(self, path: str, version: str | None, what: str, url: str) -> list[Any]:
+        """Every item of a paginated listing (``Link: rel="next"``)."""
+        items: list[Any] = []
+        next_url: str | None = url
+        for _ in range(MAX_PAGES):
+            if next_url is None:
+                return items
+            resp = self._get(path, version, what, next_url)
+            page = parse_json(resp.content, path, version, what)
+            if not isinstance(page, list):
+                raise FetchError(path, version, f"{what}: the Hub answered with no list")
+            items.extend(page)
+            nxt = resp.links.get("next", {}).get("url")
+            next_url = nxt if isinstance(nxt, str) and nxt else None
+        raise FetchError(path, version, f"{what}: more than {MAX_PAGES} pages")
+
+    def _api_url(self, path: str, *elems: str) -> str:
+        rid = _repo_id(path)
+        return "/".join([f"{self.endpoint}/api/models/{rid}", *(quote(e, safe="") for e in elems)])
 
     # ---- revisions ----------------------------------------------------------
 
@@ -269,33 +279,52 @@ class HuggingFaceSource:
             cached = self._refs.get(path)
         if cached is not None and now - cached[0] < REFS_TTL:
             return dict(cached[1])
-        rid = _repo_id(path)
-        refs = self._call(path, None, "listing refs", lambda: self._api().list_repo_refs(rid))
         out = {}
-        for tag in refs.tags:
-            v = tag_version(path, tag.name) if isinstance(tag.name, str) else None
-            if v is not None and isinstance(tag.target_commit, str):
-                out[v] = tag.target_commit
+        for name, commit in self._refs_of(path, "tags"):
+            v = tag_version(path, name)
+            if v is not None:
+                out[v] = commit
         with self._lock:
             self._refs[path] = (now, out)
         return dict(out)
 
+    def _refs_of(self, path: str, kind: str) -> list[tuple[str, str]]:
+        """(name, commit) of the repository's ``tags`` or ``branches``."""
+        refs = self._json(path, None, "listing refs", self._api_url(path, "refs"))
+        items = refs.get(kind) if isinstance(refs, dict) else None
+        if not isinstance(items, list):
+            raise FetchError(path, None, "listing refs: the Hub answered with something else")
+        return [
+            (r["name"], r["targetCommit"])
+            for r in items
+            if isinstance(r, dict)
+            and isinstance(r.get("name"), str)
+            and isinstance(r.get("targetCommit"), str)
+        ]
+
     def _model_rev(self, path: str, rid: str, rev: str | None, query: str) -> _Rev:
-        """The commit and commit time ``rev`` (``None``: the default branch) names."""
+        """The commit and commit time ``rev`` (``None``: the default branch) names.
+
+        The same answer lists every file of the commit with its details, kept
+        as the commit's tree: one round trip for both.
+        """
         what = f"resolving {rev}" if rev else "reading the default branch"
-        info = self._call(
-            path,
-            query,
-            what,
-            lambda: self._api().model_info(rid, revision=rev, expand=["sha", "lastModified"]),
-        )
-        if (
-            not isinstance(info.sha, str)
-            or not info.sha
-            or not isinstance(info.last_modified, datetime)
-        ):
+        url = self._api_url(path, "revision", rev) if rev else self._api_url(path)
+        info = self._json(path, query, what, url + "?blobs=true")
+        if not isinstance(info, dict):
+            raise FetchError(path, query, f"{what}: the Hub answered with something else")
+        sha, modified = info.get("sha"), info.get("lastModified")
+        if not isinstance(sha, str) or not sha or not isinstance(modified, str):
             raise FetchError(path, query, f"{what}: the Hub did not say which commit it is")
-        return _Rev(info.sha, info.last_modified.replace(microsecond=0))
+        try:
+            when = parse_time(modified)
+        except ValueError as exc:
+            raise FetchError(path, query, f"{what}: the Hub sent a bad time ({exc})") from exc
+        tree = _files(info.get("siblings"))
+        if tree is not None:
+            with self._lock:
+                self._trees.setdefault((rid, sha), tree)
+        return _Rev(sha, when.replace(microsecond=0))
 
     def _pseudo(self, path: str, rev: _Rev) -> RevInfo:
         base = self._base(path, rev.commit)
@@ -311,14 +340,7 @@ class HuggingFaceSource:
         tags = self._version_tags(path)
         if not tags:
             return None
-        rid = _repo_id(path)
-        history = self._call(
-            path,
-            None,
-            f"listing the history of {commit[:12]}",
-            lambda: self._api().list_repo_commits(rid, revision=commit),
-        )
-        ancestors = {c.commit_id for c in history}
+        ancestors = set(self._history(path, commit, f"listing the history of {commit[:12]}"))
         below = [v for v, sha in tags.items() if sha in ancestors]
         return _version.sort_versions(below)[-1] if below else None
 
@@ -357,48 +379,49 @@ class HuggingFaceSource:
             self._revs[(path, version)] = rev
         return rev
 
+    def _history(self, path: str, commit: str, what: str) -> list[str]:
+        """The ids of ``commit`` and its ancestors, newest first."""
+        items = self._pages(path, None, what, self._api_url(path, "commits", commit))
+        return [c["id"] for c in items if isinstance(c, dict) and isinstance(c.get("id"), str)]
+
     def _find_commit(self, path: str, version: str, short: str) -> str:
         """The full id of commit ``short`` from the history of the branches and tags."""
         rid = _repo_id(path)
-        refs = self._call(path, None, "listing refs", lambda: self._api().list_repo_refs(rid))
-        api = self._api()
-        for ref in [*refs.branches, *refs.tags]:
-            target = ref.target_commit
-
-            def history(target: str = target) -> list[Any]:
-                return list(api.list_repo_commits(rid, revision=target))
-
-            for c in self._call(path, None, f"listing the history of {ref.name}", history):
-                if c.commit_id.startswith(short):
-                    return str(c.commit_id)
+        refs = self._refs_of(path, "branches") + self._refs_of(path, "tags")
+        for name, target in refs:
+            for c in self._history(path, target, f"listing the history of {name}"):
+                if c.startswith(short):
+                    return c
         raise NotFoundError(path, version, f"no commit {short} in {rid}")
 
     # ---- files ------------------------------------------------------------------
 
-    def _tree(self, path: str, version: str, commit: str) -> dict[str, RepoFile]:
+    def _tree(self, path: str, version: str, commit: str) -> dict[str, _HubFile]:
         rid = _repo_id(path)
         with self._lock:
             tree = self._trees.get((rid, commit))
-        if tree is None:
-            entries = self._call(
-                path,
-                version,
-                f"listing the files of commit {commit[:12]}",
-                lambda: list(self._api().list_repo_tree(rid, recursive=True, revision=commit)),
-            )
-            from huggingface_hub.hf_api import RepoFile
-
-            tree = {e.path: e for e in entries if isinstance(e, RepoFile)}  # files, not folders
+        if tree is None:  # a Hub whose revision answer had no file details
+            what = f"listing the files of commit {commit[:12]}"
+            url = self._api_url(path, "tree", commit) + "?recursive=true&expand=true"
+            entries = self._pages(path, version, what, url)
+            tree = {}
+            for e in entries:
+                if not isinstance(e, dict) or e.get("type") != "file":
+                    continue  # folders
+                f = _file(e.get("path"), e.get("size"), e.get("oid"), e.get("lfs"))
+                if f is None:
+                    raise FetchError(path, version, f"{what}: the Hub listed a file wrongly")
+                tree[f.path] = f
             with self._lock:
                 self._trees[(rid, commit)] = tree
         return tree
 
-    def _download(self, path: str, version: str, commit: str, entry: RepoFile) -> bytes:
+    def _download(self, path: str, version: str, commit: str, entry: _HubFile) -> bytes:
         """The bytes of a file, checked against the LFS sha256 or the git blob id the API gave."""
         req = self._request(path, commit, entry.path)
-        if entry.lfs is not None:
-            check = sha256_check(entry.lfs.size, entry.lfs.sha256)
-            limit = entry.lfs.size
+        if entry.lfs_sha256 is not None:
+            check = sha256_check(entry.size, entry.lfs_sha256)
+            limit = entry.size
         else:
             limit = entry.size
             want = entry.blob_id
@@ -418,20 +441,20 @@ class HuggingFaceSource:
             limit=limit if isinstance(limit, int) else None,
         )
 
-    def _synthesise(self, path: str, version: str, rev: _Rev, tree: dict[str, RepoFile]) -> bytes:
+    def _synthesise(self, path: str, version: str, rev: _Rev, tree: dict[str, _HubFile]) -> bytes:
         entries: list[_index.IndexEntry] = []
-        small: list[RepoFile] = []
+        small: list[_HubFile] = []
         skipped: list[str] = []
         for name in sorted(tree):
             f = tree[name]
             if _index.check_file_path(name) is not None:
                 skipped.append(name)
-            elif f.lfs is not None:
-                entries.append(_index.IndexEntry(name, f.lfs.size, f.lfs.sha256))
+            elif f.lfs_sha256 is not None and f.size is not None:
+                entries.append(_index.IndexEntry(name, f.size, f.lfs_sha256))
             else:
                 small.append(f)
 
-        def digest(f: RepoFile) -> _index.IndexEntry:
+        def digest(f: _HubFile) -> _index.IndexEntry:
             data = self._download(path, version, rev.commit, f)
             self._bodies.keep((_repo_id(path), rev.commit, f.path), data)
             return _index.IndexEntry(f.path, len(data), hashlib.sha256(data).hexdigest())
@@ -464,9 +487,44 @@ def _repo_id(path: str) -> str:
     return f"{elems[0]}/{elems[1]}"
 
 
-def _first_line(exc: BaseException) -> str:
-    """The first line of ``exc``'s message, at most 300 characters, secrets redacted."""
-    from ..httpclient import redact
+def _saved_token() -> str | None:
+    """The token ``hf auth login`` saved: ``$HF_TOKEN_PATH``, else ``$HF_HOME/token``."""
+    home = os.environ.get("HF_HOME") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "huggingface"
+    )
+    where = Path(os.environ.get("HF_TOKEN_PATH") or os.path.join(home, "token"))
+    try:
+        tok = where.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return tok or None
 
-    lines = str(exc).strip().splitlines()
-    return redact(lines[0][:300]) if lines else type(exc).__name__
+
+def _file(path: Any, size: Any, blob_id: Any, lfs: Any) -> _HubFile | None:
+    """A file entry from the API's fields, or ``None`` when they have the wrong types."""
+    if not isinstance(path, str) or not isinstance(size, int) or not isinstance(blob_id, str):
+        return None
+    if lfs is None:
+        return _HubFile(path, size, blob_id)
+    if not isinstance(lfs, dict):
+        return None
+    lsize, lsha = lfs.get("size"), lfs.get("sha256", lfs.get("oid"))
+    if not isinstance(lsize, int) or not isinstance(lsha, str):
+        return None
+    return _HubFile(path, lsize, blob_id, lsha)
+
+
+def _files(siblings: Any) -> dict[str, _HubFile] | None:
+    """The files of a revision answer's ``siblings``; ``None`` when they lack details
+    (``size``, ``blobId``: a Hub that ignored ``blobs=true``) or are malformed."""
+    if not isinstance(siblings, list):
+        return None
+    out = {}
+    for s in siblings:
+        if not isinstance(s, dict):
+            return None
+        f = _file(s.get("rfilename"), s.get("size"), s.get("blobId"), s.get("lfs"))
+        if f is None:
+            return None
+        out[f.path] = f
+    return out

@@ -1,0 +1,208 @@
+"""Large files come as parallel ranges; every way that can go wrong still ends in a
+verified file (or a clear error) and nothing unverified under a final name.
+
+The thresholds are lowered for these tests (16 MiB files in ranges of 4 MiB), in
+this process and in the ``wgtpm get`` processes they start."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.servers import Fault, Request, Response, serve_bytes
+from tests.servers.proxytree import ProxyTreeServer
+from wgtpm import modfetch
+from wgtpm.cache import Cache
+from wgtpm.proxytree import ProxyTree
+
+MOD = "github.com/acme/big"
+BIG = os.urandom(16 << 20)
+SHA = hashlib.sha256(BIG).hexdigest()
+FILE_PATH = f"/{MOD}/@v/v0.1.0/weights.bin"
+RANGE = re.compile(r"^bytes=(\d+)-(\d+)$")
+
+
+@pytest.fixture(autouse=True)
+def _small_ranges(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(modfetch, "RANGED_MIN", 16 << 20)
+    monkeypatch.setattr(modfetch, "RANGE_MIN", 4 << 20)
+
+
+GET = (
+    "import sys\nfrom wgtpm import modfetch\nfrom wgtpm.cli import main\n"
+    "modfetch.RANGED_MIN, modfetch.RANGE_MIN = 16 << 20, 4 << 20\n"
+    f"sys.exit(main(['get', '-q', '{MOD}@v0.1.0']))\n"
+)
+
+
+def spawn_get(project: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-c", GET],
+        cwd=project,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+@pytest.fixture
+def big(tree: ProxyTree) -> ProxyTree:
+    tree.add(MOD, "v0.1.0", {"wgt.mod": f"module {MOD}\n".encode(), "weights.bin": BIG})
+    return tree
+
+
+def closed_ranges(srv: ProxyTreeServer) -> list[tuple[int, int]]:
+    out = []
+    for s in srv.log.where(path=FILE_PATH):
+        m = RANGE.match(s.header("range") or "")
+        if m:
+            out.append((int(m.group(1)), int(m.group(2))))
+    return out
+
+
+def leftovers() -> list[Path]:
+    tmp = Cache().root / "tmp"
+    return [p for p in tmp.glob(f"{SHA}.partial*")] if tmp.exists() else []
+
+
+def got_it() -> None:
+    assert (Cache().mod_dir(MOD, "v0.1.0") / "weights.bin").read_bytes() == BIG
+    assert not leftovers()
+
+
+def test_a_large_file_comes_in_ranges(wgtpm, big, project, monkeypatch) -> None:
+    with ProxyTreeServer(big.root) as srv:
+        monkeypatch.setenv("WGTPROXY", srv.url)
+        r = wgtpm("get", f"{MOD}@v0.1.0", cwd=project)
+        assert r.code == 0, r.err
+        ranges = sorted(closed_ranges(srv))
+    assert ranges == [(i << 22, ((i + 1) << 22) - 1) for i in range(4)]  # 4 MiB each
+    got_it()
+
+
+def test_a_range_cut_midway_resumes(wgtpm, big, project, monkeypatch) -> None:
+    with ProxyTreeServer(big.root) as srv:
+        srv.inject(Fault.reset(FILE_PATH, at=0.5, times=2))
+        srv.inject(Fault.truncate(FILE_PATH, at=0.3, times=1))
+        monkeypatch.setenv("WGTPROXY", srv.url)
+        r = wgtpm("get", f"{MOD}@v0.1.0", cwd=project)
+        assert r.code == 0, r.err
+        starts = {a for a, _ in closed_ranges(srv)}
+    assert len(starts) > 4  # some range went on from where it was cut
+    got_it()
+
+
+class _IgnoresRange(ProxyTreeServer):
+    def route(self, req: Request) -> Response:
+        resp = super().route(req)
+        if resp.status == 206:
+            p = self.root / req.path.lstrip("/")
+            return Response(200, {}, p.read_bytes())
+        return resp
+
+
+class _OtherLength(ProxyTreeServer):
+    """Answers ranges as if the file were a byte longer (a different file than indexed)."""
+
+    def route(self, req: Request) -> Response:
+        resp = super().route(req)
+        if req.path == FILE_PATH:
+            return serve_bytes(req, BIG + b"!")
+        return resp
+
+
+def test_a_server_that_ignores_range_gets_one_stream(wgtpm, big, project, monkeypatch) -> None:
+    with _IgnoresRange(big.root) as srv:
+        monkeypatch.setenv("WGTPROXY", srv.url)
+        r = wgtpm("get", f"{MOD}@v0.1.0", cwd=project)
+        assert r.code == 0, r.err
+    got_it()
+
+
+def test_a_different_length_is_refused_and_nothing_kept(wgtpm, big, project, monkeypatch) -> None:
+    with _OtherLength(big.root) as srv:
+        monkeypatch.setenv("WGTPROXY", srv.url)
+        r = wgtpm("get", f"{MOD}@v0.1.0", cwd=project)
+    assert r.code == 1
+    assert "weights.bin" in r.err and "more than the" in r.err, r.err
+    assert not leftovers()
+    assert not (Cache().mod_dir(MOD, "v0.1.0") / "weights.bin").exists()
+
+
+def test_a_failing_range_is_a_clear_error_and_the_rest_is_kept(
+    wgtpm, big, project, monkeypatch
+) -> None:
+    monkeypatch.setattr(modfetch.FetchOptions, "resume_attempts", 1)
+    with ProxyTreeServer(big.root) as srv:
+        srv.inject(Fault.error(FILE_PATH, status=503, times=-1))
+        srv.faults._faults[-1].method = "GET"  # every GET of the file fails
+        monkeypatch.setenv("WGTPROXY", srv.url)
+        monkeypatch.setenv("WGTPM_HTTP_RETRIES", "0")
+        r = wgtpm("get", f"{MOD}@v0.1.0", cwd=project)
+    assert r.code == 1
+    assert "weights.bin" in r.err and "503" in r.err, r.err
+
+
+def test_killed_while_ranges_download_resumes(wgtpm, big, project, monkeypatch) -> None:
+    with ProxyTreeServer(big.root) as srv:
+        srv.inject(Fault.drip(FILE_PATH, delay=0.02, chunk=64 * 1024, times=-1))
+        env = {**os.environ, "WGTPROXY": srv.url}
+        proc = spawn_get(project, env)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (
+            len([p for p in leftovers() if p.stat().st_size > 256 << 10]) < 3
+        ):
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+        kept = {p.name: p.stat().st_size for p in leftovers()}
+        assert len(kept) >= 3 and all(n < 4 << 20 for n in kept.values()), kept
+        assert SHA not in [p.name for p in (Cache().root / "blobs").rglob("*")]
+        srv.faults.clear()
+        srv.log.clear()
+        monkeypatch.setenv("WGTPROXY", srv.url)
+        r = wgtpm("get", f"{MOD}@v0.1.0", cwd=project)
+        assert r.code == 0, r.err
+        starts = [a for a, _ in closed_ranges(srv)]
+    assert any(a % (4 << 20) for a in starts), starts  # ranges went on where they stopped
+    got_it()
+
+
+def test_two_processes_share_one_ranged_download(big, tmp_path) -> None:
+    projects = []
+    for n in ("p1", "p2"):
+        d = tmp_path / n
+        d.mkdir()
+        (d / "wgt.mod").write_text(f"module example.com/{n}\n")
+        projects.append(d)
+    with ProxyTreeServer(big.root) as srv:
+        srv.inject(Fault.drip(FILE_PATH, delay=0.01, chunk=256 * 1024, times=-1))
+        env = {**os.environ, "WGTPROXY": srv.url}
+        procs = [spawn_get(d, env) for d in projects]
+        outs = [p.communicate(timeout=120) for p in procs]
+        assert [p.returncode for p in procs] == [0, 0], outs
+        ranges = closed_ranges(srv)
+    assert len(ranges) == 4  # one process fetched the ranges; the other waited for its blob
+    got_it()
+
+
+def test_files_enough_to_keep_the_jobs_busy_are_not_split(
+    wgtpm, tree, project, monkeypatch
+) -> None:
+    other = os.urandom(16 << 20)
+    files = {"wgt.mod": f"module {MOD}\n".encode(), "weights.bin": BIG, "other.bin": other}
+    tree.add(MOD, "v0.1.0", files)
+    with ProxyTreeServer(tree.root) as srv:
+        monkeypatch.setenv("WGTPROXY", srv.url)
+        r = wgtpm("get", "-j", "2", f"{MOD}@v0.1.0", cwd=project)
+        assert r.code == 0, r.err
+        assert not closed_ranges(srv)  # two jobs, two large files: one stream each
+    got_it()
