@@ -191,12 +191,14 @@ class HubMirror:
         """``rev`` of ``repo_id`` resolved to a stored (filled if need be) version."""
         module, upstream = self.module(repo_id, token)
         v = self._stored(module, rev, token, final=not upstream)
-        if v is None:
-            if _v.is_valid(rev):
+        try:
+            if v is None and _v.is_valid(rev):
                 v = self.reg.version(module, rev, token)
-            else:
+            elif v is None:
                 info, _ = self.reg.resolve(module, rev, token)
                 v = self.reg.version(module, info.version, token)
+        except NotFoundError as exc:  # the Hugging Face source says which of the two is missing
+            raise HubError(exc, "RepoNotFound" if "no repository" in str(exc) else None) from exc
         return HubRevision(repo_id, v, commit_of(v), self._entries(v))
 
     def _stored(
@@ -359,7 +361,7 @@ def _dir(r: HubRevision, d: str) -> dict[str, Any]:
 def _error(exc: RegistryError, code: str | None) -> Response:
     msg = str(exc)
     headers = {"X-Error-Message": msg.encode("ascii", "replace").decode()[:1000].replace("\n", " ")}
-    code = getattr(exc, "code", code)
+    code = getattr(exc, "code", None) or code
     if code and exc.status == 404:
         headers["X-Error-Code"] = code
     return JSONResponse({"error": msg}, status_code=exc.status, headers=headers)

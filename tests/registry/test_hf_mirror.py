@@ -289,6 +289,8 @@ def test_tampered_upstream_bytes_are_refused(
     assert not list((tmp_path / "c").rglob("model.safetensors"))
     r = httpx.get(f"{reg.url}/api/models/{REPO}")
     assert r.status_code == 502 and "nothing was kept" in r.json()["error"]
+    with pytest.raises(hh.errors.RepositoryNotFoundError, match="no repository acme/missing"):
+        hh.HfApi(endpoint=reg.url).model_info("acme/missing")
 
 
 def test_offline_serves_what_is_stored(
