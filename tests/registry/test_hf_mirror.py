@@ -360,3 +360,53 @@ def test_hosted_private_repository_needs_a_read_token(
     assert Path(got).read_bytes() == files["config.json"]
     with pytest.raises(hh.errors.RepositoryNotFoundError):
         hh.HfApi(endpoint=reg.url, token=False).model_info("team/private")
+
+
+@pytest.mark.parametrize(
+    ("allow", "repo", "want"),
+    [
+        ("", "any/thing", True),
+        ("acme/*", "acme/tiny", True),
+        ("acme/*", "acmex/tiny", False),
+        ("acme/*,Qwen/Qwen3-0.6B", "Qwen/Qwen3-0.6B", True),
+        ("acme/*,Qwen/Qwen3-0.6B", "Qwen/Qwen3-8B", False),
+        (" acme/tiny , ", "acme/tiny", True),
+    ],
+)
+def test_hf_allow_list(allow: str, repo: str, want: bool) -> None:
+    from registry.hfpolicy import HfPolicy
+
+    assert HfPolicy.parse(allow).allows(repo) is want
+
+
+@pytest.mark.parametrize("bad", ["acme", "*/tiny", "acme/ti*", "acme/tiny/x", "/tiny"])
+def test_hf_allow_list_refuses_malformed_entries(bad: str) -> None:
+    from registry.hfpolicy import HfPolicy
+
+    with pytest.raises(ValueError, match="OWNER/REPO or OWNER/"):
+        HfPolicy.parse(bad)
+
+
+@pytest.mark.parametrize(
+    ("path", "size", "lfs"),
+    [
+        ("model.safetensors", 10, True),
+        ("sub/pytorch_model.bin", 10, True),
+        ("tokenizer.model", 10, True),
+        ("config.json", 10, False),
+        ("big.json", 10 << 20, True),
+    ],
+)
+def test_lfs_files_as_the_hub_makes_them(path: str, size: int, lfs: bool) -> None:
+    from registry.hfmirror import is_lfs
+
+    assert is_lfs(path, size) is lfs
+
+
+def test_git_blob_id_is_gits() -> None:
+    from registry.hfmirror import git_blob_id
+
+    assert (
+        git_blob_id(b"") == "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
+    )  # git hash-object /dev/null
+    assert git_blob_id(b"hello\n") == "ce013625030ba8dba906f756967f9e9ca394464a"
