@@ -338,9 +338,16 @@ class HubMirror:
             commit = commit_of(rec) if rec else self.reg.resolve(module, v, token)[0].commit
             if commit:
                 tags.append({"name": v, "ref": f"refs/tags/{v}", "targetCommit": commit})
-        main = self.revision(repo_id, "main", token)
+        if upstream:  # what main is now, without fetching it
+            main: str | None = self.reg.resolve(module, "main", token)[0].commit
+        else:
+            head = self._stored(module, "main", token, final=True)
+            main = commit_of(head) if head is not None else None
+        branches = (
+            [{"name": "main", "ref": "refs/heads/main", "targetCommit": main}] if main else []
+        )
         return {
-            "branches": [{"name": "main", "ref": "refs/heads/main", "targetCommit": main.commit}],
+            "branches": branches,
             "converts": [],
             "tags": tags,
         }

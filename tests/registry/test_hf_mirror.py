@@ -310,6 +310,10 @@ def test_offline_serves_what_is_stored(
     offline = serve("--upstream", "direct", "--offline")
     assert snapshot(offline.url, tmp_path / "c2", "v0.1.0") == qwen
     assert snapshot(offline.url, tmp_path / "c3", "main") == qwen  # the newest stored
+    refs = hh.HfApi(endpoint=offline.url).list_repo_refs(REPO)
+    tagged = repo.tags["v0.1.0"]
+    assert [(t.name, t.target_commit) for t in refs.tags] == [("v0.1.0", tagged)]
+    assert [(b.name, b.target_commit) for b in refs.branches] == [("main", tagged)]
     with pytest.raises(hh.errors.RevisionNotFoundError, match="offline"):
         hh.HfApi(endpoint=offline.url).model_info(REPO, revision=later)
     with pytest.raises(hh.errors.RepositoryNotFoundError, match="offline"):
