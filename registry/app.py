@@ -8,8 +8,10 @@
 Routes: ``/healthz`` (200 ``{"status": "ok"}`` when the database and the blob
 store answer, else 503), ``/api/v1/...`` (:mod:`registry.api`), the web page
 at ``/`` and ``/-/module/...`` (:mod:`registry.web`),
-``/sumdb/$NAME/...`` (the checksum database, :mod:`registry.sumdb`), and every
-other GET or HEAD is a proxy-protocol URL (:mod:`registry.protocol`).
+``/sumdb/$NAME/...`` (the checksum database, :mod:`registry.sumdb`), the
+Hugging Face Hub read API (``/api/models/...`` and ``/OWNER/REPO/resolve/...``,
+:mod:`registry.hfmirror`), and every other GET or HEAD is a proxy-protocol URL
+(:mod:`registry.protocol`).
 Module paths start with a host name holding a dot, so they never collide
 with ``api``, ``healthz`` or ``sumdb``. The stores are closed when the server shuts down
 (uvicorn's lifespan, on SIGTERM or SIGINT).
@@ -28,7 +30,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from . import api, sumdb, web
+from . import api, hfmirror, sumdb, web
 from ._errors import BadRequestError, RegistryError, StoreError, UnauthorizedError
 from .accesslog import AccessLog
 from .blobs import open_blob_store
@@ -62,7 +64,12 @@ def open_registry(config: Config) -> Registry:
     try:
         skey = signer_key(config.data, config.sumdb_name, config.sumdb_key_file)
         log_db = SumDB.open(meta.engine, skey)
-        proxy = open_proxy(config.upstream_list(), config.data / "spool" / "proxy")
+        policy = config.hf_policy()
+        proxy = (
+            None
+            if policy.offline  # serve only what is stored: no upstream at all
+            else open_proxy(config.upstream_list(), config.data / "spool" / "proxy")
+        )
     except ValueError as exc:
         blobs.close()
         meta.close()
@@ -71,7 +78,7 @@ def open_registry(config: Config) -> Registry:
         blobs.close()
         meta.close()
         raise
-    return Registry(meta, blobs, config.limits, sumdb=log_db, proxy=proxy)
+    return Registry(meta, blobs, config.limits, sumdb=log_db, proxy=proxy, hf_policy=policy)
 
 
 async def _error(request: Request, exc: Exception) -> Response:
@@ -151,6 +158,7 @@ def create_app(
             *api.routes(),
             *sumdb.routes(),
             *web.routes(),
+            *hfmirror.routes(),
             Route("/{path:path}", _protocol, methods=["GET", "HEAD"]),
         ],
         middleware=[Middleware(AccessLog)],

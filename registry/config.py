@@ -11,6 +11,8 @@ flag                       environment                        default
 ``--sumdb-key-file FILE``  ``WGTPM_REGISTRY_SUMDB_KEY_FILE``  ``DATA/sumdb.key``, made on first start
 (none)                     ``WGTPM_REGISTRY_SUMDB_KEY``       the signer key itself (wins over a file)
 ``--upstream LIST``        ``WGTPM_REGISTRY_UPSTREAM``        ``off``: no caching proxy (see below)
+``--hf-allow LIST``        ``WGTPM_REGISTRY_HF_ALLOW``        every repository (:mod:`registry.hfpolicy`)
+``--offline``              ``WGTPM_REGISTRY_OFFLINE=1``       off: serve only what is stored when on
 =========================  =================================  ==============================================
 
 ``--upstream`` is a ``WGTPROXY`` list (``direct``, registry or proxy URLs,
@@ -31,6 +33,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .hfpolicy import HfPolicy
 from .limits import Limits
 
 __all__ = ["Config", "default_data_dir"]
@@ -57,6 +60,8 @@ class Config:
     sumdb_name: str | None = None
     sumdb_key_file: Path | None = None
     upstream: str | None = None
+    hf_allow: str | None = None
+    offline: bool | None = None
     limits: Limits = field(default_factory=Limits)
 
     def db_url(self) -> str:
@@ -76,3 +81,15 @@ class Config:
     def upstream_list(self) -> str:
         """The caching proxy's upstream (a ``WGTPROXY`` list), ``off`` by default."""
         return self.upstream or os.environ.get("WGTPM_REGISTRY_UPSTREAM") or "off"
+
+    def hf_policy(self) -> HfPolicy:
+        """The Hub API's policy; raises :class:`ValueError` on a malformed allow-list."""
+        offline = self.offline
+        if offline is None:
+            offline = os.environ.get("WGTPM_REGISTRY_OFFLINE", "").lower() in ("1", "true", "yes")
+        allow = (
+            self.hf_allow
+            if self.hf_allow is not None
+            else os.environ.get("WGTPM_REGISTRY_HF_ALLOW")
+        )
+        return HfPolicy.parse(allow, offline)

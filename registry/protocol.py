@@ -141,10 +141,18 @@ def _range(header: str | None, size: int) -> tuple[int, int] | bool | None:
 
 
 async def serve_bytes_of(
-    request: Request, reg: Registry, sha256: str, size: int, content_type: str, private: bool
+    request: Request,
+    reg: Registry,
+    sha256: str,
+    size: int,
+    content_type: str,
+    private: bool,
+    *,
+    etag: str | None = None,
 ) -> Response:
-    """Serve blob ``sha256`` (``size`` bytes) with ETag, Range and immutable caching."""
-    etag = _etag(sha256)
+    """Serve blob ``sha256`` (``size`` bytes) with ETag (``etag``, else the sha256), Range
+    and immutable caching."""
+    etag = _etag(etag or sha256)
     headers = {
         "ETag": etag,
         "Cache-Control": ("private, " if private else "public, ") + IMMUTABLE,

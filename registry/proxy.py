@@ -23,6 +23,9 @@ For a proxied module
   sha256 again), and commit the version through
   :meth:`~registry.metadata.MetadataStore.commit_version`, which logs it in
   the checksum log as it does a published one. Only then is it served.
+  An index wgtpm synthesised (a Hugging Face repository without a
+  ``wgt.mod``) lists only the repository's files: its h1 covers exactly those,
+  and the version's ``wgt.mod`` is stored beside them (its own ``/wgt.mod`` line).
 
 One fetch per version: a lock per version in the process, and across
 replicas a reservation row in the database
@@ -60,6 +63,7 @@ from wgtpm.sources import RevInfo, Source
 
 from ._errors import BadRequestError, NotFoundError, RegistryError, UpstreamError
 from .metadata import FileRecord, NewVersion, VersionRecord, now
+from .service import MOD_FILE
 
 if TYPE_CHECKING:
     from wgtpm.httpclient import HttpClient
@@ -246,7 +250,7 @@ class CachingProxy:
             mod = cache.read_meta(module, version, "mod")
             assert raw is not None and mod is not None, "the fetcher keeps what it verified"
             try:  # the limits, before any download
-                idx = reg.check_index(raw, module, version)
+                idx = reg.check_index(raw, module, version, need_mod=False)
                 reg.check_mod(module, version, mod)
             except BadRequestError as exc:
                 raise UpstreamError(f"upstream {self.name}: {what}: {exc}") from exc
@@ -259,6 +263,11 @@ class CachingProxy:
                     reg.blobs.put(
                         e.sha256, iter(functools.partial(f.read, _CHUNK), b""), max_size=e.size
                     )
+            files = [FileRecord(e.path, e.size, e.sha256) for e in idx.files]
+            if idx.entry(MOD_FILE) is None:  # a synthesised index: the wgt.mod is kept beside it
+                mod_sha = hashlib.sha256(mod).hexdigest()
+                reg.blobs.put(mod_sha, [mod], max_size=len(mod))
+                files.append(FileRecord(MOD_FILE, len(mod), mod_sha))
             index_sha = hashlib.sha256(raw).hexdigest()
             reg.blobs.put(index_sha, [raw], max_size=len(raw))
             info = None if idx.time is not None else self.info(module, version)
@@ -269,7 +278,7 @@ class CachingProxy:
                     h1=idx.h1(),
                     mod_h1=dirhash.hash1_bytes({"wgt.mod": mod}),
                     index_sha256=index_sha,
-                    files=[FileRecord(e.path, e.size, e.sha256) for e in idx.files],
+                    files=files,
                     time=idx.time or (info.time if info else None) or now(),
                     commit=idx.commit or (info.commit if info else None),
                     private=False,

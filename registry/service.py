@@ -61,6 +61,7 @@ from ._errors import (
     UpstreamError,
 )
 from .blobs import BlobStore
+from .hfpolicy import HfPolicy
 from .limits import UPLOAD_TTL_SECONDS, Limits
 from .metadata import (
     CommitOutcome,
@@ -126,6 +127,7 @@ class Registry:
     on_commit: list[Callable[[VersionRecord], None]] = field(default_factory=list)
     sumdb: SumDB | None = None  # the checksum database served under /sumdb/NAME/
     proxy: CachingProxy | None = None  # the upstream of modules not hosted here
+    hf_policy: HfPolicy = field(default_factory=HfPolicy)  # the Hub API's allow-list, offline
     _prefixes: tuple[float, list[str]] = field(default=(0.0, []), init=False, repr=False)
     _indexes: OrderedDict[str, ReleaseIndex] = field(
         default_factory=OrderedDict, init=False, repr=False
@@ -223,6 +225,11 @@ class Registry:
                 f"{module}: no such module here (a private module needs a read token)"
             )
         return False
+
+    def readable(self, module: str, token: TokenRecord | None = None) -> bool:
+        """Whether ``module`` is proxied; raises :class:`NotFoundError` when it is not here
+        or is private and ``token`` does not cover it."""
+        return self._visible(module, token)
 
     def versions(self, module: str, token: TokenRecord | None = None) -> list[str]:
         """The release versions of ``module`` (no pseudo-versions), lowest first.
@@ -339,16 +346,22 @@ class Registry:
                 self._indexes.popitem(last=False)
         return idx
 
-    def check_index(self, data: bytes, module: str, version: str) -> ReleaseIndex:
+    def check_index(
+        self, data: bytes, module: str, version: str, *, need_mod: bool = True
+    ) -> ReleaseIndex:
         """``data`` parsed as the index of ``module@version``, within the limits; lists
-        ``wgt.mod``; raises :class:`BadRequestError` or :class:`TooLargeError`."""
-        return self._check_index(data, module, version)
+        ``wgt.mod`` (unless not ``need_mod``: an index wgtpm synthesised for a repository
+        it did not publish lists only the repository's files); raises
+        :class:`BadRequestError` or :class:`TooLargeError`."""
+        return self._check_index(data, module, version, need_mod=need_mod)
 
     def check_mod(self, module: str, version: str, data: bytes) -> None:
         """Raise :class:`BadRequestError` unless ``data`` is a wgt.mod declaring ``module``."""
         self._check_mod(module, version, data)
 
-    def _check_index(self, data: bytes, module: str, version: str) -> ReleaseIndex:
+    def _check_index(
+        self, data: bytes, module: str, version: str, *, need_mod: bool = True
+    ) -> ReleaseIndex:
         lim = self.limits
         if len(data) > lim.max_index_size:
             raise TooLargeError(
@@ -363,7 +376,7 @@ class Registry:
                 f"{module}@{version} lists {len(idx.files)} files; the limit is {lim.max_files_per_version}"
             )
         mod = idx.entry(MOD_FILE)
-        if mod is None:
+        if mod is None and need_mod:
             raise BadRequestError(f"{module}@{version}: the index must list {MOD_FILE}")
         if idx.time is not None:
             try:
@@ -373,7 +386,7 @@ class Registry:
                     f"{module}@{version}: the index's time {idx.time[:40]!r} is not RFC 3339 "
                     "(like 2026-11-29T12:00:00Z)"
                 ) from None
-        if mod.size > lim.max_mod_size:
+        if mod is not None and mod.size > lim.max_mod_size:
             raise TooLargeError(f"{MOD_FILE} has {mod.size} bytes; the limit is {lim.max_mod_size}")
         for e in idx.files:
             if e.size > lim.max_file_size:

@@ -49,6 +49,7 @@ from .service import Registry, latest_of
 
 __all__ = [
     "PREFIX",
+    "hf_snippet",
     "new_page_cache",
     "render_index",
     "render_module",
@@ -157,8 +158,40 @@ def render_index(reg: Registry, token: TokenRecord | None) -> str:
     return _page("wgtpm registry", body)
 
 
-def render_module(reg: Registry, module: str, token: TokenRecord | None) -> str:
-    """``/-/module/$module``: the versions stored here, newest first."""
+def hf_snippet(endpoint: str, module: str, version: str) -> str | None:
+    """The line a user pastes to load ``hf.co/OWNER/REPO@version`` through this registry's
+    Hub API with transformers; ``None`` for modules that are not Hugging Face repositories.
+
+    >>> hf_snippet("http://reg:8080", "hf.co/acme/tiny", "v0.1.0")  # doctest: +ELLIPSIS
+    'HF_ENDPOINT=http://reg:8080 python -c "from transformers import AutoConfig; AutoConfig.from_pretrained(\'acme/tiny\', revision=\'v0.1.0\')"'
+    """
+    elems = module.split("/")
+    if len(elems) != 3 or elems[0] != "hf.co" or not endpoint:
+        return None
+    repo = f"{elems[1]}/{elems[2]}"
+    return (
+        f'HF_ENDPOINT={endpoint} python -c "from transformers import AutoConfig; '
+        f"AutoConfig.from_pretrained('{repo}', revision='{version}')\""
+    )
+
+
+def _snippet_html(endpoint: str, module: str, version: str) -> str:
+    line = hf_snippet(endpoint, module, version)
+    if line is None:
+        return ""
+    return (
+        "<h2>Hugging Face</h2><p>This repository is served on the Hub API of this registry "
+        "(<code>HF_ENDPOINT</code>), every byte checked against the checksum log:</p>"
+        f'<div class="get"><input id="hf-line" readonly value="{esc(line)}" '
+        'onfocus="this.select()"><button type="button" '
+        'onclick="navigator.clipboard&&navigator.clipboard.writeText('
+        "document.getElementById('hf-line').value)\">copy</button></div>"
+    )
+
+
+def render_module(reg: Registry, module: str, token: TokenRecord | None, endpoint: str = "") -> str:
+    """``/-/module/$module``: the versions stored here, newest first (and, for an
+    ``hf.co`` module, the transformers line that loads the latest through this registry)."""
     rec = reg.meta.get_module(module)
     vs = reg.meta.list_versions(module) if _readable(rec, token) else []
     if not vs:
@@ -179,11 +212,15 @@ def render_module(reg: Registry, module: str, token: TokenRecord | None) -> str:
         f'<h1 class="mono">{esc(module)}</h1><p>{kind}; latest '
         f"<b>{esc(_latest(vs))}</b></p>" + _table(["version", "time", "h1"], rows)
     )
+    body += _snippet_html(endpoint, module, _latest(vs))
     return _page(module, body)
 
 
-def render_version(reg: Registry, module: str, version: str, token: TokenRecord | None) -> str:
-    """``/-/module/$module/@v/$version``: files, artifacts and the ``wgtpm get`` line."""
+def render_version(
+    reg: Registry, module: str, version: str, token: TokenRecord | None, endpoint: str = ""
+) -> str:
+    """``/-/module/$module/@v/$version``: files, artifacts and the ``wgtpm get`` line (and,
+    for an ``hf.co`` module, the transformers line that loads it through this registry)."""
     rec = reg.meta.get_module(module)
     v = reg.meta.get_version(module, version) if _readable(rec, token) else None
     if v is None:
@@ -200,6 +237,7 @@ def render_version(reg: Registry, module: str, version: str, token: TokenRecord 
         + (f" · commit <code>{esc(v.commit)}</code>" if v.commit else "")
         + "</p>"
     )
+    body += _snippet_html(endpoint, module, version)
     files = reg.meta.list_files(module, version)
     entries = {e.path: e for e in idx.files} if idx else {}
     rows = []
@@ -407,6 +445,11 @@ async def _home(request: Request) -> Response:
     return _html(page, "no-cache" if token is None else "private, no-cache")
 
 
+def _endpoint(request: Request) -> str:
+    """This registry's base URL as the client reached it (for ``HF_ENDPOINT``)."""
+    return str(request.base_url).rstrip("/")
+
+
 def _split(path: str) -> tuple[str, str | None]:
     esc_mod, sep, esc_ver = path.partition("/@v/")
     try:
@@ -425,14 +468,14 @@ async def _module_page(request: Request) -> Response:
     token = await _token(request, reg)
     module, version = _split(request.path_params["path"])
     if version is None:
-        page = await run_in_threadpool(render_module, reg, module, token)
+        page = await run_in_threadpool(render_module, reg, module, token, _endpoint(request))
         return _html(page, "no-cache" if token is None else "private, no-cache")
     pages: _Pages = request.app.state.web_pages
     key = (module, version)
     cached = pages.get(key)
     if cached is not None:
         return _html(cached, "public, max-age=300")
-    page = await run_in_threadpool(render_version, reg, module, version, token)
+    page = await run_in_threadpool(render_version, reg, module, version, token, _endpoint(request))
     rec = await run_in_threadpool(reg.meta.get_module, module)
     if rec is not None and not rec.private:
         pages.put(key, page)

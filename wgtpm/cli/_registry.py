@@ -92,6 +92,18 @@ def register(sub: Any) -> None:
         "proxying). 'direct' uses this server's GITHUB_TOKEN, HF_TOKEN, PAW_API_KEY and "
         "GITHUB_API_URL, HF_ENDPOINT, PAW_API_URL; credentials are never sent to clients",
     )
+    s.add_argument(
+        "--hf-allow",
+        metavar="LIST",
+        help="Hugging Face repositories the Hub API (HF_ENDPOINT=this registry) mirrors: "
+        "OWNER/REPO and OWNER/* separated by commas (default: $WGTPM_REGISTRY_HF_ALLOW, else all)",
+    )
+    s.add_argument(
+        "--offline",
+        action="store_true",
+        default=None,
+        help="serve only what is stored, never the upstream (default: $WGTPM_REGISTRY_OFFLINE)",
+    )
     s.set_defaults(run=_serve)
 
     k = rsub.add_parser(
@@ -150,6 +162,8 @@ def _config(args: argparse.Namespace) -> Config:
         sumdb_name=getattr(args, "sumdb_name", None),
         sumdb_key_file=Path(args.sumdb_key_file) if getattr(args, "sumdb_key_file", None) else None,
         upstream=getattr(args, "upstream", None),
+        hf_allow=getattr(args, "hf_allow", None),
+        offline=getattr(args, "offline", None),
     )
 
 
