@@ -324,9 +324,6 @@ class HuggingFaceTarget:
         if self._api_obj is None:
             from huggingface_hub import HfApi
 
-            from ..sources._hfclient import install
-
-            install(self.http.opts)
             self._api_obj = HfApi(
                 endpoint=self.endpoint, token=self.token or False, library_name="wgtpm"
             )
