@@ -146,3 +146,11 @@ def test_no_import_cycles() -> None:
 def test_cycle_finder_finds_cycles() -> None:
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_one_default_for_jobs() -> None:
+    """The fetcher's own default (for library callers) is the command line's."""
+    from wgtpm.modfetch import FetchOptions
+    from wgtpm.modload import DEFAULT_JOBS
+
+    assert FetchOptions().jobs == DEFAULT_JOBS

@@ -78,7 +78,7 @@ class SumChecker(Protocol):
 
 @dataclass(frozen=True)
 class FetchOptions:
-    jobs: int = 8  # files downloaded at once
+    jobs: int = 16  # files downloaded at once; the same as modload.DEFAULT_JOBS (a test checks)
     resume_attempts: int = 5  # reconnects after a cut before giving up
     resume_backoff: float = 0.2  # seconds, doubled per reconnect (jittered, at most 2 s)
     #: A download slower than ``min_rate`` bytes a second over ``rate_window`` seconds is
