@@ -428,6 +428,7 @@ def test_noop_get_stamp_does_not_skip_the_index_and_wgt_mod_checks(
     r = wgtpm("get", cwd=project)
     assert r.code == 1
     assert "SECURITY ERROR: checksum mismatch" in r.err, r.err
+    assert "\tcached:  h1:" in r.err and "downloaded" not in r.err, r.err  # it was not downloaded
     assert [(project / n).read_bytes() for n in ("wgt.mod", "wgt.sum")] == before
 
 

@@ -171,9 +171,10 @@ _MISMATCH_ADVICE = {
     ),
 }
 _CHANGED_COPY = (
-    "These bytes were verified when they were stored, and have changed since: the copy\n"
-    "on this machine was modified. Nothing was used. Remove it ('wgtpm cache clean', or\n"
-    "'wgtpm vendor' again for vendor/) and fetch it anew; do not edit wgt.sum."
+    "The copy on this machine does not match wgt.sum: either it was modified after it\n"
+    "was verified, or wgt.sum was changed since. Nothing was used. Remove the copy\n"
+    "('wgtpm cache clean', or 'wgtpm vendor' again for vendor/) and fetch it anew: if the\n"
+    "download disagrees with wgt.sum too, find out which side is right before you edit it."
 )
 
 

@@ -37,7 +37,14 @@ from urllib.parse import unquote, urlsplit
 
 from . import _interrupt, dirhash
 from . import index as _index
-from ._errors import CacheError, FetchError, NotFoundError, VerifyError, WgtpmError
+from ._errors import (
+    CacheError,
+    ChecksumMismatchError,
+    FetchError,
+    NotFoundError,
+    VerifyError,
+    WgtpmError,
+)
 from ._report import SILENT, Reporter, end, human_size
 from ._retry import Backoff
 from .cache import Cache
@@ -164,13 +171,27 @@ class Fetcher:
     def info(self, path: str, query: str) -> RevInfo:
         return self.source.info(path, query)
 
+    def _check(
+        self, path: str, version: str, h1: str, *, record: bool = True, cached: bool
+    ) -> None:
+        """``sums.check``; a mismatch of bytes read from the cache says they were cached."""
+        try:
+            self.sums.check(path, version, h1, record)
+        except ChecksumMismatchError as exc:
+            if not cached:
+                raise
+            raise ChecksumMismatchError(
+                exc.path, exc.version or version, exc.what, exc.want, exc.got, got_from="cached"
+            ) from exc
+
     def mod(self, path: str, version: str, record: bool = True) -> bytes:
         """The verified wgt.mod of ``path@version``."""
         data = self.cache.read_meta(path, version, "mod")
         fresh = data is None
         if data is None:
             data = self.source.mod(path, version)
-        self.sums.check(path, version + MOD_SUFFIX, dirhash.hash1_bytes({"wgt.mod": data}), record)
+        h1 = dirhash.hash1_bytes({"wgt.mod": data})
+        self._check(path, version + MOD_SUFFIX, h1, record=record, cached=not fresh)
         if fresh:
             with self.cache.using():
                 self.cache.write_meta(path, version, "mod", data)
@@ -183,7 +204,7 @@ class Fetcher:
         if data is None:
             data = self.source.index(path, version)
         idx = _index.parse(data, path, version)
-        self.sums.check(path, version, idx.h1())
+        self._check(path, version, idx.h1(), cached=not fresh)
         mod_entry = idx.entry("wgt.mod")
         mod = self.mod(path, version)
         if mod_entry is not None and hashlib.sha256(mod).hexdigest() != mod_entry.sha256:
@@ -209,7 +230,7 @@ class Fetcher:
         if raw is None:
             return True
         idx = _index.parse(raw, path, version)
-        self.sums.check(path, version, idx.h1())
+        self._check(path, version, idx.h1(), cached=True)
         tree = self.cache.mod_dir(path, version)
         return any(not (tree / e.path).is_file() for e in idx.files if matches(patterns, e.path))
 
