@@ -5,7 +5,10 @@
 - download progress: on a terminal a live bar per module version (rich),
   cleared when done and followed by ``downloaded MODULE@VERSION (SIZE)``;
   on a pipe one line per finished module version,
-  ``wgtpm: downloaded MODULE@VERSION (SIZE)``; with ``-q`` nothing. A download
+  ``wgtpm: downloaded MODULE@VERSION (SIZE)``, and while downloads run, a line
+  every :data:`PIPE_PERIOD` seconds for each unfinished one
+  (``wgtpm: downloading MODULE@VERSION: 16.7 MiB of 200.0 MiB (8%)``), so a
+  long download in CI is never silent; with ``-q`` nothing. A download
   that failed or was interrupted (``fail(label)``) gets no ``downloaded`` line.
 
 Notices and warnings are shown also with ``-q`` (it silences progress only).
@@ -15,11 +18,16 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from .._report import Reporter, set_network
 
-__all__ = ["LineReporter", "RichReporter", "make_reporter"]
+__all__ = ["PIPE_PERIOD", "LineReporter", "RichReporter", "make_reporter"]
+
+#: Seconds between progress lines on a pipe.
+PIPE_PERIOD = 5.0
 
 
 def _size(n: int) -> str:
@@ -34,11 +42,19 @@ def _size(n: int) -> str:
 class LineReporter:
     """Lines on stderr: notices, warnings and one ``downloaded`` line per module version."""
 
-    def __init__(self, out: TextIO | None = None, progress: bool = True) -> None:
+    def __init__(
+        self,
+        out: TextIO | None = None,
+        progress: bool = True,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._out = out
         self._progress = progress
         self._lock = threading.Lock()
         self._total: dict[str, int] = {}
+        self._done: dict[str, int] = {}
+        self._clock = clock
+        self._last = clock()
 
     def _print(self, line: str) -> None:
         with self._lock:
@@ -52,20 +68,39 @@ class LineReporter:
 
     def start(self, label: str, total: int) -> None:
         with self._lock:
+            if not self._total:
+                self._last = self._clock()
             self._total[label] = total
+            self._done[label] = 0
 
     def advance(self, label: str, n: int) -> None:
-        pass
+        if not self._progress:
+            return
+        lines = []
+        with self._lock:
+            if label in self._done:
+                self._done[label] += n
+            now = self._clock()
+            if now - self._last >= PIPE_PERIOD:
+                self._last = now
+                for lbl, total in self._total.items():
+                    done = min(self._done.get(lbl, 0), total)
+                    pct = f" ({100 * done // total}%)" if total else ""
+                    lines.append(f"wgtpm: downloading {lbl}: {_size(done)} of {_size(total)}{pct}")
+        for line in lines:
+            self._print(line)
 
     def finish(self, label: str) -> None:
         with self._lock:
             total = self._total.pop(label, 0)
+            self._done.pop(label, None)
         if self._progress:
             self._print(f"wgtpm: downloaded {label} ({_size(total)})")
 
     def fail(self, label: str) -> None:
         with self._lock:
             self._total.pop(label, None)
+            self._done.pop(label, None)
 
 
 class RichReporter(LineReporter):
