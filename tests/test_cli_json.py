@@ -129,6 +129,7 @@ ELSEWHERE = {
     "paw validate": "tests/paw/test_cli_module_refs.py",
     "paw install": "tests/paw/test_cli_module_refs.py",
     "paw inspect": "tests/paw/test_cli.py",
+    "paw compile": "tests/paw/test_mapper.py",
 }
 
 

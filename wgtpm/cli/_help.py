@@ -64,6 +64,17 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
         "PAW_CACHE_DIR",
         "the PAW SDK's cache that 'wgtpm paw install' fills (default ~/.cache/programasweights)",
     ),
+    ("PAW_OFFLINE", "1: 'paw install' resolves runtimes without asking the PAW hub"),
+    ("PAW_HF_ASSET_URL", "where the PAW compiler's mapper assets are fetched from as a fallback"),
+    (
+        "PAW_COMPILE_CACHE",
+        "the cache of 'wgtpm paw compile' (default ~/.cache/programasweights/compile-by-training)",
+    ),
+    ("TEACHER_API_KEY", "the teacher endpoint's key when the spec names no api_key_env value"),
+    ("TEACHER_API_URL", "replaces the default teacher endpoint (OpenAI-compatible)"),
+    ("HF_HOME", "where a Hugging Face token saved by 'hf auth login' is read from"),
+    ("HF_TOKEN_PATH", "the file of that saved Hugging Face token"),
+    ("XDG_CACHE_HOME", "the base of the default HF_HOME (~/.cache)"),
     ("NETRC", "the netrc file with credentials for proxies (default ~/.netrc)"),
 )
 
@@ -96,6 +107,8 @@ EXAMPLES: dict[str, str] = {
     "paw": "wgtpm paw install github.com/acme/fruit/fruit",
     "paw install": "wgtpm paw install github.com/acme/fruit/fruit",
     "paw validate": "wgtpm paw validate build/fruit.paw --json",
+    "paw compile": 'wgtpm paw compile "Map a colour to a fruit." --lora-init random '
+    "--examples fruit.jsonl -o fruit.paw",
     "paw inspect": "wgtpm paw inspect build/fruit.paw",
     "registry": "wgtpm registry serve --data ./registry",
     "registry serve": "wgtpm registry serve --data ./registry --port 8080",

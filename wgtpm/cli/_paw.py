@@ -78,7 +78,13 @@ def _compile_parser(cmds: Any) -> None:
     )
     p.add_argument("spec", nargs="?", help="natural-language function specification")
     p.add_argument("--spec-file", type=Path, help="read the specification from a file")
-    p.add_argument("-o", "--output", type=Path, default=Path("program.paw"))
+    p.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=Path("program.paw"),
+        help="the .paw bundle to write (default: program.paw)",
+    )
     p.add_argument(
         "--teacher",
         action="append",
@@ -87,32 +93,78 @@ def _compile_parser(cmds: Any) -> None:
         + " ".join(_DEFAULT_TEACHERS)
         + ")",
     )
-    p.add_argument("--teacher-temperature", type=float, default=1.0)
-    p.add_argument("--examples-per-call", type=int, default=8)
-    p.add_argument("--target-examples", type=int, default=4800)
-    p.add_argument("--steps", type=int, default=100)
-    p.add_argument("--batch-size", type=int, default=48)
-    p.add_argument("--micro-batch-size", type=int, default=48)
-    p.add_argument("--learning-rate", type=float, default=2e-4)
-    p.add_argument("--min-learning-rate", type=float, default=2e-5)
-    p.add_argument("--warmup", type=float, default=0.0)
-    p.add_argument("--lora-rank", type=int, default=64)
-    p.add_argument("--lora-alpha", type=float, default=16.0)
-    p.add_argument("--lora-init", choices=("mapper", "random"), default="mapper")
+    p.add_argument(
+        "--teacher-temperature", type=float, default=1.0, help="the teacher's sampling temperature"
+    )
+    p.add_argument(
+        "--examples-per-call", type=int, default=8, help="examples asked of the teacher per request"
+    )
+    p.add_argument(
+        "--target-examples",
+        type=int,
+        default=4800,
+        help="training examples in all, split over the teachers",
+    )
+    p.add_argument("--steps", type=int, default=100, help="optimiser steps")
+    p.add_argument("--batch-size", type=int, default=48, help="examples per optimiser step")
+    p.add_argument(
+        "--micro-batch-size",
+        type=int,
+        default=48,
+        help="examples per forward pass (divides --batch-size)",
+    )
+    p.add_argument(
+        "--learning-rate",
+        type=float,
+        default=2e-4,
+        help="peak learning rate (cosine decay after warmup)",
+    )
+    p.add_argument(
+        "--min-learning-rate",
+        type=float,
+        default=2e-5,
+        help="the learning rate the cosine decays to",
+    )
+    p.add_argument("--warmup", type=float, default=0.0, help="warmup, as a fraction of --steps")
+    p.add_argument("--lora-rank", type=int, default=64, help="LoRA rank")
+    p.add_argument("--lora-alpha", type=float, default=16.0, help="LoRA alpha")
+    p.add_argument(
+        "--lora-init",
+        choices=("mapper", "random"),
+        default="mapper",
+        help="mapper: start from the PAW compiler's adapter (needs PAW_API_KEY); random: a fresh LoRA",
+    )
     p.add_argument("--target-modules", default=_MODULES, help="comma-separated LoRA modules")
-    p.add_argument("--max-length", type=int, default=2048)
-    p.add_argument("--loss-chunk-size", type=int, default=128)
-    p.add_argument("--synth-concurrency", type=int, default=64)
-    p.add_argument("--retries", type=int, default=3)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--base-compiler", default="paw-4b-qwen3-0.6b")
+    p.add_argument(
+        "--max-length", type=int, default=2048, help="tokens per training example at most"
+    )
+    p.add_argument(
+        "--loss-chunk-size",
+        type=int,
+        default=128,
+        help="output tokens per chunk of the vocabulary projection",
+    )
+    p.add_argument("--synth-concurrency", type=int, default=64, help="teacher requests at once")
+    p.add_argument("--retries", type=int, default=3, help="retries per teacher request")
+    p.add_argument(
+        "--seed", type=int, default=0, help="seed of the data order and the LoRA initialisation"
+    )
+    p.add_argument(
+        "--base-compiler",
+        default="paw-4b-qwen3-0.6b",
+        help="the PAW compiler that writes the pseudo-program and the mapper adapter",
+    )
     p.add_argument(
         "--interpreter",
         default="Qwen/Qwen3-0.6B",
         help="a Hugging Face model directory, or a module of the build list "
         "(OWNER/NAME means hf.co/OWNER/NAME)",
     )
-    p.add_argument("--gradient-checkpointing", action="store_true")
+    p.add_argument(
+        "--gradient-checkpointing",
+        action="store_true",
+        help="trade compute for memory while training",
+    )
     p.add_argument("--device", default="auto", help="auto, cuda, mps, or cpu")
     p.add_argument(
         "--cache-dir",
@@ -120,12 +172,24 @@ def _compile_parser(cmds: Any) -> None:
         default=Path(
             os.environ.get("PAW_COMPILE_CACHE", "~/.cache/programasweights/compile-by-training")
         ).expanduser(),
+        help="where teacher answers and mapper assets are cached ($PAW_COMPILE_CACHE)",
     )
-    p.add_argument("--save-examples", type=Path)
-    p.add_argument("--keep-adapter", type=Path)
-    p.add_argument("--asset-timeout", type=int, default=180)
+    p.add_argument(
+        "--save-examples", type=Path, help="also write the training examples to this JSONL file"
+    )
+    p.add_argument("--keep-adapter", type=Path, help="also keep the peft adapter directory here")
+    p.add_argument(
+        "--asset-timeout",
+        type=int,
+        default=180,
+        help="seconds to wait for the PAW compiler's assets",
+    )
     p.add_argument("--force", action="store_true", help="replace an existing output file")
-    p.add_argument("--print-config", action="store_true")
+    p.add_argument(
+        "--print-config",
+        action="store_true",
+        help="print the resolved configuration as JSON and stop",
+    )
     p.add_argument("--json", action="store_true", help="print the final result as JSON")
     wg = p.add_argument_group("wgtpm's additions")
     wg.add_argument(
