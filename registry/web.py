@@ -37,6 +37,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from wgtpm import _json as _wjson
 from wgtpm import version as _v
 from wgtpm._errors import WgtpmError
 from wgtpm.index import ReleaseIndex, parse
@@ -45,6 +46,7 @@ from wgtpm.module import escape_path, escape_version, unescape_path
 from . import tokens as _tokens
 from ._errors import BlobNotFoundError, GoneError, NotFoundError, RegistryError
 from .metadata import ModuleRecord, TokenRecord, VersionRecord
+from .pictures import layers_svg, requirements_svg
 from .service import Registry, latest_of
 
 __all__ = [
@@ -252,9 +254,26 @@ def render_version(
                 esc(e.kind or "") if e else "",
             ]
         )
+    body += _requirements(reg, idx, module, version)
     body += "<h2>Files</h2>" + _table(["path", "size", "sha256", "artifact", "kind"], rows)
     body += _artifacts(reg, idx)
     return _page(f"{module}@{version}", body)
+
+
+def _requirements(reg: Registry, idx: ReleaseIndex | None, module: str, version: str) -> str:
+    """The version's requirements (from its wgt.mod) as a picture, each linked to its page."""
+    from wgtpm import modfile
+
+    e = idx.entry("wgt.mod") if idx else None
+    data = _blob(reg, e.sha256, e.size, MAX_MANIFEST) if e else None
+    if data is None:
+        return ""
+    try:
+        mf = modfile.parse(data, f"{module}@{version}/wgt.mod")
+    except WgtpmError:
+        return ""
+    reqs = [(r.path, r.version, _version_href(r.path, r.version)) for r in mf.requires]
+    return "<h2>Requirements</h2>" + requirements_svg(f"{module}@{version}", reqs)
 
 
 def _index(reg: Registry, v: VersionRecord) -> ReleaseIndex | None:
@@ -295,8 +314,8 @@ def _json(data: bytes | None) -> Any:
     if data is None:
         return None
     try:
-        return json.loads(data)
-    except ValueError:
+        return _wjson.loads(data)
+    except ValueError:  # also too deep, not UTF-8, an over-long number
         return None
 
 
@@ -319,12 +338,20 @@ def _weightlang(name: str, path: str, doc: Mapping[str, Any]) -> str:
     )
     layers = [x for x in doc.get("layers") or [] if isinstance(x, Mapping)]
     if layers:
-        s += "<h4>Layers</h4>" + _table(
-            ["name", "op", "args"],
-            [
-                [esc(x.get("name", "")), esc(x.get("op", "")), esc(json.dumps(x.get("args", {})))]
-                for x in layers
-            ],
+        s += (
+            "<h4>Layers</h4>"
+            + (layers_svg(doc) or "")
+            + _table(
+                ["name", "op", "args"],
+                [
+                    [
+                        esc(x.get("name", "")),
+                        esc(x.get("op", "")),
+                        esc(json.dumps(x.get("args", {}))),
+                    ]
+                    for x in layers
+                ],
+            )
         )
     weights = doc.get("weights")
     tensors = weights.get("tensors") if isinstance(weights, Mapping) else None
@@ -373,8 +400,8 @@ def _paw_meta(data: bytes | None) -> Mapping[str, Any] | None:
             info = z.getinfo("meta.json")
             if info.file_size > MAX_META:
                 return None
-            doc = json.loads(z.read(info))
-    except (zipfile.BadZipFile, KeyError, ValueError, OSError):
+            doc = _wjson.loads(z.read(info))
+    except (zipfile.BadZipFile, KeyError, ValueError, OSError, NotImplementedError, RuntimeError):
         return None
     return doc if isinstance(doc, dict) else None
 

@@ -63,7 +63,7 @@ def paw_bundle() -> bytes:
 
 def release() -> dict[str, bytes]:
     return {
-        "wgt.mod": f"module {MOD}\nwgt 0.1\n".encode(),
+        "wgt.mod": f"module {MOD}\nwgt 0.1\n\nrequire github.com/acme/xor-base v0.1.0\n".encode(),
         "xor/manifest.json": json.dumps(MANIFEST).encode(),
         "xor/weights.safetensors": b"\x00" * 512,
         "triage.paw": paw_bundle(),
@@ -114,6 +114,12 @@ def test_pages_over_http(site: Live) -> None:
         assert "x: f32[2]" in text and "y: f32[1]" in text
         assert "github.com/acme/xor-base@v0.1.0" in text and "imported" in text
         assert "pid-42abc" in text
+        # pictures drawn on the server: the requirements and the layers with their provenance
+        assert '<svg class="graph"' in text and "requires nothing" not in text
+        assert 'href="/-/module/github.com/acme/xor-base/@v/v0.1.0"' in text
+        assert '<svg class="layers"' in text
+        assert "h1 = linear" in text and ">from github.com/acme/xor-base<" in text
+        assert ">@v0.1.0, frozen<" in text and ">trained<" in text
         # attacker-controlled strings are text, never markup
         assert "<img" not in text and "&amp;lt;img src=x" in text
         assert "&lt;img src=x onerror=alert(3)&gt;Sort tickets" in text
