@@ -226,32 +226,30 @@ def registry_case(tmp_path: Path, http: HttpClient) -> Iterator[Case]:
     path = "example.com/acme/conf"
     mod = b"module example.com/acme/conf\n"
     files = {"wgt.mod": mod, "w/weights.bin": WEIGHTS}
-    live = _live(f"sqlite:///{tmp_path / 'r.db'}", str(tmp_path / "blobs"), tmp_path / "spool")
-    reg = next(live)
-    with httpx.Client(base_url=reg.url, timeout=10) as api:
-        for version, fs in (
-            ("v0.1.0", {"wgt.mod": mod, "w/weights.bin": b"old"}),
-            ("v0.2.0", files),
-        ):
-            r = publish_api(api, reg.token, path, version, fs)
-            assert r.status_code == 201, r.text
-    front = RegistryFront(reg.url).start()
-    try:
-        yield Case(
-            make=lambda: ProxySource(front.url, http),
-            path=path,
-            version="v0.2.0",
-            versions=["v0.1.0", "v0.2.0"],
-            latest="v0.2.0",
-            mod=mod,
-            files=files,
-            file="w/weights.bin",
-            missing="example.com/acme/nothing",
-            server=front,
-        )
-    finally:
-        front.stop()
-        live.close()
+    for reg in _live(f"sqlite:///{tmp_path / 'r.db'}", str(tmp_path / "blobs"), tmp_path / "spool"):
+        with httpx.Client(base_url=reg.url, timeout=10) as api:
+            for version, fs in (
+                ("v0.1.0", {"wgt.mod": mod, "w/weights.bin": b"old"}),
+                ("v0.2.0", files),
+            ):
+                r = publish_api(api, reg.token, path, version, fs)
+                assert r.status_code == 201, r.text
+        front = RegistryFront(reg.url).start()
+        try:
+            yield Case(
+                make=lambda: ProxySource(front.url, http),
+                path=path,
+                version="v0.2.0",
+                versions=["v0.1.0", "v0.2.0"],
+                latest="v0.2.0",
+                mod=mod,
+                files=files,
+                file="w/weights.bin",
+                missing="example.com/acme/nothing",
+                server=front,
+            )
+        finally:
+            front.stop()
 
 
 #: Every source under test: the name of its fixture.
