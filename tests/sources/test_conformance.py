@@ -11,6 +11,7 @@ A new source (the registry) joins by adding one fixture and one name.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -237,7 +238,7 @@ def registry_case(tmp_path: Path, http: HttpClient) -> Iterator[Case]:
         front = RegistryFront(reg.url).start()
         try:
             yield Case(
-                make=lambda: ProxySource(front.url, http),
+                make=functools.partial(ProxySource, front.url, http),
                 path=path,
                 version="v0.2.0",
                 versions=["v0.1.0", "v0.2.0"],
