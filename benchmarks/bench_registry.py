@@ -1,0 +1,331 @@
+"""The registry (``wgtpm registry serve``) against nginx serving the same files statically.
+
+In one run, in turns (registry, nginx, registry, nginx, ...), on loopback:
+
+1. requests/s for ``@v/list`` and for downloading a 64 KiB and a 1 MiB file,
+   with ``--conns`` concurrent keep-alive clients (``wrk`` when installed,
+   else an asyncio httpx load generator), one registry process (SQLite and a
+   folder) against one nginx worker (sendfile) over a proxy-protocol tree
+   written by :class:`wgtpm.proxytree.ProxyTree`; printed as registry/nginx
+   (target: file downloads at least 0.5x);
+2. publish-to-visible latency: a new version published through the API,
+   then ``@v/list`` polled until it shows it; p50/p95 over ``--publishes``;
+3. the same downloads from two ``registry serve`` processes on one SQLite
+   file and one folder, the load split between their two ports (with wrk:
+   one wrk per port, half the connections each, requests/s summed), and
+   the latency of a version published on one replica until the other lists it.
+
+Run: ``.venv/bin/python benchmarks/bench_registry.py [--seconds 3] [--rounds 2] [--conns 16]``
+Needs nginx (Debian ``nginx``); wrk (Debian ``wrk``) is optional.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import httpx
+
+from wgtpm.index import IndexEntry, build_index
+from wgtpm.proxytree import ProxyTree
+
+MODULE = "example.com/bench/m"
+NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
+WRK = shutil.which("wrk")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wgtpm(*args: str) -> list[str]:
+    return [sys.executable, "-m", "wgtpm", *args]
+
+
+def wait_up(url: str, proc: subprocess.Popen[bytes], what: str) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"{what} exited with status {proc.returncode}")
+        try:
+            if httpx.get(url, timeout=1).status_code < 500:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.05)
+    raise SystemExit(f"{what} did not start in 30 s")
+
+
+@contextmanager
+def registry(data: Path, log: Path) -> Iterator[str]:
+    """``wgtpm registry serve`` on SQLite and a folder under ``data`` (one uvicorn worker)."""
+    port = free_port()
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(
+            wgtpm("registry", "serve", "--data", str(data), "--port", str(port)),
+            stdout=out,
+            stderr=out,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_up(url + "/healthz", proc, "wgtpm registry serve")
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@contextmanager
+def nginx(root: Path, tmp: Path) -> Iterator[str]:
+    """nginx, one worker, sendfile, keep-alive, serving ``root`` statically."""
+    port = free_port()
+    prefix = tmp / "nginx"
+    (prefix / "logs").mkdir(parents=True, exist_ok=True)
+    user = "user root;\n" if os.geteuid() == 0 else ""
+    conf = prefix / "nginx.conf"
+    conf.write_text(
+        f"""{user}worker_processes 1;
+error_log {prefix}/logs/error.log warn;
+pid {prefix}/nginx.pid;
+events {{ worker_connections 1024; }}
+http {{
+    access_log off;
+    sendfile on;
+    tcp_nopush on;
+    keepalive_requests 1000000;
+    client_body_temp_path {prefix}/body;
+    proxy_temp_path {prefix}/proxy;
+    fastcgi_temp_path {prefix}/fastcgi;
+    uwsgi_temp_path {prefix}/uwsgi;
+    scgi_temp_path {prefix}/scgi;
+    types {{ }}
+    default_type application/octet-stream;
+    server {{
+        listen 127.0.0.1:{port};
+        root {root};
+    }}
+}}
+"""
+    )
+    proc = subprocess.Popen(
+        [NGINX, "-c", str(conf), "-p", str(prefix), "-g", "daemon off;"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_up(url + "/", proc, "nginx")
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def publish(api: httpx.Client, token: str, version: str, files: dict[str, bytes]) -> None:
+    """Start, upload the missing files, commit: what ``wgtpm publish --to URL`` does."""
+    auth = {"Authorization": f"Bearer {token}"}
+    entries = [IndexEntry(p, len(b), hashlib.sha256(b).hexdigest()) for p, b in files.items()]
+    idx = build_index(MODULE, version, entries, time="2026-12-01T00:00:00Z").to_json()
+    r = api.post(
+        "/api/v1/uploads",
+        json={"module": MODULE, "version": version, "index": idx.decode()},
+        headers=auth,
+    )
+    r.raise_for_status()
+    doc = r.json()
+    by_sha = {hashlib.sha256(b).hexdigest(): b for b in files.values()}
+    for m in doc["missing"]:
+        api.put(
+            f"{doc['files_url']}{m['sha256']}", content=by_sha[m["sha256"]], headers=auth
+        ).raise_for_status()
+    api.post(doc["commit_url"], headers=auth).raise_for_status()
+
+
+# ---- load ----------------------------------------------------------------------
+
+
+def wrk_rps(urls: list[str], conns: int, seconds: float) -> float:
+    """Requests/s over ``urls`` at once (one wrk per URL, ``conns`` split between them)."""
+    per = max(1, conns // len(urls))
+    procs = [
+        subprocess.Popen(
+            [WRK or "wrk", "-t1", f"-c{per}", f"-d{max(1, round(seconds))}s", "--latency", u],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for u in urls
+    ]
+    total = 0.0
+    for p in procs:
+        out, _ = p.communicate(timeout=seconds + 30)
+        if "Non-2xx" in out or "Socket errors" in out:
+            raise SystemExit(f"wrk saw errors:\n{out}")
+        m = re.search(r"Requests/sec:\s+([\d.]+)", out)
+        if not m:
+            raise SystemExit(f"wrk said:\n{out}")
+        total += float(m.group(1))
+    return total
+
+
+def httpx_rps(urls: list[str], conns: int, seconds: float) -> float:
+    """The same with asyncio and httpx: ``conns`` clients, alternating between ``urls``."""
+
+    async def run() -> int:
+        done = 0
+        end = time.monotonic() + seconds
+        limits = httpx.Limits(max_connections=conns, max_keepalive_connections=conns)
+        async with httpx.AsyncClient(limits=limits, timeout=30) as client:
+
+            async def worker(i: int) -> None:
+                nonlocal done
+                k = i
+                while time.monotonic() < end:
+                    r = await client.get(urls[k % len(urls)])
+                    r.raise_for_status()
+                    done += 1
+                    k += 1
+
+            await asyncio.gather(*(worker(i) for i in range(conns)))
+        return done
+
+    t0 = time.monotonic()
+    n = asyncio.run(run())
+    return n / (time.monotonic() - t0)
+
+
+def rps(urls: list[str], conns: int, seconds: float) -> float:
+    return wrk_rps(urls, conns, seconds) if WRK else httpx_rps(urls, conns, seconds)
+
+
+def pct(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, round(p * (len(xs) - 1)))]
+
+
+def visible_after(
+    api: httpx.Client, token: str, version: str, files: dict[str, bytes], reader: str
+) -> float:
+    """Seconds from the start of a publish until ``reader``'s ``@v/list`` lists ``version``."""
+    t0 = time.perf_counter()
+    publish(api, token, version, files)
+    while version not in httpx.get(f"{reader}/{MODULE}/@v/list", timeout=5).text.split():
+        if time.perf_counter() - t0 > 10:
+            raise SystemExit(f"{version} not visible after 10 s")
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=float, default=3.0, help="per load measurement")
+    ap.add_argument("--rounds", type=int, default=2, help="turns of registry and nginx")
+    ap.add_argument("--conns", type=int, default=16, help="concurrent keep-alive clients")
+    ap.add_argument("--publishes", type=int, default=10)
+    args = ap.parse_args()
+    if not Path(NGINX).exists():
+        raise SystemExit("nginx is not installed (Debian: apt-get install nginx)")
+    tool = "wrk" if WRK else "asyncio httpx"
+    print(
+        f"load: {tool}, {args.conns} keep-alive connections, {args.seconds:g} s each, "
+        f"{args.rounds} rounds; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}"
+    )
+    files = {
+        "wgt.mod": f"module {MODULE}\n".encode(),
+        "w/big.bin": os.urandom(1 << 20),
+        "w/small.bin": os.urandom(64 << 10),
+    }
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        data = tmp / "data"
+        out = subprocess.run(
+            wgtpm("registry", "token", "create", "--data", str(data), "--prefix", MODULE),
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        token = out.stdout.strip().splitlines()[-1]
+        tree = ProxyTree(tmp / "tree")
+        tree.add(MODULE, "v1.0.0", files)
+        paths = {
+            "@v/list": f"/{MODULE}/@v/list",
+            "64 KiB file": f"/{MODULE}/@v/v1.0.0/w/small.bin",
+            "1 MiB file": f"/{MODULE}/@v/v1.0.0/w/big.bin",
+        }
+        results: dict[str, dict[str, list[float]]] = {k: {} for k in paths}
+        log = tmp / "registry.log"
+        with (
+            registry(data, log) as reg,
+            nginx(tree.root.resolve(), tmp) as ngx,
+            httpx.Client(base_url=reg) as api,
+        ):
+            publish(api, token, "v1.0.0", files)
+            for p in paths.values():  # the same bytes from both
+                assert httpx.get(reg + p).content == httpx.get(ngx + p).content, p
+            for _ in range(args.rounds):
+                for name, p in paths.items():
+                    for who, base in (("registry", reg), ("nginx", ngx)):
+                        results[name].setdefault(who, []).append(
+                            rps([base + p], args.conns, args.seconds)
+                        )
+            lat = [
+                visible_after(api, token, f"v1.1.{i}", {**files, "w/n.bin": os.urandom(4096)}, reg)
+                for i in range(args.publishes)
+            ]
+        # two replicas on one SQLite file and one folder
+        with registry(data, log) as r1, registry(data, log) as r2, httpx.Client(base_url=r1) as api:
+            for name in ("64 KiB file", "1 MiB file"):
+                for _ in range(args.rounds):
+                    results[name].setdefault("2 replicas", []).append(
+                        rps([r1 + paths[name], r2 + paths[name]], args.conns, args.seconds)
+                    )
+            lat2 = [
+                visible_after(api, token, f"v1.2.{i}", {**files, "w/n.bin": os.urandom(4096)}, r2)
+                for i in range(args.publishes)
+            ]
+
+    print()
+    print(f"{'requests/s':<14}{'registry':>12}{'nginx':>12}{'ratio':>16}{'2 replicas':>14}")
+    for name, r in results.items():
+        ratios = [a / b for a, b in zip(r["registry"], r["nginx"], strict=True)]
+        reps = r.get("2 replicas")
+        print(
+            f"{name:<14}{max(r['registry']):>12.0f}{max(r['nginx']):>12.0f}"
+            f"{f'{min(ratios):.2f}-{max(ratios):.2f}x':>16}"
+            f"{(f'{max(reps):.0f}' if reps else '-'):>14}"
+        )
+    print(
+        "  (best of the rounds; the ratio is registry/nginx per round; target for files: >= 0.5x)"
+    )
+    print(
+        f"publish-to-visible, one process: p50 {statistics.median(lat) * 1000:.0f} ms, "
+        f"p95 {pct(lat, 0.95) * 1000:.0f} ms ({len(lat)} publishes of 4 KiB new + 2 known files)"
+    )
+    print(
+        f"publish on replica 1 -> listed by replica 2: p50 {statistics.median(lat2) * 1000:.0f} ms, "
+        f"p95 {pct(lat2, 0.95) * 1000:.0f} ms"
+    )
+
+
+if __name__ == "__main__":
+    main()
