@@ -44,6 +44,9 @@ from .service import Registry
 __all__ = ["ProtocolRequest", "parse_request_path", "serve_protocol"]
 
 IMMUTABLE = "max-age=31536000, immutable"
+#: Bodies up to this size are read whole in one worker-thread call and sent in one piece;
+#: larger ones stream (a thread hop per chunk costs more than the copy for small files).
+WHOLE_BODY = 4 << 20
 _RANGE = re.compile(r"bytes=(\d*)-(\d*)\Z")
 _KINDS = ((".info", "info"), (".mod", "mod"), (".index.json", "index"))
 
@@ -175,10 +178,20 @@ async def serve_bytes_of(
     if request.method == "HEAD":
         return Response(status_code=status, headers=headers, media_type=content_type)
     try:
+        if end - start <= WHOLE_BODY:
+            body = await run_in_threadpool(_read_whole, reg, sha256, start, end - start)
+            return Response(body, status_code=status, headers=headers, media_type=content_type)
         chunks: Iterator[bytes] = await run_in_threadpool(reg.blobs.get, sha256, start, end - start)
     except BlobNotFoundError as exc:  # listed by a committed version: the store lost it
         raise StoreError(f"blob {sha256} is missing from {reg.blobs.url}") from exc
     return StreamingResponse(chunks, status_code=status, headers=headers, media_type=content_type)
+
+
+def _read_whole(reg: Registry, sha256: str, start: int, length: int) -> bytes:
+    body = b"".join(reg.blobs.get(sha256, start, length))
+    if len(body) != length:  # the stored blob is shorter than its record says
+        raise StoreError(f"blob {sha256} in {reg.blobs.url} is not {length} bytes from {start}")
+    return body
 
 
 def _text(request: Request, body: bytes, content_type: str, cache: str) -> Response:
