@@ -101,7 +101,7 @@ async def _protocol(request: Request) -> Response:
     if req is None:
         return PlainTextResponse("not found: not a proxy-protocol URL\n", status_code=404)
     cred = parse_authorization(request.headers.get("authorization"))
-    token = await run_in_threadpool(reg.authenticate, cred)
+    token = None if cred is None else await run_in_threadpool(reg.authenticate, cred)
     return await serve_protocol(request, reg, req, token)
 
 

@@ -38,7 +38,7 @@ from wgtpm._errors import WgtpmError
 from wgtpm.module import unescape_path
 
 from ._errors import BlobNotFoundError, GoneError, StoreError
-from .metadata import TokenRecord
+from .metadata import FileRecord, TokenRecord, VersionRecord
 from .service import Registry
 
 __all__ = ["ProtocolRequest", "parse_request_path", "serve_protocol"]
@@ -152,9 +152,10 @@ async def serve_bytes_of(
     private: bool,
     *,
     etag: str | None = None,
+    whole: bytes | None = None,
 ) -> Response:
     """Serve blob ``sha256`` (``size`` bytes) with ETag (``etag``, else the sha256), Range
-    and immutable caching."""
+    and immutable caching; ``whole`` is the blob's bytes when the caller read them already."""
     etag = _etag(etag or sha256)
     headers = {
         "ETag": etag,
@@ -177,6 +178,10 @@ async def serve_bytes_of(
     headers["Content-Length"] = str(end - start)
     if request.method == "HEAD":
         return Response(status_code=status, headers=headers, media_type=content_type)
+    if whole is not None:
+        return Response(
+            whole[start:end], status_code=status, headers=headers, media_type=content_type
+        )
     try:
         if end - start <= WHOLE_BODY:
             body = await run_in_threadpool(_read_whole, reg, sha256, start, end - start)
@@ -185,6 +190,11 @@ async def serve_bytes_of(
     except BlobNotFoundError as exc:  # listed by a committed version: the store lost it
         raise StoreError(f"blob {sha256} is missing from {reg.blobs.url}") from exc
     return StreamingResponse(chunks, status_code=status, headers=headers, media_type=content_type)
+
+
+def _conditional(request: Request) -> bool:
+    """Whether the answer may be a 304 (no body to read)."""
+    return request.headers.get("if-none-match") is not None
 
 
 def _read_whole(reg: Registry, sha256: str, start: int, length: int) -> bytes:
@@ -222,9 +232,22 @@ async def serve_protocol(
             cache = "no-cache"
         return _text(request, reg.info(rev), "application/json", cache)
     if req.kind == "file":
-        v, f = await run_in_threadpool(reg.file, req.module, req.version, req.path, token)
+
+        def lookup() -> tuple[VersionRecord, FileRecord, bytes | None]:
+            # one worker-thread call for the records and a small body: each hop costs more
+            # than the copy, and many threads taking turns at the GIL cost more still
+            v, f = reg.file(req.module, req.version, req.path, token)
+            whole = None
+            if request.method == "GET" and f.size <= WHOLE_BODY and not _conditional(request):
+                try:
+                    whole = _read_whole(reg, f.sha256, 0, f.size)
+                except BlobNotFoundError as exc:
+                    raise StoreError(f"blob {f.sha256} is missing from {reg.blobs.url}") from exc
+            return v, f, whole
+
+        v, f, whole = await run_in_threadpool(lookup)
         return await serve_bytes_of(
-            request, reg, f.sha256, f.size, "application/octet-stream", v.private
+            request, reg, f.sha256, f.size, "application/octet-stream", v.private, whole=whole
         )
     v = await run_in_threadpool(reg.version, req.module, req.version, token)
     if req.kind == "mod":
