@@ -26,8 +26,6 @@ import json
 import os
 import re
 import shutil
-import tempfile
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
@@ -59,6 +57,8 @@ def write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
     before the rename, and is removed if anything fails. The new file keeps
     the old one's permission bits, or gets ``mode`` (default 0o644).
     """
+    import tempfile  # not at the top: a no-op ``wgtpm get`` writes nothing
+
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -82,6 +82,8 @@ def write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
 @contextlib.contextmanager
 def temp_dir(beside: Path) -> Iterator[Path]:
     """A unique empty directory next to ``beside``, removed on exit unless it was moved away."""
+    import tempfile
+
     beside = Path(beside)
     beside.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{beside.name}.", suffix=".tmp", dir=beside.parent))
@@ -101,6 +103,8 @@ def replace_dir(new: Path, dest: Path) -> None:
     if not (dest.exists() or dest.is_symlink()):
         os.replace(new, dest)
         return
+    import uuid  # imports platform: kept off the start-up of every command
+
     old = dest.parent / f".{dest.name}.{uuid.uuid4().hex}.old"
     os.replace(dest, old)
     try:

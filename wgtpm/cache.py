@@ -46,7 +46,6 @@ import hashlib
 import json
 import os
 import stat
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -154,6 +153,8 @@ class Cache:
         if not self.has_blob(digest):
             d = self.root / "tmp"
             d.mkdir(parents=True, exist_ok=True)
+            import tempfile
+
             fd, name = tempfile.mkstemp(prefix=f"{digest}.", suffix=".put", dir=d)
             try:
                 with os.fdopen(fd, "wb") as f:

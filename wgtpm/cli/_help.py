@@ -11,7 +11,6 @@ and README.md repeats.
 from __future__ import annotations
 
 import argparse
-import difflib
 import sys
 import textwrap
 from typing import Any
@@ -193,6 +192,8 @@ def _choices(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentPars
 def _suggest(word: str, known: list[str]) -> str:
     if word in ALIASES and ALIASES[word] in known:
         return f"; did you mean '{ALIASES[word]}'?"
+    import difflib
+
     close = difflib.get_close_matches(word, known, n=1)
     return f"; did you mean '{close[0]}'?" if close else ""
 
