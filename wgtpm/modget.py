@@ -23,7 +23,15 @@ from .modload.project import Project, plain_readonly_errors
 from .module import ModuleVersion
 from .query import check_query, is_revision
 
-__all__ = ["Change", "check_module_arg", "get", "parse_arg", "path_hint", "tidy"]
+__all__ = [
+    "Change",
+    "check_module_arg",
+    "get",
+    "parse_arg",
+    "path_hint",
+    "tidy",
+    "tidy_in_memory",
+]
 
 MV = ModuleVersion
 
@@ -234,8 +242,12 @@ def _changes(before: dict[str, str], after: dict[str, str]) -> list[Change]:
     return out
 
 
-def tidy(project: Project) -> list[MV]:
-    """Minimal requirements, and wgt.sum pruned to exactly what the build needs."""
+def tidy_in_memory(project: Project) -> list[MV]:
+    """What ``tidy`` would write, made in memory: minimal requirements, wgt.sum pruned.
+
+    ``project.changes()`` then says whether wgt.mod or wgt.sum was untidy
+    (``wgtpm publish`` refuses that); :func:`tidy` saves the result.
+    """
     build = project.build_list()
     project.set_requirements(build, project.direct())
     project.forget_graph()
@@ -245,5 +257,11 @@ def tidy(project: Project) -> list[MV]:
         if isinstance(origin, Fetched):
             project.index(origin)  # marks its wgt.sum lines as used
     project.prune_sums()
+    return build
+
+
+def tidy(project: Project) -> list[MV]:
+    """Minimal requirements, and wgt.sum pruned to exactly what the build needs."""
+    build = tidy_in_memory(project)
     project.save()
     return build

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from .._errors import BuildError
 from .._report import Reporter
 from ..deps import ModuleResolver
 
@@ -45,6 +46,15 @@ class Target:
     name: str
     source: str
     out_dir: Path
+
+    def read_source(self) -> bytes:
+        """The bytes of the source file; a :class:`BuildError` naming it when unreadable."""
+        try:
+            return (self.project_dir / self.source).read_bytes()
+        except OSError as exc:
+            raise BuildError(
+                f"artifact {self.name}: cannot read {self.source} ({exc.strerror})"
+            ) from exc
 
     def shown(self, path: Path) -> str:
         """``path`` as messages show it: relative to the package when inside it."""

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .._errors import BuildError
 from .._fs import write_atomic
 from .._report import Reporter
 from ..deps import ModuleResolver
@@ -27,12 +26,7 @@ class FileBuilder:
         return kind_of_source(source) == FILE
 
     def build(self, target: Target, resolver: ModuleResolver, reporter: Reporter) -> BuildResult:
-        try:
-            data = (target.project_dir / target.source).read_bytes()
-        except OSError as exc:
-            raise BuildError(
-                f"artifact {target.name}: cannot read {target.source} ({exc.strerror})"
-            ) from exc
+        data = target.read_source()
         dest = target.out_dir / target.source
         dest.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(dest, data)

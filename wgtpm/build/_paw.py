@@ -73,12 +73,7 @@ def _compile(target: Target, out: Path, resolver: ModuleResolver, reporter: Repo
 
 def _copy_checked(target: Target, out: Path) -> str:
     """Copy the prebuilt bundle to ``out`` once it validates; returns its program ID."""
-    try:
-        data = (target.project_dir / target.source).read_bytes()
-    except OSError as exc:
-        raise BuildError(
-            f"artifact {target.name}: cannot read {target.source} ({exc.strerror})"
-        ) from exc
+    data = target.read_source()
     try:
         from ..paw.bundle import BundleError, read_bundle
         from ..paw.validate import check_bundle

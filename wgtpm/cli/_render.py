@@ -22,21 +22,12 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from .._report import Reporter, set_network
+from .._report import Reporter, human_size, set_network
 
 __all__ = ["PIPE_PERIOD", "LineReporter", "RichReporter", "make_reporter"]
 
 #: Seconds between progress lines on a pipe.
 PIPE_PERIOD = 5.0
-
-
-def _size(n: int) -> str:
-    f = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if f < 1024 or unit == "GiB":
-            return f"{f:.0f} {unit}" if unit == "B" else f"{f:.1f} {unit}"
-        f /= 1024
-    return f"{n} B"
 
 
 class LineReporter:
@@ -86,7 +77,9 @@ class LineReporter:
                 for lbl, total in self._total.items():
                     done = min(self._done.get(lbl, 0), total)
                     pct = f" ({100 * done // total}%)" if total else ""
-                    lines.append(f"wgtpm: downloading {lbl}: {_size(done)} of {_size(total)}{pct}")
+                    lines.append(
+                        f"wgtpm: downloading {lbl}: {human_size(done)} of {human_size(total)}{pct}"
+                    )
         for line in lines:
             self._print(line)
 
@@ -95,7 +88,7 @@ class LineReporter:
             total = self._total.pop(label, 0)
             self._done.pop(label, None)
         if self._progress:
-            self._print(f"wgtpm: downloaded {label} ({_size(total)})")
+            self._print(f"wgtpm: downloaded {label} ({human_size(total)})")
 
     def fail(self, label: str) -> None:
         with self._lock:
@@ -145,7 +138,7 @@ class RichReporter(LineReporter):
             if t is not None:
                 total = self._p.tasks[t].total or 0
                 self._p.remove_task(t)
-                self._p.console.print(f"downloaded {label} ({_size(int(total))})")
+                self._p.console.print(f"downloaded {label} ({human_size(int(total))})")
             if not self._tasks and self._started:
                 self._p.stop()
                 self._started = False

@@ -20,7 +20,7 @@ from __future__ import annotations
 from .. import version as _v
 from .._errors import InvalidVersionError, ReadonlyError, ResolveError, UsageError
 from ..modfile import ModFile
-from ..modload.buildlist import Fetched, FromDirectory
+from ..modload.buildlist import FromDirectory
 from ..modload.project import Project
 from ..module import check_path_major
 
@@ -98,18 +98,14 @@ def check_build_list(project: Project) -> None:
     ``project`` is loaded read-only (``-mod=readonly``), so a missing wgt.sum
     line is an error and nothing is written.
     """
+    from ..modget import tidy_in_memory
+
     try:
-        build = project.build_list()
-        project.set_requirements(build, project.direct())
-        project.forget_graph()
-        build = project.build_list()
+        build = tidy_in_memory(project)
         for m in build[1:]:
             origin = project.origin(m)
             if isinstance(origin, FromDirectory):  # check_replacements ran first
                 raise UsageError(f"{m.path} is replaced by the directory {origin.dir}")
-            if isinstance(origin, Fetched):
-                project.index(origin)
-        project.prune_sums()
     except (ReadonlyError, ResolveError) as exc:
         cause = _readonly_cause(exc)
         if cause is None:
