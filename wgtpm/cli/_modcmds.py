@@ -100,6 +100,18 @@ def register(sub: Any) -> None:
     p.add_argument(
         "artifact", nargs="?", help="verify this artifact instead (path or MODULE/ARTIFACT)"
     )
+    p.add_argument(
+        "--rebuild",
+        metavar="MODULE@VERSION",
+        help="build this dependency again from the commit its release names and compare "
+        "every artifact file with the release",
+    )
+    p.add_argument(
+        "--repo",
+        metavar="PATH_OR_URL",
+        help="with --rebuild: fetch the commit from this clone or URL (default: the "
+        "repository the release names)",
+    )
     _mod_flag(p)
     _json_flag(p)
     p.set_defaults(run=_verify)
@@ -292,6 +304,14 @@ def _dump(obj: object) -> None:
 
 
 def _verify(args: argparse.Namespace) -> int:
+    from .._errors import UsageError
+
+    if args.rebuild:
+        if args.artifact:
+            raise UsageError("wgtpm verify: give an ARTIFACT or --rebuild MODULE@VERSION, not both")
+        return _verify_rebuild(args)
+    if args.repo:
+        raise UsageError("wgtpm verify: --repo goes with --rebuild MODULE@VERSION")
     if args.artifact:
         from ._weightlang import verify_artifact
 
@@ -309,6 +329,31 @@ def _verify(args: argparse.Namespace) -> int:
     else:
         print("all modules verified")
     return 1 if problems else 0
+
+
+def _verify_rebuild(args: argparse.Namespace) -> int:
+    from ..modload.options import Options
+    from ..modload.project import Project
+    from ..publish import rebuild_module
+    from ._render import make_reporter
+
+    reporter = make_reporter(args.json)
+    opts = Options.from_env(args.mod, default="readonly", reporter=reporter)
+    project = Project.load(Path.cwd(), opts)
+    report = rebuild_module(project, args.rebuild, args.repo, reporter)
+    if args.json:
+        _dump(report.to_json())
+    else:
+        for a in report.artifacts:
+            print(a.line())
+        if not report.reproduced:
+            for tool, (theirs, ours) in report.tools.items():
+                print(
+                    f"note: the release was built with {tool} {theirs or '(none)'}, "
+                    f"this rebuild used {ours or '(none)'}",
+                    file=sys.stderr,
+                )
+    return 0 if report.reproduced else 1
 
 
 def _list(args: argparse.Namespace) -> int:

@@ -13,6 +13,7 @@ One concept per module, imports running downwards::
     _registry     RegistryTarget: the registry's publish API (--to URL, WGTPM_TOKEN)
     targets       select_target; HOSTED, the lazy table of GitHub and Hugging Face targets
     _publish      publish_package: the steps in order; PublishOptions, Outcome
+    _rebuild      rebuild_module: a dependency's commit built again, compared byte for byte
     _retract      retract: a retract line in wgt.mod
 
 Nothing heavy is imported here: git, httpx and the builders load when used.
@@ -21,6 +22,7 @@ Nothing heavy is imported here: git, httpx and the builders load when used.
 from ._directory import DirectoryTarget
 from ._provenance import PROVENANCE_FILE, check_provenance
 from ._publish import Outcome, PublishOptions, publish_package
+from ._rebuild import RebuildReport, rebuild_module
 from ._registry import TOKEN_ENV, RegistryTarget
 from ._retract import retract
 from ._target import Published, PublishTarget, Release
@@ -35,10 +37,12 @@ __all__ = [
     "PublishOptions",
     "PublishTarget",
     "Published",
+    "RebuildReport",
     "RegistryTarget",
     "Release",
     "check_provenance",
     "publish_package",
+    "rebuild_module",
     "retract",
     "select_target",
 ]

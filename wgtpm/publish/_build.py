@@ -30,7 +30,7 @@ from ._provenance import ArtifactProvenance
 if TYPE_CHECKING:
     from ..modfile import Artifact
 
-__all__ = ["artifact_order", "build_package", "compare_builds"]
+__all__ = ["artifact_order", "build_package", "compare_builds", "first_difference"]
 
 BLOCK = 1 << 20
 
@@ -146,7 +146,7 @@ def compare_builds(first: list[ArtifactProvenance], second: list[ArtifactProvena
             f"not reproducible: {path} is written by only one of two builds of the same commit"
         )
     for path in sorted(a):
-        offset = _first_difference(a[path], b[path])
+        offset = first_difference(a[path], b[path])
         if offset is not None:
             raise BuildError(
                 f"not reproducible: {path} differs between two builds of the same commit, "
@@ -154,7 +154,7 @@ def compare_builds(first: list[ArtifactProvenance], second: list[ArtifactProvena
             )
 
 
-def _first_difference(x: Path, y: Path) -> int | None:
+def first_difference(x: Path, y: Path) -> int | None:
     """The offset of the first byte where the files differ (the shorter one's end), or None."""
     offset = 0
     with open(x, "rb") as fx, open(y, "rb") as fy:

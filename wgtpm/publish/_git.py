@@ -5,11 +5,18 @@ A package may sit in a subdirectory of its repository; its tag is then
 ``DIR/vX.Y.Z``, as Go tags a module in a subdirectory, and the export
 holds the whole commit so that the package sees the same neighbours it
 was committed with.
+
+``wgtpm verify --rebuild`` comes here from the other side: a release names
+its repository and commit (:attr:`Checkout.repository`), and
+:func:`checkout_commit` finds that commit in a local clone, or fetches it
+from a URL into a private bare repository, so that :func:`export_commit`
+can export it as publishing did.
 """
 
 from __future__ import annotations
 
 import io
+import re
 import tarfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -18,7 +25,15 @@ from typing import Any
 
 from .._errors import UsageError
 
-__all__ = ["Checkout", "create_tag", "export_commit", "open_checkout", "tag_commit"]
+__all__ = [
+    "Checkout",
+    "checkout_commit",
+    "create_tag",
+    "export_commit",
+    "open_checkout",
+    "public_url",
+    "tag_commit",
+]
 
 
 @dataclass(frozen=True)
@@ -30,6 +45,7 @@ class Checkout:
     commit: str  # 40 hex digits
     time: str  # the commit's committer time, UTC, RFC 3339 ("2026-11-29T12:00:00Z")
     epoch: int  # the same time in seconds since 1970 (SOURCE_DATE_EPOCH for the build)
+    repository: str | None = None  # where the commit can be fetched: a remote's URL, if any
 
     def tag(self, version: str) -> str:
         """The git tag of ``version``: ``vX.Y.Z``, or ``DIR/vX.Y.Z`` for a package in DIR."""
@@ -70,11 +86,43 @@ def open_checkout(pkg: Path, outputs: tuple[str, ...] = ()) -> Checkout:
             f"the git working tree is not clean ({shown}); commit or stash the changes "
             "(publishing builds from HEAD, never from the working directory)"
         )
-    head = repo.head.commit
-    when = datetime.fromtimestamp(head.committed_date, timezone.utc)
+    return _at(root, subdir, repo.head.commit, _remote_url(repo))
+
+
+def _at(root: Path, subdir: str, commit: Any, repository: str | None) -> Checkout:
+    when = datetime.fromtimestamp(commit.committed_date, timezone.utc)
     return Checkout(
-        root, subdir, head.hexsha, when.strftime("%Y-%m-%dT%H:%M:%SZ"), int(head.committed_date)
+        root,
+        subdir,
+        commit.hexsha,
+        when.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        int(commit.committed_date),
+        repository,
     )
+
+
+def _remote_url(repo: Any) -> str | None:
+    """The URL of ``origin`` (else of the only remote), without user information."""
+    remotes = {r.name: r for r in repo.remotes}
+    remote = remotes.get("origin") or (next(iter(remotes.values())) if len(remotes) == 1 else None)
+    if remote is None:
+        return None
+    urls = list(remote.urls)
+    return public_url(urls[0]) if urls else None
+
+
+def public_url(url: str) -> str:
+    """``url`` without user information: ``https://user:TOKEN@host/x`` -> ``https://host/x``.
+
+    A token in a remote's URL must never reach a release. scp-like addresses
+    (``git@github.com:acme/xor.git``) and paths are kept as they are.
+    """
+    from urllib.parse import urlsplit, urlunsplit
+
+    u = urlsplit(url)
+    if not u.scheme or "@" not in u.netloc:
+        return url
+    return urlunsplit((u.scheme, u.netloc.rsplit("@", 1)[1], u.path, u.query, u.fragment))
 
 
 def _dirty(repo: Any, subdir: str) -> list[str]:
@@ -115,3 +163,63 @@ def export_commit(checkout: Checkout, dest: Path) -> Path:
         # then tells whether what it names is stable); paths still stay inside dest.
         tar.extractall(dest, filter="tar")
     return dest / checkout.subdir if checkout.subdir else dest
+
+
+def checkout_commit(repository: str, commit: str, subdir: str, scratch: Path) -> Checkout:
+    """``commit`` of ``repository`` (a local clone's directory, or a URL git can fetch), for
+    :func:`export_commit`. A URL is fetched into a bare repository made in the empty
+    directory ``scratch``. Raises :class:`UsageError` when the repository cannot be read or
+    fetched, or does not hold ``commit``."""
+    import git
+
+    local = Path(repository).expanduser()
+    shown = public_url(repository)
+    is_path = "://" not in repository and not re.match(r"^[^/]+:", repository)  # not host:path
+    if is_path and not local.is_dir():
+        raise UsageError(
+            f"{local}: no such directory; pass --repo a local clone of the package's "
+            "repository, or its URL"
+        )
+    if is_path:
+        try:
+            repo = git.Repo(local)
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
+            raise UsageError(
+                f"{local} is not a git repository; pass --repo a clone of the package's "
+                "repository (or its URL)"
+            ) from exc
+        root = Path(str(repo.git_dir if repo.bare else repo.working_tree_dir)).resolve()
+    else:
+        repo = git.Repo.init(scratch, bare=True)
+        _fetch(repo, repository, commit, shown)
+        root = scratch
+    try:
+        found = repo.commit(commit)
+    except (ValueError, git.BadName, git.GitCommandError) as exc:
+        raise UsageError(
+            f"commit {commit} is not in {shown}: it was never pushed there, or history was "
+            "rewritten; pass --repo a clone that holds it"
+        ) from exc
+    return _at(root, subdir, found, shown)
+
+
+def _fetch(repo: Any, url: str, commit: str, shown: str) -> None:
+    """Fetch ``commit`` from ``url``: the one commit when the server allows it (GitHub does),
+    else every branch and tag (a server that refuses to hand out a commit by its name)."""
+    import git
+
+    try:
+        repo.git.fetch("--quiet", "--depth=1", url, commit)
+        return
+    except git.GitCommandError:
+        pass
+    try:
+        repo.git.fetch("--quiet", "--tags", url, "+refs/heads/*:refs/remotes/source/*")
+    except git.GitCommandError as exc:
+        said = [ln.strip() for ln in str(exc.stderr or "").splitlines() if ln.strip()]
+        why = said[-1].removeprefix("stderr: ").strip("'") if said else f"git exit {exc.status}"
+        why = re.sub(r"://[^/\s@]*@", "://", why)  # no user information from git's message
+        raise UsageError(
+            f"cannot fetch the source repository {shown} ({why}); check the URL, or pass "
+            "--repo a local clone or a mirror"
+        ) from exc

@@ -14,6 +14,7 @@ example (hashes elided)::
       "schema": 1,
       "module": "example.com/acme/xor", "version": "v0.1.0",
       "commit": "40 hex", "time": "2026-11-29T12:00:00Z",
+      "repository": {"url": "https://github.com/acme/xor.git", "dir": ""},
       "tools": {"python": "3.11.7", "wgtpm": "0.1.0", "torch": "2.5.1"},
       "artifacts": {
         "xor": {"kind": "wgt", "source": "model.wgt", "builder": "wgtpm",
@@ -26,6 +27,11 @@ example (hashes elided)::
       "files": {"xor/manifest.json": {"artifact": "xor", "kind": "wgt"}, …}
     }
 
+``repository`` says where ``commit`` can be fetched again (``wgtpm verify
+--rebuild``): ``url`` is the URL of the publishing checkout's ``origin``
+remote (else of its only remote; without user information; absent when the
+checkout has no remote), ``dir`` the package's directory in the repository
+(``""`` at its root).
 ``tools`` lists the versions of the tools installed when the build ran
 (torch, transformers, peft, gguf, safetensors, numpy; those absent are left
 out), read from package metadata without importing them. ``files`` lists
@@ -49,6 +55,7 @@ from ..kinds import PAW, WGT
 __all__ = [
     "PROVENANCE_FILE",
     "ArtifactProvenance",
+    "SourceRepository",
     "check_provenance",
     "provenance_bytes",
     "tool_versions",
@@ -58,6 +65,26 @@ __all__ = [
 PROVENANCE_FILE = "wgt.provenance.json"
 SCHEMA = 1
 TOOLS = ("torch", "transformers", "peft", "gguf", "safetensors", "numpy")
+
+
+@dataclass(frozen=True)
+class SourceRepository:
+    """Where a release's commit lies: a fetchable URL (None when unknown), the package's dir."""
+
+    url: str | None
+    dir: str = ""
+
+    def record(self) -> dict[str, str]:
+        return ({"url": self.url} if self.url else {}) | {"dir": self.dir}
+
+    @classmethod
+    def of(cls, doc: Mapping[str, Any]) -> SourceRepository | None:
+        """What a provenance document says (``None`` for a release published without it)."""
+        rec = doc.get("repository")
+        if not isinstance(rec, dict):
+            return None
+        url, d = rec.get("url"), rec.get("dir", "")
+        return cls(url if isinstance(url, str) and url else None, d if isinstance(d, str) else "")
 
 
 @dataclass(frozen=True)
@@ -148,17 +175,22 @@ def provenance_document(
     time: str,
     artifacts: list[ArtifactProvenance],
     tools: Mapping[str, str],
+    repository: SourceRepository | None = None,
 ) -> dict[str, Any]:
     """The provenance of a release (see the module docstring)."""
     files = {
         path: {"artifact": a.name, "kind": a.kind} for a in artifacts for path in sorted(a.outputs)
     }
-    return {
+    doc: dict[str, Any] = {
         "schema": SCHEMA,
         "module": module,
         "version": version,
         "commit": commit,
         "time": time,
+    }
+    if repository is not None:
+        doc["repository"] = repository.record()
+    return doc | {
         "tools": dict(tools),
         "artifacts": {a.name: a.record() for a in artifacts},
         "files": dict(sorted(files.items())),

@@ -37,12 +37,12 @@ from ._checks import (
 )
 from ._directory import DirectoryTarget
 from ._git import Checkout, create_tag, export_commit, open_checkout, tag_commit
-from ._provenance import ArtifactProvenance, tool_versions
+from ._provenance import ArtifactProvenance, SourceRepository, tool_versions
 from ._release import MOD_FILE, ReleaseSpec, assemble
 from ._target import Published, PublishTarget, Release
 from .targets import DRY_RUN_DIR
 
-__all__ = ["Outcome", "PublishOptions", "module_of", "publish_package"]
+__all__ = ["Outcome", "PublishOptions", "module_of", "publish_package", "verified_build_list"]
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,7 @@ def publish_package(
         work = Path(tmp)
         reporter.notice(f"exporting commit {checkout.commit[:12]} ({checkout.time})")
         src = export_commit(checkout, _mkdir(work / "a"))
-        resolver = _verified_build_list(src, reporter)
+        resolver = verified_build_list(src, reporter)
         built = _build(src, resolver, checkout, opts, reporter)
         if opts.verify_reproducible:
             reporter.notice("building again in a second export to compare every byte")
@@ -115,7 +115,10 @@ def publish_package(
             )
             compare_builds(built, again)
             reporter.notice("reproducible: both builds wrote the same bytes")
-        spec = ReleaseSpec(module, opts.version, tag, checkout.commit, checkout.time, opts.private)
+        where = SourceRepository(checkout.repository, checkout.subdir)
+        spec = ReleaseSpec(
+            module, opts.version, tag, checkout.commit, checkout.time, opts.private, where
+        )
         release = assemble(spec, src, built, tool_versions(), _mkdir(work / "staging"))
         target.check(release)
         reporter.notice(f"publishing {module}@{opts.version} ({release.h1}) to {target.name}")
@@ -138,7 +141,7 @@ def _mkdir(d: Path) -> Path:
     return d
 
 
-def _verified_build_list(src: Path, reporter: Reporter) -> ModuleResolver:
+def verified_build_list(src: Path, reporter: Reporter) -> ModuleResolver:
     """The build list of the exported package: checked tidy and verified (read-only)."""
     from ..modload.options import Options
     from ..modload.project import Project

@@ -21,6 +21,7 @@ from ..index import IndexEntry, build_index
 from ._provenance import (
     PROVENANCE_FILE,
     ArtifactProvenance,
+    SourceRepository,
     provenance_bytes,
     provenance_document,
 )
@@ -43,6 +44,7 @@ class ReleaseSpec:
     commit: str
     time: str
     private: bool = False
+    repository: SourceRepository | None = None
 
 
 def assemble(
@@ -69,7 +71,9 @@ def assemble(
                 )
             owner[logical] = art.name
             files[logical] = path
-    doc = provenance_document(spec.module, spec.version, spec.commit, spec.time, built, tools)
+    doc = provenance_document(
+        spec.module, spec.version, spec.commit, spec.time, built, tools, spec.repository
+    )
     prov = staging / PROVENANCE_FILE
     write_atomic(prov, provenance_bytes(doc))
     files[PROVENANCE_FILE] = prov

@@ -1,0 +1,276 @@
+"""``wgtpm verify --rebuild MODULE@VERSION``: build a dependency again from its commit.
+
+The steps, each refusing with one line when it cannot go on:
+
+1. ``MODULE@VERSION`` must be the build list's version of ``MODULE``, so
+   that its index is locked by wgt.sum: the index is fetched and verified
+   (every file of it, whatever ``select`` says), and the release's
+   ``wgt.provenance.json`` (covered by h1) names the commit and where it lies
+   (:class:`~._provenance.SourceRepository`; ``--repo`` overrides the URL);
+2. the commit is found in a local clone, or fetched from the URL
+   (:func:`._git.checkout_commit`), and exported with ``git archive`` as
+   publishing exports HEAD (:func:`._git.export_commit`); the export's
+   wgt.mod must be the release's;
+3. the export's build list is checked and verified as publishing checks it,
+   and every artifact is built by :func:`._build.build_package`, with
+   ``SOURCE_DATE_EPOCH`` at the commit's time;
+4. every file of every artifact is compared with its index entry (the sha256
+   locked by h1); for a file that differs, the first differing byte is
+   found against the verified copy in the cache.
+
+``wgt.mod`` and ``wgt.provenance.json`` are not artifact files: the first
+is compared in step 2, the second records the tool versions of the
+publisher's machine, which a rebuild elsewhere need not share (a difference
+in them is reported next to the artifacts that differ, as a likely cause).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from .._errors import UsageError, VerifyError
+from .._fs import sha256_file
+from .._report import Reporter
+from ..index import ReleaseIndex
+from ..module import ModuleVersion
+from ..version import is_valid
+from ._build import build_package, first_difference
+from ._git import checkout_commit, export_commit
+from ._provenance import PROVENANCE_FILE, SourceRepository, check_provenance, tool_versions
+from ._publish import _modfile, verified_build_list
+from ._release import MOD_FILE
+
+if TYPE_CHECKING:
+    from ..modload.project import Project
+
+__all__ = ["ArtifactCheck", "Difference", "RebuildReport", "rebuild_module"]
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One file of an artifact that the rebuild did not reproduce.
+
+    ``offset`` is the first byte that differs (the shorter file's length when
+    one is a prefix of the other); ``None`` when only one side has the file.
+    """
+
+    path: str
+    offset: int | None
+    why: str = ""
+
+    def __str__(self) -> str:
+        if self.offset is None:
+            return f"{self.path} ({self.why})"
+        return f"{self.path} (first difference at byte {self.offset})"
+
+
+@dataclass(frozen=True)
+class ArtifactCheck:
+    """One artifact of the release: reproduced when ``differences`` is empty."""
+
+    artifact: str
+    kind: str
+    differences: list[Difference] = field(default_factory=list)
+
+    @property
+    def reproduced(self) -> bool:
+        return not self.differences
+
+    def line(self) -> str:
+        """``xor: reproduced`` or ``xor: differs: FILE (first difference at byte N)``."""
+        if self.reproduced:
+            return f"{self.artifact}: reproduced"
+        more = len(self.differences) - 1
+        tail = f" and {more} more file{'s' if more > 1 else ''}" if more else ""
+        return f"{self.artifact}: differs: {self.differences[0]}{tail}"
+
+
+@dataclass(frozen=True)
+class RebuildReport:
+    """What ``verify --rebuild`` found for one module version."""
+
+    module: str
+    version: str
+    commit: str
+    repository: str
+    artifacts: list[ArtifactCheck]
+    #: tool -> (the release's version, this machine's), for the tools that differ
+    tools: dict[str, tuple[str | None, str | None]]
+
+    @property
+    def reproduced(self) -> bool:
+        return all(a.reproduced for a in self.artifacts)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "module": self.module,
+            "version": self.version,
+            "commit": self.commit,
+            "repository": self.repository,
+            "reproduced": self.reproduced,
+            "artifacts": [
+                {
+                    "artifact": a.artifact,
+                    "kind": a.kind,
+                    "status": "reproduced" if a.reproduced else "differs",
+                    "differences": [
+                        {"path": d.path, "offset": d.offset, "why": d.why} for d in a.differences
+                    ],
+                }
+                for a in self.artifacts
+            ],
+            "tools": {t: {"release": r, "here": h} for t, (r, h) in sorted(self.tools.items())},
+        }
+
+
+def rebuild_module(
+    project: Project, spec: str, repo: str | None, reporter: Reporter
+) -> RebuildReport:
+    """Rebuild ``spec`` (``MODULE@VERSION`` of the project's build list); see the module
+    docstring. ``repo`` (a local clone or a URL) overrides the repository the release names."""
+    from ..modload.buildlist import Fetched
+    from ..modload.fetch import open_fetcher
+
+    if project.opts.vendor:
+        raise UsageError(
+            "verify --rebuild compares with the release in the module cache, not vendor/; "
+            "run it with -mod=readonly"
+        )
+    m = _in_build_list(project, spec)
+    origin = project.origin(m)
+    if not isinstance(origin, Fetched):
+        raise UsageError(
+            f"{m.path} is replaced by a local directory in wgt.mod; there is no release to rebuild"
+        )
+    fetcher = open_fetcher(project.opts, project.cache, project.sums)
+    idx = fetcher.index(origin.path, origin.version)
+    tree = fetcher.download(origin.path, origin.version, None)  # every file, select or not
+    where = (origin.path, origin.version)
+    commit, source = _provenance(idx, tree)
+    url = repo or source.url
+    if not url:
+        raise UsageError(
+            f"{origin.path}@{origin.version}: its provenance names no source repository; "
+            f"pass --repo a clone (or the URL) of the repository that holds commit {commit}"
+        )
+    with tempfile.TemporaryDirectory(prefix="wgtpm-rebuild-") as tmp:
+        work = Path(tmp)
+        (work / "git").mkdir()
+        (work / "src").mkdir()
+        reporter.notice(f"fetching commit {commit[:12]} of {origin.path} from {url}")
+        checkout = checkout_commit(url, commit, source.dir, work / "git")
+        src = export_commit(checkout, work / "src")
+        _same_mod(where, src, tree, commit, source.dir)
+        mf = _modfile(src)
+        resolver = verified_build_list(src, reporter)
+        built = build_package(
+            src, mf.artifacts, resolver, reporter, epoch=checkout.epoch, allow_untrained=True
+        )
+        checks = _compare(where, idx, tree, {a.name: (a.kind, a.outputs) for a in built})
+    doc = json.loads((tree / PROVENANCE_FILE).read_bytes())
+    return RebuildReport(
+        origin.path, origin.version, commit, checkout.repository or url, checks, _tools(doc)
+    )
+
+
+def _in_build_list(project: Project, spec: str) -> ModuleVersion:
+    path, at, version = spec.partition("@")
+    if not path or (at and not is_valid(version)):
+        raise UsageError(f"{spec}: want MODULE@VERSION, e.g. github.com/acme/xor-base@v0.1.0")
+    found = next((m for m in project.build_list()[1:] if m.path == path), None)
+    if found is None:
+        raise UsageError(
+            f"{path} is not in the build list of {project.path}; run 'wgtpm get {spec}' first "
+            "(a rebuild is compared with the release that wgt.sum locks)"
+        )
+    if at and found.version != version:
+        raise UsageError(
+            f"the build list has {found.path}@{found.version}, not {version}; "
+            f"run 'wgtpm get {spec}' first, or rebuild {found.path}@{found.version}"
+        )
+    return found
+
+
+def _provenance(idx: ReleaseIndex, tree: Path) -> tuple[str, SourceRepository]:
+    """The commit of the release and where it lies, from its verified provenance."""
+    where = (idx.module, idx.version)
+    entry = idx.entry(PROVENANCE_FILE)
+    if entry is None or not idx.commit:
+        raise UsageError(
+            f"{idx.module}@{idx.version}: its release names no source commit (no "
+            f"{PROVENANCE_FILE}; it was not published by wgtpm publish), so it cannot be rebuilt"
+        )
+    data = (tree / PROVENANCE_FILE).read_bytes()
+    if sha256_file(tree / PROVENANCE_FILE) != entry.sha256:
+        raise VerifyError(*where, f"{PROVENANCE_FILE} was modified in the cache; run 'wgtpm get'")
+    check_provenance(idx, data)
+    source = SourceRepository.of(json.loads(data)) or SourceRepository(None, "")
+    d = PurePosixPath(source.dir)
+    if source.dir and (d.is_absolute() or ".." in d.parts or "\\" in source.dir):
+        raise VerifyError(*where, f"{PROVENANCE_FILE} names the package dir {source.dir!r}")
+    return idx.commit, source
+
+
+def _same_mod(where: tuple[str, str], src: Path, tree: Path, commit: str, subdir: str) -> None:
+    """The release's wgt.mod is the commit's, else this is not the commit it was built from."""
+    shown = f"{subdir}/{MOD_FILE}" if subdir else MOD_FILE
+    try:
+        committed = (src / MOD_FILE).read_bytes()
+    except OSError as exc:
+        raise VerifyError(
+            *where, f"commit {commit[:12]} has no {shown}; is --repo the right repository?"
+        ) from exc
+    if committed != (tree / MOD_FILE).read_bytes():
+        raise VerifyError(
+            *where,
+            f"the release's {MOD_FILE} is not {shown} of commit {commit[:12]}; "
+            "is --repo the right repository?",
+        )
+
+
+def _compare(
+    where: tuple[str, str],
+    idx: ReleaseIndex,
+    tree: Path,
+    built: Mapping[str, tuple[str, Mapping[str, Path]]],
+) -> list[ArtifactCheck]:
+    """Each artifact of the release (and of the rebuild) with the files that differ."""
+    entries = {e.path: e for e in idx.files if e.artifact is not None}
+    names = sorted({e.artifact for e in entries.values() if e.artifact} | set(built))
+    out = []
+    for name in names:
+        kind, outputs = built.get(name, ("", {}))
+        released = {p: e for p, e in entries.items() if e.artifact == name}
+        kind = kind or next(iter(released.values())).kind or ""
+        diffs = []
+        for path in sorted(set(released) | set(outputs)):
+            if path not in outputs:
+                diffs.append(Difference(path, None, "the rebuild did not write it"))
+            elif path not in released:
+                diffs.append(Difference(path, None, "the release does not hold it"))
+            elif sha256_file(outputs[path]) != released[path].sha256:
+                cached = tree / path
+                if sha256_file(cached) != released[path].sha256:
+                    raise VerifyError(*where, f"{path} was modified in the cache; run 'wgtpm get'")
+                offset = first_difference(cached, outputs[path])
+                diffs.append(Difference(path, offset if offset is not None else 0))
+        out.append(ArtifactCheck(name, kind, diffs))
+    return out
+
+
+def _tools(doc: Mapping[str, Any]) -> dict[str, tuple[str | None, str | None]]:
+    """The tools whose versions differ between the release's build and this machine."""
+    theirs = doc.get("tools") if isinstance(doc.get("tools"), dict) else {}
+    assert isinstance(theirs, dict)
+    ours = tool_versions()
+    out: dict[str, tuple[str | None, str | None]] = {}
+    for name in sorted(set(theirs) | set(ours)):
+        a, b = theirs.get(name), ours.get(name)
+        if a != b:
+            out[name] = (a if isinstance(a, str) else None, b)
+    return out
