@@ -84,7 +84,8 @@ EXAMPLES: dict[str, str] = {
     "  wgtpm get hf.co/acme/tiny-bert@latest --print-paths\n"
     "  wgtpm get github.com/acme/old@none     # remove a requirement",
     "tidy": "wgtpm tidy",
-    "verify": "wgtpm verify\n  wgtpm verify github.com/acme/xor-base/xor --json",
+    "verify": "wgtpm verify\n  wgtpm verify github.com/acme/xor-base/xor --json\n"
+    "  wgtpm verify --rebuild github.com/acme/xor-base@v0.1.0",
     "list": "wgtpm list -m all\n  wgtpm list -m -versions github.com/acme/xor-base\n"
     "  wgtpm list -m -u --json all",
     "graph": "wgtpm graph\n  wgtpm graph --json",

@@ -95,7 +95,9 @@ def register(sub: Any) -> None:
     p.set_defaults(run=_tidy)
 
     p = sub.add_parser(
-        "verify", help="re-hash the cached files of the build list (or verify an artifact)"
+        "verify",
+        help="re-hash the cached files of the build list (or verify an artifact, or rebuild "
+        "a dependency from its commit)",
     )
     p.add_argument(
         "artifact", nargs="?", help="verify this artifact instead (path or MODULE/ARTIFACT)"
