@@ -102,7 +102,7 @@ def _at(root: Path, subdir: str, commit: Any, repository: str | None) -> Checkou
 
 
 def _remote_url(repo: Any) -> str | None:
-    """The URL of ``origin`` (else of the only remote), without user information."""
+    """The URL of ``origin`` (else of the only remote), without credentials (:func:`public_url`)."""
     remotes = {r.name: r for r in repo.remotes}
     remote = remotes.get("origin") or (next(iter(remotes.values())) if len(remotes) == 1 else None)
     if remote is None:
@@ -112,17 +112,22 @@ def _remote_url(repo: Any) -> str | None:
 
 
 def public_url(url: str) -> str:
-    """``url`` without user information: ``https://user:TOKEN@host/x`` -> ``https://host/x``.
+    """``url`` without credentials: ``https://user:TOKEN@host/x`` -> ``https://host/x``.
 
-    A token in a remote's URL must never reach a release. scp-like addresses
-    (``git@github.com:acme/xor.git``) and paths are kept as they are.
+    A token in a remote's URL must never reach a release: over HTTP a user name
+    alone may be one (``https://TOKEN@github.com/...``), so all user information
+    goes; over ssh the user name stays (``ssh://git@host/...`` needs it) and only
+    a password goes. scp-like addresses (``git@github.com:acme/xor.git``) and
+    paths are kept as they are.
     """
     from urllib.parse import urlsplit, urlunsplit
 
     u = urlsplit(url)
     if not u.scheme or "@" not in u.netloc:
         return url
-    return urlunsplit((u.scheme, u.netloc.rsplit("@", 1)[1], u.path, u.query, u.fragment))
+    user, host = u.netloc.rsplit("@", 1)
+    keep = "" if u.scheme in ("http", "https") else user.split(":", 1)[0] + "@"
+    return urlunsplit((u.scheme, keep + host, u.path, u.query, u.fragment))
 
 
 def _dirty(repo: Any, subdir: str) -> list[str]:

@@ -29,7 +29,7 @@ example (hashes elided)::
 
 ``repository`` says where ``commit`` can be fetched again (``wgtpm verify
 --rebuild``): ``url`` is the URL of the publishing checkout's ``origin``
-remote (else of its only remote; without user information; absent when the
+remote (else of its only remote; without credentials; absent when the
 checkout has no remote), ``dir`` the package's directory in the repository
 (``""`` at its root).
 ``tools`` lists the versions of the tools installed when the build ran

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from .._errors import UsageError, VerifyError
 from .._fs import sha256_file
 from .._report import Reporter
+from ..build import BUILD_DIR
 from ..index import ReleaseIndex
 from ..module import ModuleVersion
 from ..version import is_valid
@@ -166,6 +167,7 @@ def rebuild_module(
         checkout = checkout_commit(url, commit, source.dir, work / "git")
         src = export_commit(checkout, work / "src")
         _same_mod(where, src, tree, commit, source.dir)
+        _no_links_in_build_dir(where, src, commit)
         mf = _modfile(src)
         resolver = verified_build_list(src, reporter)
         built = build_package(
@@ -230,6 +232,20 @@ def _same_mod(where: tuple[str, str], src: Path, tree: Path, commit: str, subdir
             *where,
             f"the release's {MOD_FILE} is not {shown} of commit {commit[:12]}; "
             "is --repo the right repository?",
+        )
+
+
+def _no_links_in_build_dir(where: tuple[str, str], src: Path, commit: str) -> None:
+    """Refuse a commit whose ``build/`` holds a symlink: builders would write through it,
+    out of the export (a dependency's repository is not trusted as one's own is)."""
+    out = src / BUILD_DIR
+    links = [out] if out.is_symlink() else [p for p in out.rglob("*") if p.is_symlink()]
+    if links:
+        shown = links[0].relative_to(src).as_posix()
+        raise VerifyError(
+            *where,
+            f"commit {commit[:12]} commits {shown} as a symlink, which builders would write "
+            "through; it cannot be rebuilt safely",
         )
 
 

@@ -1,0 +1,107 @@
+"""Where a release's commit lies: the provenance's ``repository``, never with a credential.
+
+- :func:`public_url` drops user information from HTTP URLs (a user name
+  alone may be a token), a password from others, keeps scp-like addresses
+  and paths;
+- :meth:`SourceRepository.of` reads what a provenance says, and tolerates a
+  release published before the key existed;
+- a publish whose ``origin`` URL carries a token records the URL without it;
+- a rebuild refuses a commit whose ``build/`` is a symlink (builders would
+  write through it, out of the temporary export).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.publish.conftest import base_wgt, commit_all, git, make_package
+from wgtpm._report import SILENT
+from wgtpm.publish import PROVENANCE_FILE, DirectoryTarget, PublishOptions, publish_package
+from wgtpm.publish._git import public_url
+from wgtpm.publish._provenance import SourceRepository
+
+
+@pytest.mark.parametrize(
+    ("url", "want"),
+    [
+        ("https://github.com/acme/xor.git", "https://github.com/acme/xor.git"),
+        ("https://x-access-token:ghp_SECRET@github.com/acme/xor", "https://github.com/acme/xor"),
+        ("https://ghp_SECRET@github.com/acme/xor", "https://github.com/acme/xor"),
+        ("http://user:pw@mirror.local/xor.git", "http://mirror.local/xor.git"),
+        ("ssh://git@host:2222/acme/xor.git", "ssh://git@host:2222/acme/xor.git"),
+        ("ssh://git:pw@host/acme/xor.git", "ssh://git@host/acme/xor.git"),
+        ("git@github.com:acme/xor.git", "git@github.com:acme/xor.git"),
+        ("/srv/git/xor.git", "/srv/git/xor.git"),
+        ("file:///srv/git/xor.git", "file:///srv/git/xor.git"),
+    ],
+)
+def test_public_url(url: str, want: str) -> None:
+    assert public_url(url) == want
+
+
+@pytest.mark.parametrize(
+    ("doc", "want"),
+    [
+        ({"repository": {"url": "https://h/x", "dir": "m"}}, SourceRepository("https://h/x", "m")),
+        ({"repository": {"dir": ""}}, SourceRepository(None, "")),
+        ({"repository": {"url": 7, "dir": None}}, SourceRepository(None, "")),
+        ({}, None),  # published before releases named their repository
+    ],
+)
+def test_source_repository_of(doc: dict[str, object], want: SourceRepository | None) -> None:
+    assert SourceRepository.of(doc) == want
+
+
+@pytest.mark.slow
+def test_a_token_in_the_remote_url_stays_out_of_the_release(tmp_path: Path) -> None:
+    pkg = make_package(
+        tmp_path / "xor",
+        "example.com/acme/xor",
+        {"@artifacts": "xor model.wgt", "model.wgt": base_wgt()},
+    )
+    git(pkg, "remote", "add", "origin", "https://x-access-token:ghp_SECRET@example.com/acme/xor")
+    out = tmp_path / "out"
+    publish_package(pkg, PublishOptions("v0.1.0", tag=False), DirectoryTarget(out), SILENT)
+    vdir = out / "example.com/acme/xor/@v"
+    prov = json.loads((vdir / "v0.1.0" / PROVENANCE_FILE).read_text())
+    assert prov["repository"] == {"url": "https://example.com/acme/xor", "dir": ""}
+    assert "ghp_SECRET" not in (vdir / "v0.1.0.index.json").read_text()
+
+
+@pytest.mark.slow
+def test_a_committed_build_symlink_is_refused(
+    wgtpm,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pkg = make_package(
+        tmp_path / "xor",
+        "example.com/acme/xor",
+        {"@artifacts": "xor model.wgt", "model.wgt": base_wgt()},
+        commit=False,
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (pkg / "build").symlink_to(elsewhere)
+    commit_all(pkg, "build/ is a link")
+    r = wgtpm("publish", "--version", "v0.1.0", "--dry-run", cwd=pkg)
+    assert r.code == 0, r.err  # the publisher's own machine: its build went through the link
+    shutil.rmtree(elsewhere / "xor")
+    app = tmp_path / "app"
+    app.mkdir()
+    monkeypatch.setenv("WGTPROXY", (pkg / "dist").as_uri())
+    assert wgtpm("init", "example.com/app", cwd=app).code == 0
+    assert wgtpm("get", "example.com/acme/xor@v0.1.0", cwd=app).code == 0
+
+    r = wgtpm("verify", "--rebuild", "example.com/acme/xor@v0.1.0", "--repo", str(pkg), cwd=app)
+    assert r.code == 1 and r.out == ""
+    commit = git(pkg, "rev-parse", "HEAD")
+    assert r.err.strip().splitlines()[-1] == (
+        f"wgtpm: example.com/acme/xor@v0.1.0: commit {commit[:12]} commits build as a symlink, "
+        "which builders would write through; it cannot be rebuilt safely"
+    )
+    assert list(elsewhere.iterdir()) == []  # nothing was written through it
