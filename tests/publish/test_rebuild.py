@@ -216,6 +216,10 @@ def test_bad_input_gets_one_line(
     r = wgtpm("verify", "--rebuild", f"{XOR_BASE}@v0.2.0", cwd=p.app)
     assert r.code == 1
     assert f"the build list has {XOR_BASE}@v0.1.0, not v0.2.0" in r.err
+    r = wgtpm("verify", "--rebuild", f"{XOR_BASE}@v1", cwd=p.app)
+    assert r.code == 1 and "want MODULE@VERSION with a full version" in r.err
+    r = wgtpm("verify", "--repo", str(pkg), cwd=p.app)
+    assert r.code == 1 and "--repo goes with --rebuild MODULE@VERSION" in r.err
 
 
 def test_a_release_without_a_commit_cannot_be_rebuilt(

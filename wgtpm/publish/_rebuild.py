@@ -41,7 +41,7 @@ from ..index import ReleaseIndex
 from ..module import ModuleVersion
 from ..version import is_valid
 from ._build import build_package, first_difference
-from ._git import checkout_commit, export_commit
+from ._git import checkout_commit, export_commit, public_url
 from ._provenance import PROVENANCE_FILE, SourceRepository, check_provenance, tool_versions
 from ._publish import _modfile, verified_build_list
 from ._release import MOD_FILE
@@ -152,7 +152,7 @@ def rebuild_module(
     idx = fetcher.index(origin.path, origin.version)
     tree = fetcher.download(origin.path, origin.version, None)  # every file, select or not
     where = (origin.path, origin.version)
-    commit, source = _provenance(idx, tree)
+    commit, source, doc = _provenance(idx, tree)
     url = repo or source.url
     if not url:
         raise UsageError(
@@ -163,7 +163,7 @@ def rebuild_module(
         work = Path(tmp)
         (work / "git").mkdir()
         (work / "src").mkdir()
-        reporter.notice(f"fetching commit {commit[:12]} of {origin.path} from {url}")
+        reporter.notice(f"fetching commit {commit[:12]} of {origin.path} from {public_url(url)}")
         checkout = checkout_commit(url, commit, source.dir, work / "git")
         src = export_commit(checkout, work / "src")
         _same_mod(where, src, tree, commit, source.dir)
@@ -174,16 +174,15 @@ def rebuild_module(
             src, mf.artifacts, resolver, reporter, epoch=checkout.epoch, allow_untrained=True
         )
         checks = _compare(where, idx, tree, {a.name: (a.kind, a.outputs) for a in built})
-    doc = json.loads((tree / PROVENANCE_FILE).read_bytes())
-    return RebuildReport(
-        origin.path, origin.version, commit, checkout.repository or url, checks, _tools(doc)
-    )
+    return RebuildReport(origin.path, origin.version, commit, public_url(url), checks, _tools(doc))
 
 
 def _in_build_list(project: Project, spec: str) -> ModuleVersion:
     path, at, version = spec.partition("@")
     if not path or (at and not is_valid(version)):
-        raise UsageError(f"{spec}: want MODULE@VERSION, e.g. github.com/acme/xor-base@v0.1.0")
+        raise UsageError(
+            f"{spec}: want MODULE@VERSION with a full version, e.g. github.com/acme/xor-base@v0.1.0"
+        )
     found = next((m for m in project.build_list()[1:] if m.path == path), None)
     if found is None:
         raise UsageError(
@@ -198,8 +197,8 @@ def _in_build_list(project: Project, spec: str) -> ModuleVersion:
     return found
 
 
-def _provenance(idx: ReleaseIndex, tree: Path) -> tuple[str, SourceRepository]:
-    """The commit of the release and where it lies, from its verified provenance."""
+def _provenance(idx: ReleaseIndex, tree: Path) -> tuple[str, SourceRepository, dict[str, Any]]:
+    """The commit of the release, where it lies, and the whole verified provenance."""
     where = (idx.module, idx.version)
     entry = idx.entry(PROVENANCE_FILE)
     if entry is None or not idx.commit:
@@ -211,11 +210,12 @@ def _provenance(idx: ReleaseIndex, tree: Path) -> tuple[str, SourceRepository]:
     if sha256_file(tree / PROVENANCE_FILE) != entry.sha256:
         raise VerifyError(*where, f"{PROVENANCE_FILE} was modified in the cache; run 'wgtpm get'")
     check_provenance(idx, data)
-    source = SourceRepository.of(json.loads(data)) or SourceRepository(None, "")
+    doc: dict[str, Any] = json.loads(data)
+    source = SourceRepository.of(doc) or SourceRepository(None, "")
     d = PurePosixPath(source.dir)
     if source.dir and (d.is_absolute() or ".." in d.parts or "\\" in source.dir):
         raise VerifyError(*where, f"{PROVENANCE_FILE} names the package dir {source.dir!r}")
-    return idx.commit, source
+    return idx.commit, source, doc
 
 
 def _same_mod(where: tuple[str, str], src: Path, tree: Path, commit: str, subdir: str) -> None:
