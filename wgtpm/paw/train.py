@@ -26,8 +26,9 @@ functions in tests/paw/test_compilepy.py):
 - the LoRA starts random (seeded) or from the mapper's adapter
   (``lora_init = "mapper"``).
 
-Torch and the LoRA initialisation are seeded, so a rebuild on the same
-machine and library versions gives the same tensors.
+Torch and the LoRA initialisation are seeded, and on the CPU torch runs on
+one thread, so a rebuild with the same library versions gives the same
+tensors whatever the machine's core count.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ import math
 import os
 import random
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -207,13 +209,61 @@ def train_lora(
     ``pools`` are the example pools (see the module docstring); ``mapper_dir``
     holds the mapper's peft adapter when ``recipe.lora_init == "mapper"``;
     ``save_adapter`` receives the trained peft adapter (``save_pretrained``).
+    On the CPU, torch runs on one thread meanwhile (:func:`_one_cpu_thread`).
     """
+    device = choose_device(recipe.device)
+    with _one_cpu_thread(device):
+        return _train(
+            device,
+            model_dir,
+            pools,
+            prompt_template,
+            recipe,
+            mapper_dir=mapper_dir,
+            on_step=on_step,
+            save_adapter=save_adapter,
+        )
+
+
+@contextmanager
+def _one_cpu_thread(device: torch.device) -> Iterator[None]:
+    """One torch thread while training on the CPU, as WeightLang builds run.
+
+    The sums of a multi-threaded CPU kernel may be split differently on a
+    machine with another core count, so one thread is what makes a rebuild
+    elsewhere (``wgtpm verify --rebuild``) give the same bytes. It is also
+    what keeps a build usable on a busy machine: the tests' ten-step program
+    took 9 s on one thread and had not finished after 330 s on two, with
+    two cores shared by about 15 runnable processes (OpenMP workers spin
+    waiting for each other). On CUDA and MPS nothing changes.
+    """
+    if device.type != "cpu":
+        yield
+        return
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _train(
+    device: torch.device,
+    model_dir: Path,
+    pools: Sequence[Sequence[Example]],
+    prompt_template: str,
+    recipe: Recipe,
+    *,
+    mapper_dir: Path | None,
+    on_step: Callable[[StepReport], None] | None,
+    save_adapter: Path | None,
+) -> TrainResult:
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-    device = choose_device(recipe.device)
     random.seed(recipe.seed)
     torch.manual_seed(recipe.seed)
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
