@@ -37,8 +37,7 @@ import math
 import os
 import random
 import warnings
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +45,7 @@ from typing import Any
 import torch
 
 from .._errors import BuildError
+from .._torchthreads import one_cpu_thread
 from .examples import Example
 from .gguf_adapter import FloatArray, peft_state_to_pairs
 from .prompt import fill
@@ -209,10 +209,10 @@ def train_lora(
     ``pools`` are the example pools (see the module docstring); ``mapper_dir``
     holds the mapper's peft adapter when ``recipe.lora_init == "mapper"``;
     ``save_adapter`` receives the trained peft adapter (``save_pretrained``).
-    On the CPU, torch runs on one thread meanwhile (:func:`_one_cpu_thread`).
+    On the CPU, torch runs on one thread meanwhile (:func:`wgtpm._torchthreads.one_cpu_thread`).
     """
     device = choose_device(recipe.device)
-    with _one_cpu_thread(device):
+    with one_cpu_thread(device.type):
         return _train(
             device,
             model_dir,
@@ -223,29 +223,6 @@ def train_lora(
             on_step=on_step,
             save_adapter=save_adapter,
         )
-
-
-@contextmanager
-def _one_cpu_thread(device: torch.device) -> Iterator[None]:
-    """One torch thread while training on the CPU, as WeightLang builds run.
-
-    The sums of a multi-threaded CPU kernel may be split differently on a
-    machine with another core count, so one thread is what makes a rebuild
-    elsewhere (``wgtpm verify --rebuild``) give the same bytes. It is also
-    what keeps a build usable on a busy machine: the tests' ten-step program
-    took 9 s on one thread and had not finished after 330 s on two, with
-    two cores shared by about 15 runnable processes (OpenMP workers spin
-    waiting for each other). On CUDA and MPS nothing changes.
-    """
-    if device.type != "cpu":
-        yield
-        return
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _train(

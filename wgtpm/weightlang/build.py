@@ -20,8 +20,7 @@ and torch.
 from __future__ import annotations
 
 import platform
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from torch import nn
 
 from .._errors import BuildError, ParseError, Position, PositionedError
 from .._report import SILENT, Reporter
+from .._torchthreads import one_cpu_thread
 from ..deps import ModuleResolver
 from .artifact import read_artifact, safetensors_bytes, sha256_hex, tensor_bytes, write_artifact
 from .check import check, layer_specs, raise_errors
@@ -156,7 +156,7 @@ def build_wgt(
     def on_epoch(epoch: int, epochs: int, loss: float) -> None:
         reporter.notice(f"train {program.model}: epoch {epoch}/{epochs} loss {loss:.4f}")
 
-    with _one_thread():
+    with one_cpu_thread():
         module, training = _compile(program, datasets, imported, on_epoch)
     tensors = {k: v.detach().clone() for k, v in module.state_dict().items()}
     weights = safetensors_bytes(tensors, program.model)
@@ -193,16 +193,6 @@ def build_file(
     return build_wgt(
         source, out_dir / program.model, resolver=resolver, name=name, reporter=reporter
     )
-
-
-@contextmanager
-def _one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _compile(
