@@ -51,10 +51,12 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from wgtpm import dirhash
 from wgtpm.index import IndexEntry
 
 from ._errors import ConflictError, RegistryError, UpstreamError
@@ -115,7 +117,7 @@ class Pending:
             module=module,
             version=version,
             h1=idx.h1(),
-            mod_h1="",
+            mod_h1=dirhash.hash1_bytes({"wgt.mod": self.got.mod}),
             index_sha256=hashlib.sha256(self.got.raw).hexdigest(),
             time=idx.time or (info.time if info else None),
             commit=idx.commit or (info.commit if info else None),
@@ -126,7 +128,9 @@ class Pending:
         self._lock = threading.Lock()
         self._fetches: dict[str, _Fetch] = {}  # sha256 -> the fetch in progress
         self._failed: dict[str, float] = {}  # sha256 -> when its last fetch failed
-        self._active = 0  # threads using tmp
+        # as many files at once as `wgtpm get` fetches
+        self._pool = ThreadPoolExecutor(FetchOptions().jobs, thread_name_prefix="ondemand")
+        self._active = 0  # fetches using tmp
         self.closed = False
         self._missing = {  # sha256 of the files not in the blob store yet
             e.sha256 for e in idx.files if not self.stored(e.sha256, e.size)
@@ -153,11 +157,15 @@ class Pending:
             if e.sha256 not in self._missing:
                 f.done.set()
                 return f
+            if self.closed:  # dropped (MAX_PENDING) while a request still held it
+                f.error = UpstreamError(f"{self.what}: {path} was not fetched; ask again")
+                f.done.set()
+                return f
             self._fetches[e.sha256] = f
             self._active += 1
         with contextlib.suppress(OSError):  # in use: not for the spool's sweep of stale fills
             os.utime(self.tmp)
-        threading.Thread(target=self._run, args=(f,), daemon=True, name=f"fetch {path}").start()
+        self._pool.submit(self._run, f)
         return f
 
     def wait(self, path: str) -> None:
@@ -200,9 +208,9 @@ class Pending:
                 if f.error is not None:
                     self._failed[e.sha256] = time.monotonic()
                 last = self._active == 0 and self.closed
-            f.done.set()
             if last:
                 shutil.rmtree(self.tmp, ignore_errors=True)
+            f.done.set()
 
     def complete(self) -> bool:
         """Whether every file of the index is in the blob store."""
@@ -225,6 +233,7 @@ class Pending:
         with self._lock:
             self.closed = True
             idle = self._active == 0
+        self._pool.shutdown(wait=False)  # the fetches queued still run, and clean up
         if idle:
             shutil.rmtree(self.tmp, ignore_errors=True)
 
