@@ -27,8 +27,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from registry.service import Registry
+
 from .conftest import _serve
 from .helpers import h1, modtext, publish
+from .test_sumlog import new_version
 
 HERE = Path(__file__).resolve().parent
 GOPATH_SHARED = Path("/usr/share/gocode")
@@ -103,13 +106,12 @@ def go_lookup(exe: Path, url: str, vkey: str, config: Path, cache: Path, mv: str
 
 
 @contextmanager
-def registry(tmp: Path, skey: str) -> Iterator[tuple[str, str]]:
+def registry(tmp: Path, skey: str) -> Iterator[tuple[str, str, Registry]]:
     """A registry on SQLite and a folder in ``tmp`` whose log is signed by ``skey``;
-    yields its URL and a publish token for ``example.com``."""
+    yields its URL, a publish token for ``example.com`` and the registry."""
     from registry.app import create_app
     from registry.blobs import open_blob_store
     from registry.metadata import open_metadata_store
-    from registry.service import Registry
     from registry.sumdb import SumDB
 
     tmp.mkdir(parents=True, exist_ok=True)
@@ -122,7 +124,7 @@ def registry(tmp: Path, skey: str) -> Iterator[tuple[str, str]]:
     token, _ = reg.create_token("example.com", "publish")
     try:
         for url in _serve(create_app(registry=reg)):
-            yield url, token
+            yield url, token, reg
     finally:
         reg.close()
 
@@ -152,7 +154,7 @@ FILES = {"wgt.mod": modtext(M), "weights.bin": b"\x00\x01" * 100, "data/vocab.js
 
 def test_go_verifies_a_published_version(gosumdb: Path, key: tuple[str, str], tmp_path: Path):
     skey, vkey = key
-    with registry(tmp_path / "a", skey) as (url, token):
+    with registry(tmp_path / "a", skey) as (url, token, _):
         _publish(url, token, OTHER, "v1.0.0", {"wgt.mod": modtext(OTHER)})
         _publish(url, token, M, "v0.1.0", FILES)
         got = go_lookup(gosumdb, url, vkey, tmp_path / "cfg", tmp_path / "cache", f"{M}@v0.1.0")
@@ -175,13 +177,13 @@ def test_go_refuses_a_forked_log(gosumdb: Path, key: tuple[str, str], tmp_path: 
     skey, vkey = key
     # What cmd/go keeps between runs: the latest tree seen, and verified records and tiles.
     cfg, cache = tmp_path / "cfg", tmp_path / "cache"
-    with registry(tmp_path / "a", skey) as (url, token):
+    with registry(tmp_path / "a", skey) as (url, token, _):
         _publish(url, token, M, "v0.1.0", FILES)
         first = go_lookup(gosumdb, url, vkey, cfg, cache, f"{M}@v0.1.0")
         assert first.code == 0 and first.lines == [f"{M} v0.1.0 {h1(FILES)}"], first.err
     # The same key signs another history: other bytes for the same version, then more.
     forged = {**FILES, "weights.bin": b"\xff" * 200}
-    with registry(tmp_path / "b", skey) as (url, token):
+    with registry(tmp_path / "b", skey) as (url, token, _):
         _publish(url, token, M, "v0.1.0", forged)
         _publish(url, token, OTHER, "v1.0.0", {"wgt.mod": modtext(OTHER)})
         # A client that never saw the first log takes this one: trust on first use.
@@ -210,8 +212,27 @@ def test_go_refuses_a_head_signed_by_another_key(
 
     _, vkey = key
     other, _ = note.generate_key(NAME)  # same name, another key
-    with registry(tmp_path / "a", other) as (url, token):
+    with registry(tmp_path / "a", other) as (url, token, _):
         _publish(url, token, M, "v0.1.0", FILES)
         got = go_lookup(gosumdb, url, vkey, tmp_path / "cfg", tmp_path / "cache", f"{M}@v0.1.0")
     assert got.code == 1 and got.lines == []
     assert "reading tree note: note has no verifiable signatures" in got.err, got.err
+
+
+def test_go_follows_the_log_past_one_tile(
+    gosumdb: Path, key: tuple[str, str], tmp_path: Path
+) -> None:
+    skey, vkey = key
+    cfg, cache = tmp_path / "cfg", tmp_path / "cache"
+    with registry(tmp_path / "a", skey) as (url, _, reg):
+        reg.meta.commit_version(new_version(OTHER, "v0.0.1"))
+        first = go_lookup(gosumdb, url, vkey, cfg, cache, f"{OTHER}@v0.0.1")
+        assert first.lines == [f"{OTHER} v0.0.1 h1:Av0.0.1="], first.err
+        for i in range(300):  # tree#1 -> tree#301: a full tile, and hashes of level 8
+            reg.meta.commit_version(new_version(M, f"v0.{i}.0"))
+        # the same client proves tree#301 extends the tree#1 it saw, through tiles
+        later = go_lookup(gosumdb, url, vkey, cfg, cache, f"{M}@v0.299.0")
+        assert later.code == 0 and later.lines == [f"{M} v0.299.0 h1:Av0.299.0="], later.err
+        fresh = go_lookup(gosumdb, url, vkey, tmp_path / "c2", tmp_path / "k2", f"{M}@v0.7.0")
+        assert fresh.lines == [f"{M} v0.7.0 h1:Av0.7.0="], fresh.err
+    assert b"\n301\n" in (cfg / NAME / "latest").read_bytes()  # Go's own record of the head
