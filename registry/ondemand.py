@@ -45,13 +45,13 @@ import glob
 import hashlib
 import logging
 import os
+import queue
 import shutil
 import tempfile
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -128,8 +128,11 @@ class Pending:
         self._lock = threading.Lock()
         self._fetches: dict[str, _Fetch] = {}  # sha256 -> the fetch in progress
         self._failed: dict[str, float] = {}  # sha256 -> when its last fetch failed
-        # as many files at once as `wgtpm get` fetches
-        self._pool = ThreadPoolExecutor(FetchOptions().jobs, thread_name_prefix="ondemand")
+        # Fetches queue for at most as many workers as `wgtpm get` runs; they are daemon
+        # threads, so that a server stopping does not wait for a 20 GB fetch to end.
+        self._queue: queue.SimpleQueue[_Fetch] = queue.SimpleQueue()
+        self._jobs = FetchOptions().jobs
+        self._workers = 0
         self._active = 0  # fetches using tmp
         self.closed = False
         self._missing = {  # sha256 of the files not in the blob store yet
@@ -163,10 +166,25 @@ class Pending:
                 return f
             self._fetches[e.sha256] = f
             self._active += 1
-        with contextlib.suppress(OSError):  # in use: not for the spool's sweep of stale fills
-            os.utime(self.tmp)
-        self._pool.submit(self._run, f)
+            with contextlib.suppress(OSError):  # in use: not for the spool's sweep of stale fills
+                os.utime(self.tmp)
+            self._queue.put(f)
+            if self._workers < self._jobs:
+                self._workers += 1
+                threading.Thread(target=self._work, daemon=True, name="ondemand").start()
         return f
+
+    def _work(self) -> None:
+        while True:
+            try:
+                f = self._queue.get(timeout=1.0)
+            except queue.Empty:
+                with self._lock:
+                    if self._queue.empty():  # fetch() puts under the lock: none is lost
+                        self._workers -= 1
+                        return
+                continue
+            self._run(f)
 
     def wait(self, path: str) -> None:
         """Return once ``path`` is in the blob store; raise the fetch's error."""
@@ -233,7 +251,6 @@ class Pending:
         with self._lock:
             self.closed = True
             idle = self._active == 0
-        self._pool.shutdown(wait=False)  # the fetches queued still run, and clean up
         if idle:
             shutil.rmtree(self.tmp, ignore_errors=True)
 
