@@ -7,7 +7,8 @@ The layers, bottom up (imports run one way)::
     metadata, migrations           SQL metadata through SQLAlchemy; Alembic migrations
     sumlog, sumkey                 the checksum log's tables and append; its signing key
     service                        Registry: reading hosted modules, publishing (no HTTP)
-    proxy                          the caching proxy: upstream metadata, verified fills
+    proxy, ondemand                the caching proxy: upstream metadata, verified fills (whole
+                                   versions; file by file for the Hub API)
     protocol, api, sumdb,          HTTP: the proxy protocol, the publish API, the checksum
     web, accesslog                 database (Go's sumdb paths), the web page, JSON access logs
     app, config, server            the ASGI app, settings, uvicorn

@@ -15,11 +15,14 @@ Revisions resolve as ``wgtpm get`` resolves them: a version (``v0.1.0``)
 is that version; a full commit already stored is its version (no upstream
 call); anything else (a branch, a commit, another tag) is asked of the
 upstream's Hugging Face source, which names a tagged version or a
-pseudo-version. The version is then filled through the caching proxy
-(:meth:`registry.proxy.CachingProxy.fill`: fetched, checked file by file
-against the index, stored, logged in the checksum log) before anything of it
-is served, so a client only ever receives bytes the log vouches for. The
-commit the client sees is the upstream commit the index records.
+pseudo-version. A proxied version that is not stored is *pending*
+(:mod:`registry.ondemand`): its index is fetched and checked and the
+metadata answered from it at once; each file is fetched on its first
+request, checked against the index, and stored; a large LFS file
+(:data:`STREAM_MIN`) is streamed while it is fetched, its last bytes held
+back until verified. Once every file is stored, the version is committed and
+logged in the checksum log. The commit the client sees is the upstream
+commit the index records.
 
 Files: every file of the index (a ``wgt.mod`` the index does not list, kept
 for a repository that has none, is not one of them). A file is
@@ -43,27 +46,30 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import json
+import logging
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import parse_qs
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
 from wgtpm import version as _v
 from wgtpm._errors import WgtpmError
 from wgtpm.index import parse as parse_index
+from wgtpm.module import check_path_major
 
 from . import tokens as _tokens
 from ._errors import NotFoundError, RegistryError
 from .metadata import FileRecord, TokenRecord, VersionRecord
-from .protocol import serve_bytes_of
+from .ondemand import OnDemand, Pending
+from .protocol import IMMUTABLE, serve_bytes_of
 from .service import MOD_FILE, Registry, latest_of
 
 __all__ = ["HubEntry", "HubMirror", "HubRevision", "routes"]
@@ -80,6 +86,7 @@ LFS_PATTERNS = (
 _HEX = re.compile(r"[0-9a-f]{7,40}\Z")
 _MAX_INDEX = 64 << 20
 T = TypeVar("T")
+log = logging.getLogger("registry.hfmirror")
 
 
 class HubError(RegistryError):
@@ -125,12 +132,18 @@ class HubEntry:
 
 @dataclass(frozen=True)
 class HubRevision:
-    """A revision resolved to a stored version: its commit and its files."""
+    """A revision resolved to a version: its commit and its files. ``pending`` is set for
+    a proxied version whose files are still being fetched (:mod:`registry.ondemand`)."""
 
     repo_id: str
     version: VersionRecord
     commit: str
-    files: dict[str, HubEntry]
+    files: dict[str, FileRecord]
+    pending: Pending | None = None
+
+    def stored(self, path: str) -> bool:
+        """Whether ``path`` is in the blob store (always, once the version is committed)."""
+        return self.pending is None or self.pending.has(path)
 
 
 def _pointer(sha256: str, size: int) -> bytes:
@@ -163,6 +176,7 @@ class HubMirror:
 
     def __init__(self, reg: Registry) -> None:
         self.reg = reg
+        self.ondemand = OnDemand(reg) if reg.proxy is not None else None
         self._lock = threading.Lock()
         self._blob_ids: OrderedDict[str, str] = OrderedDict()  # sha256 -> git blob id
         self._listed: OrderedDict[str, bool] = OrderedDict()  # index sha256 -> lists wgt.mod
@@ -191,15 +205,23 @@ class HubMirror:
         """``rev`` of ``repo_id`` resolved to a stored (filled if need be) version."""
         module, upstream = self.module(repo_id, token)
         v = self._stored(module, rev, token, final=not upstream)
+        if v is not None:
+            return HubRevision(repo_id, v, commit_of(v), self._files(v))
         try:
-            if v is None and _v.is_valid(rev):
-                v = self.reg.version(module, rev, token)
-            elif v is None:
-                info, _ = self.reg.resolve(module, rev, token)
-                v = self.reg.version(module, info.version, token)
+            version = rev if _v.is_valid(rev) else self.reg.resolve(module, rev, token)[0].version
+            if self.ondemand is None or not upstream:
+                v = self.reg.version(module, version, token)
+                return HubRevision(repo_id, v, commit_of(v), self._files(v))
+            try:
+                check_path_major(module, version)
+            except WgtpmError as exc:
+                raise NotFoundError(str(exc)) from exc
+            got = self.ondemand.open(module, version)
         except NotFoundError as exc:  # the Hugging Face source says which of the two is missing
             raise HubError(exc, "RepoNotFound" if "no repository" in str(exc) else None) from exc
-        return HubRevision(repo_id, v, commit_of(v), self._entries(v))
+        if isinstance(got, VersionRecord):
+            return HubRevision(repo_id, got, commit_of(got), self._files(got))
+        return HubRevision(repo_id, got.record, commit_of(got.record), dict(got.files), got)
 
     def _stored(
         self, module: str, rev: str, token: TokenRecord | None, *, final: bool
@@ -231,15 +253,25 @@ class HubMirror:
 
     # -- files
 
-    def _entries(self, v: VersionRecord) -> dict[str, HubEntry]:
+    def _files(self, v: VersionRecord) -> dict[str, FileRecord]:
         files = self.reg.meta.list_files(v.module, v.version)
         hide_mod = not self._lists_mod(v)
-        out = {}
-        for f in files:
-            if f.path == MOD_FILE and hide_mod:
-                continue
-            out[f.path] = self._entry(f)
-        return out
+        return {f.path: f for f in files if not (f.path == MOD_FILE and hide_mod)}
+
+    def entries(self, r: HubRevision, paths: list[str] | None = None) -> dict[str, HubEntry]:
+        """The Hub's view of ``paths`` (all files when ``None``). The git blob id of a file
+        that is not LFS needs its bytes: those not stored yet are fetched first, at once."""
+        paths = sorted(r.files) if paths is None else [p for p in paths if p in r.files]
+        if r.pending is not None:
+            small = [p for p in paths if not r.stored(p) and not is_lfs(p, r.files[p].size)]
+            for p in small:
+                r.pending.fetch(p)
+            for p in small:
+                r.pending.wait(p)
+        return {p: self._entry(r.files[p]) for p in paths}
+
+    def entry(self, r: HubRevision, path: str) -> HubEntry:
+        return self.entries(r, [path])[path]
 
     def _entry(self, f: FileRecord) -> HubEntry:
         if is_lfs(f.path, f.size):
@@ -291,8 +323,12 @@ class HubMirror:
             "downloads": 0,
             "likes": 0,
             "tags": [],
-            "siblings": [e.sibling_json(blobs) for e in sorted(r.files.values(), key=_path)],
-            "usedStorage": sum(e.size for e in r.files.values()),
+            "siblings": (
+                [e.sibling_json(True) for e in self.entries(r).values()]
+                if blobs
+                else [{"rfilename": p} for p in sorted(r.files)]
+            ),
+            "usedStorage": sum(f.size for f in r.files.values()),
             "cardData": {"wgtpm": {"version": r.version.version, "h1": r.version.h1}},
         }
         if expand:
@@ -303,7 +339,7 @@ class HubMirror:
         base = base.strip("/")
         prefix = base + "/" if base else ""
         if base and base in r.files:
-            return [r.files[base].tree_json()]
+            return [self.entry(r, base).tree_json()]
         dirs: set[str] = set()
         files = []
         for path in sorted(r.files):
@@ -314,17 +350,19 @@ class HubMirror:
                 if recursive or i == 1:
                     dirs.add(prefix + "/".join(parts[:i]))
             if recursive or len(parts) == 1:
-                files.append(r.files[path].tree_json())
+                files.append(path)
         if base and not files and not dirs:
             raise HubError(NotFoundError(f"{base} does not exist at {r.commit}"), "EntryNotFound")
-        return [_dir(r, d) for d in sorted(dirs)] + files
+        entries = self.entries(r, files)
+        return [_dir(r, d) for d in sorted(dirs)] + [entries[p].tree_json() for p in files]
 
     def paths_info(self, r: HubRevision, paths: list[str]) -> list[dict[str, Any]]:
         out = []
+        entries = self.entries(r, [p.strip("/") for p in paths])
         for p in paths:
             p = p.strip("/")
-            if p in r.files:
-                out.append(r.files[p].tree_json())
+            if p in entries:
+                out.append(entries[p].tree_json())
             elif any(f.startswith(p + "/") for f in r.files):
                 out.append(_dir(r, p))
         return out
@@ -351,10 +389,6 @@ class HubMirror:
             "converts": [],
             "tags": tags,
         }
-
-
-def _path(e: HubEntry) -> str:
-    return e.path
 
 
 def _dir(r: HubRevision, d: str) -> dict[str, Any]:
@@ -468,12 +502,81 @@ async def _resolve(request: Request) -> Response:
     r = await _revision(request, request.path_params["rev"])
     if isinstance(r, Response):
         return r
-    e = r.files.get(path)
-    if e is None:
+    if path not in r.files:
         msg = f"{path} does not exist at {r.commit} ({r.version.module}@{r.version.version})"
         resp = _error(NotFoundError(msg), "EntryNotFound")
         resp.headers["X-Repo-Commit"] = r.commit
         return resp
+    f = r.files[path]
+    if r.pending is not None and not r.stored(path):
+        if _streams(request, f) and r.pending.streamable(path):
+            resp = _stream(r, f)
+        elif request.method == "HEAD" and is_lfs(f.path, f.size):  # the index says it all
+            e = HubEntry(f.path, f.size, f.sha256, True, "")
+            resp = Response(status_code=200, headers=_file_headers(e, f.size, r.version.private))
+        else:  # wait for it, then serve it as a stored file
+            pending = r.pending
+            out = await _call(None, lambda: pending.wait(path))
+            if isinstance(out, Response):
+                return out
+            resp = await _serve_stored(request, r, path)
+    else:
+        resp = await _serve_stored(request, r, path)
+    resp.headers["X-Repo-Commit"] = r.commit
+    return resp
+
+
+#: An LFS file this large that is not stored yet is streamed while it is fetched. Smaller
+#: ones, ranges, and files that are not LFS (their ETag is the git blob id, known only
+#: once all their bytes are) are fetched first: a failure is then a plain 502 with its reason.
+STREAM_MIN = 4 << 20
+
+
+def _streams(request: Request, f: FileRecord) -> bool:
+    return (
+        request.method == "GET"
+        and "range" not in request.headers
+        and f.size >= STREAM_MIN
+        and is_lfs(f.path, f.size)
+    )
+
+
+def _file_headers(e: HubEntry, size: int, private: bool) -> dict[str, str]:
+    headers = {
+        "ETag": f'"{e.etag}"',
+        "Cache-Control": ("private, " if private else "public, ") + IMMUTABLE,
+        "Accept-Ranges": "bytes",
+        "Content-Length": str(size),
+        "Content-Type": "application/octet-stream",
+    }
+    if e.lfs:
+        headers["X-Linked-Etag"] = f'"{e.sha256}"'
+        headers["X-Linked-Size"] = str(e.size)
+    return headers
+
+
+def _stream(r: HubRevision, f: FileRecord) -> Response:
+    """The file while it is fetched (:meth:`registry.ondemand.Pending.stream`): the last
+    bytes only once verified, else the response is cut short."""
+    pending = r.pending
+    assert pending is not None
+
+    def body() -> Iterator[bytes]:
+        try:
+            yield from pending.stream(f.path)
+        except RegistryError as exc:  # the status is sent: all that is left is to cut it short
+            log.warning("cut short %s of %s: %s", f.path, pending.what, exc)
+            raise
+
+    e = HubEntry(f.path, f.size, f.sha256, True, "")
+    return StreamingResponse(body(), headers=_file_headers(e, f.size, r.version.private))
+
+
+async def _serve_stored(request: Request, r: HubRevision, path: str) -> Response:
+    m = _mirror(request)
+    e = await _call(None, lambda: m.entry(r, path))
+    if isinstance(e, Response):
+        return e
     resp = await serve_bytes_of(
         request,
         request.app.state.registry,
@@ -483,7 +586,6 @@ async def _resolve(request: Request) -> Response:
         r.version.private,
         etag=e.etag,
     )
-    resp.headers["X-Repo-Commit"] = r.commit
     if e.lfs:
         resp.headers["X-Linked-Etag"] = f'"{e.sha256}"'
         resp.headers["X-Linked-Size"] = str(e.size)

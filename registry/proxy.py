@@ -27,6 +27,11 @@ For a proxied module
   ``wgt.mod``) lists only the repository's files: its h1 covers exactly those,
   and the version's ``wgt.mod`` is stored beside them (its own ``/wgt.mod`` line).
 
+The Hub API (:mod:`registry.hfmirror`) does not wait for a whole version: it
+fetches a version's files one at a time as they are asked for
+(:mod:`registry.ondemand`, with :meth:`CachingProxy.fetch_index`,
+:meth:`~CachingProxy.store` and :meth:`~CachingProxy.commit`).
+
 One fetch per version: a lock per version in the process, and across
 replicas a reservation row in the database
 (:meth:`~registry.metadata.MetadataStore.reserve_version`); the others
@@ -52,6 +57,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -59,6 +65,7 @@ from typing import TYPE_CHECKING, TypeVar
 from wgtpm import dirhash
 from wgtpm._errors import NotFoundError as WgtNotFound
 from wgtpm._errors import VerifyError, WgtpmError
+from wgtpm.index import ReleaseIndex
 from wgtpm.sources import RevInfo, Source
 
 from ._errors import BadRequestError, NotFoundError, RegistryError, UpstreamError
@@ -66,11 +73,13 @@ from .metadata import FileRecord, NewVersion, VersionRecord, now
 from .service import MOD_FILE
 
 if TYPE_CHECKING:
+    from wgtpm.cache import Cache
     from wgtpm.httpclient import HttpClient
+    from wgtpm.modfetch import Fetcher, FetchOptions
 
     from .service import Registry
 
-__all__ = ["FILL_STALE", "FILL_WAIT", "META_TTL", "CachingProxy", "open_proxy"]
+__all__ = ["FILL_STALE", "FILL_WAIT", "META_TTL", "CachingProxy", "Fetched", "open_proxy"]
 
 T = TypeVar("T")
 
@@ -82,6 +91,16 @@ _MAX_MESSAGE = 400
 _CHUNK = 1 << 20
 
 log = logging.getLogger("registry.proxy")
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """What the upstream gave for a version before its files: the checked index, its bytes,
+    and the version's wgt.mod."""
+
+    index: ReleaseIndex
+    raw: bytes
+    mod: bytes
 
 
 class _Recorded:
@@ -126,7 +145,7 @@ class CachingProxy:
             msg = msg.replace(s, "***")
         return msg if len(msg) <= _MAX_MESSAGE else msg[:_MAX_MESSAGE] + "…"
 
-    def _ask(self, what: str, fn: Callable[[], T]) -> T:
+    def ask(self, what: str, fn: Callable[[], T]) -> T:
         """``fn()`` with wgtpm's errors translated: 404 stays 404, the rest is a 502."""
         try:
             return fn()
@@ -155,7 +174,7 @@ class CachingProxy:
             return hit[1]  # type: ignore[return-value]
         value: object
         try:
-            value = self._ask(f"{module} {kind} {query}".strip(), fn)
+            value = self.ask(f"{module} {kind} {query}".strip(), fn)
         except NotFoundError as exc:  # a miss is kept as long (failures are not kept at all)
             value = exc
         with self._lock:
@@ -235,68 +254,92 @@ class CachingProxy:
             except RegistryError as exc:  # the fill goes on; at worst another one starts
                 log.warning("renewing the reservation of %s@%s: %s", module, version, exc)
 
+    def fetcher(self, cache: Cache, opts: FetchOptions | None = None) -> Fetcher:
+        """A :class:`~wgtpm.modfetch.Fetcher` from the upstream into ``cache`` (a temporary
+        one under the spool folder), with this proxy's HTTP client."""
+        from wgtpm.modfetch import Fetcher
+
+        return Fetcher(cache, self.source, _Recorded(), http=self._client, opts=opts)
+
+    def fetch_index(self, reg: Registry, fetcher: Fetcher, module: str, version: str) -> Fetched:
+        """The index and wgt.mod of ``module@version`` from the upstream (kept in the
+        fetcher's cache), checked against the registry's limits before any file is fetched."""
+        what = f"{module}@{version}"
+        self.ask(what, lambda: fetcher.index(module, version))
+        raw = fetcher.cache.read_meta(module, version, "index.json")
+        mod = fetcher.cache.read_meta(module, version, "mod")
+        assert raw is not None and mod is not None, "the fetcher keeps what it verified"
+        try:
+            idx = reg.check_index(raw, module, version, need_mod=False)
+            reg.check_mod(module, version, mod)
+        except BadRequestError as exc:
+            raise UpstreamError(f"upstream {self.name}: {what}: {exc}") from exc
+        return Fetched(idx, raw, mod)
+
+    def commit(self, reg: Registry, module: str, version: str, got: Fetched) -> VersionRecord:
+        """Record ``module@version`` once every file of ``got.index`` is in the blob store:
+        its index and wgt.mod are stored, the version committed and logged."""
+        idx, raw, mod = got.index, got.raw, got.mod
+        files = [FileRecord(e.path, e.size, e.sha256) for e in idx.files]
+        if idx.entry(MOD_FILE) is None:  # a synthesised index: the wgt.mod is kept beside it
+            mod_sha = hashlib.sha256(mod).hexdigest()
+            reg.blobs.put(mod_sha, [mod], max_size=len(mod))
+            files.append(FileRecord(MOD_FILE, len(mod), mod_sha))
+        index_sha = hashlib.sha256(raw).hexdigest()
+        reg.blobs.put(index_sha, [raw], max_size=len(raw))
+        info = None if idx.time is not None else self.info(module, version)
+        outcome = reg.meta.commit_version(
+            NewVersion(
+                module=module,
+                version=version,
+                h1=idx.h1(),
+                mod_h1=dirhash.hash1_bytes({"wgt.mod": mod}),
+                index_sha256=index_sha,
+                files=files,
+                time=idx.time or (info.time if info else None) or now(),
+                commit=idx.commit or (info.commit if info else None),
+                private=False,
+                proxied=True,
+            )
+        )
+        if outcome.created:
+            for listener in reg.on_commit:
+                listener(outcome.version)
+        return outcome.version
+
+    def store(self, reg: Registry, fetcher: Fetcher, idx: ReleaseIndex) -> None:
+        """Copy into the blob store every file of ``idx`` the fetcher's cache holds (verified
+        while it was fetched) and the store lacks; the store checks the sha256 again."""
+        for e in {e.sha256: e for e in idx.files}.values():
+            if reg.blobs.size(e.sha256) == e.size or not fetcher.cache.has_blob(e.sha256):
+                continue
+            with open(fetcher.cache.blob_path(e.sha256), "rb") as f:
+                reg.blobs.put(
+                    e.sha256, iter(functools.partial(f.read, _CHUNK), b""), max_size=e.size
+                )
+
     def _fetch(self, reg: Registry, module: str, version: str) -> VersionRecord:
         from wgtpm.cache import Cache
-        from wgtpm.modfetch import Fetcher
 
         self.spool.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix="fill-", dir=self.spool))
         try:
-            cache = Cache(tmp)
-            fetcher = Fetcher(cache, self.source, _Recorded(), http=self._client)
+            fetcher = self.fetcher(Cache(tmp))
             what = f"{module}@{version}"
-            self._ask(what, lambda: fetcher.index(module, version))
-            raw = cache.read_meta(module, version, "index.json")
-            mod = cache.read_meta(module, version, "mod")
-            assert raw is not None and mod is not None, "the fetcher keeps what it verified"
-            try:  # the limits, before any download
-                idx = reg.check_index(raw, module, version, need_mod=False)
-                reg.check_mod(module, version, mod)
-            except BadRequestError as exc:
-                raise UpstreamError(f"upstream {self.name}: {what}: {exc}") from exc
+            got = self.fetch_index(reg, fetcher, module, version)
             started = time.monotonic()
-            self._ask(what, lambda: fetcher.download(module, version))
-            for e in {e.sha256: e for e in idx.files}.values():
-                if reg.blobs.size(e.sha256) == e.size:
-                    continue
-                with open(cache.blob_path(e.sha256), "rb") as f:
-                    reg.blobs.put(
-                        e.sha256, iter(functools.partial(f.read, _CHUNK), b""), max_size=e.size
-                    )
-            files = [FileRecord(e.path, e.size, e.sha256) for e in idx.files]
-            if idx.entry(MOD_FILE) is None:  # a synthesised index: the wgt.mod is kept beside it
-                mod_sha = hashlib.sha256(mod).hexdigest()
-                reg.blobs.put(mod_sha, [mod], max_size=len(mod))
-                files.append(FileRecord(MOD_FILE, len(mod), mod_sha))
-            index_sha = hashlib.sha256(raw).hexdigest()
-            reg.blobs.put(index_sha, [raw], max_size=len(raw))
-            info = None if idx.time is not None else self.info(module, version)
-            outcome = reg.meta.commit_version(
-                NewVersion(
-                    module=module,
-                    version=version,
-                    h1=idx.h1(),
-                    mod_h1=dirhash.hash1_bytes({"wgt.mod": mod}),
-                    index_sha256=index_sha,
-                    files=files,
-                    time=idx.time or (info.time if info else None) or now(),
-                    commit=idx.commit or (info.commit if info else None),
-                    private=False,
-                    proxied=True,
-                )
-            )
+            self.ask(what, lambda: fetcher.download(module, version))
+            self.store(reg, fetcher, got.index)
+            v = self.commit(reg, module, version, got)
             log.info(
                 "cached %s from %s: %d files, %d bytes in %.2fs",
                 what,
                 self.name,
-                len(idx.files),
-                sum(e.size for e in idx.files),
+                len(got.index.files),
+                sum(e.size for e in got.index.files),
                 time.monotonic() - started,
             )
-            if outcome.created:
-                for listener in reg.on_commit:
-                    listener(outcome.version)
-            return outcome.version
+            return v
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 

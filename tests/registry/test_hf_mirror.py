@@ -5,11 +5,14 @@ direct``) with ``HF_ENDPOINT`` pointing at the loopback Hub, so that its
 upstream and the test's clients (pointed at the registry) never mix. The
 clients are the real ``huggingface_hub`` (in this process, given the
 registry's URL as ``endpoint``) and ``transformers`` (in a child process
-with ``HF_ENDPOINT`` set, as a user runs it), on a tiny Qwen3.
+with ``HF_ENDPOINT`` set, as a user runs it), on a tiny Qwen3, and on an
+8 MiB file the upstream's CDN drips slower than the client's timeout
+(files are fetched on demand, ``registry/ondemand.py``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -26,6 +29,7 @@ import httpx
 import huggingface_hub as hh
 import pytest
 
+from registry.ondemand import HOLD
 from tests.servers import CdnServer, Fault, RequestLog
 from tests.servers.huggingface import HfRepo, HuggingFaceServer
 from wgtpm import NotFoundError
@@ -276,9 +280,16 @@ def test_tampered_upstream_bytes_are_refused(
 
     reg = serve("--upstream", "direct")
     cdn.inject(Fault.flip("/blobs/*", times=100))  # every LFS download is corrupted
+    # the metadata comes from the index, which is fine: no file is fetched for it
+    r = httpx.get(f"{reg.url}/api/models/{REPO}")
+    assert r.status_code == 200 and r.json()["cardData"]["wgtpm"]["version"] == "v0.1.0"
     head = httpx.head(f"{reg.url}/{REPO}/resolve/main/model.safetensors")
-    assert head.status_code == 502, head.headers
-    assert "served bad bytes" in head.headers["x-error-message"], head.headers
+    assert head.status_code == 200 and head.headers["x-linked-size"], head.headers
+    # the bytes are fetched on the first GET, checked, and refused with the reason
+    got = httpx.get(f"{reg.url}/{REPO}/resolve/main/model.safetensors")
+    assert got.status_code == 502, got.headers
+    assert "served bad bytes" in got.headers["x-error-message"], got.headers
+    assert "nothing was kept" in got.json()["error"]
     # the client tries a 502 again a few times, with waits this test need not sit through
     monkeypatch.setattr(_http, "time", _NoSleep())
     with pytest.raises(Exception) as caught:
@@ -287,10 +298,135 @@ def test_tampered_upstream_bytes_are_refused(
         )
     assert "served bad bytes" in chain(caught.value)
     assert not list((tmp_path / "c").rglob("model.safetensors"))
-    r = httpx.get(f"{reg.url}/api/models/{REPO}")
-    assert r.status_code == 502 and "nothing was kept" in r.json()["error"]
     with pytest.raises(hh.errors.RepositoryNotFoundError, match="no repository acme/missing"):
         hh.HfApi(endpoint=reg.url).model_info("acme/missing")
+
+
+BIG = "acme/big"
+DRIP = {"chunk": 256 << 10, "delay": 0.4}  # 8 MiB in 32 pieces: about 13 s, and more than
+BIG_SIZE = 8 << 20  # huggingface_hub's 10 s timeout, but never 10 s without a byte
+
+
+def big_files() -> dict[str, bytes]:
+    seed = hashlib.sha256(b"big").digest()
+    weights = b"".join(
+        hashlib.sha256(seed + i.to_bytes(4, "big")).digest() for i in range(BIG_SIZE // 32)
+    )
+    return {"config.json": b'{"model_type": "big"}\n', "model.safetensors": weights}
+
+
+@pytest.fixture
+def big(hub: HuggingFaceServer) -> dict[str, bytes]:
+    files = big_files()
+    hub.repo("acme", "big").commit(dict(files))
+    hub.repos[BIG].tag("v0.1.0")
+    return files
+
+
+def test_a_slow_large_file_is_served_while_it_is_fetched(
+    serve: Callable[..., Registry],
+    cdn: CdnServer,
+    big: dict[str, bytes],
+    log: RequestLog,
+    tmp_path: Path,
+) -> None:
+    reg = serve("--upstream", "direct")
+    slow = cdn.inject(Fault.drip("/blobs/*", **DRIP))
+    # the metadata is answered once the index is checked, before any large file is fetched
+    t0 = time.monotonic()
+    info = hh.HfApi(endpoint=reg.url).model_info(BIG, revision="v0.1.0")
+    took = time.monotonic() - t0
+    assert sorted(s.rfilename for s in info.siblings or []) == sorted(big)
+    assert took < 5.0, f"the metadata took {took:.1f}s"
+    assert slow.times == 1 and not list(log.where(server="cdn"))  # nothing fetched for it
+
+    # two clients at once, with huggingface_hub's default timeouts: both get the bytes as
+    # they come, from one upstream download, and the version is logged once it is whole
+    got: dict[int, bytes] = {}
+    errors: list[BaseException] = []
+
+    def client(i: int) -> None:
+        try:
+            p = hh.hf_hub_download(
+                BIG,
+                "model.safetensors",
+                revision="v0.1.0",
+                endpoint=reg.url,
+                cache_dir=tmp_path / f"c{i}",
+                token=False,
+            )
+            got[i] = Path(p).read_bytes()
+        except BaseException as exc:
+            errors.append(exc)
+
+    t0 = time.monotonic()
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    took = time.monotonic() - t0
+    assert not errors, chain(errors[0])
+    assert got == {0: big["model.safetensors"], 1: big["model.safetensors"]}
+    assert slow.times == 0 and took > 10.0  # it was slow, and more than the client's timeout
+    blobs = list(log.where(server="cdn", method="GET"))
+    assert len(blobs) == 1, blobs
+    assert lookup_or_none(reg, BIG) is None  # config.json is not fetched yet: not whole
+    p = hh.hf_hub_download(
+        BIG, "config.json", revision="v0.1.0", endpoint=reg.url, cache_dir=tmp_path / "c0"
+    )
+    assert Path(p).read_bytes() == big["config.json"]
+    assert lookup_or_none(reg, BIG) == [f"hf.co/{BIG} v0.1.0 {h1(big)}"]
+
+
+def lookup_or_none(reg: Registry, repo: str) -> list[str] | None:
+    try:
+        return lookup(reg.url, reg.vkey, f"hf.co/{repo}", "v0.1.0")[:1]
+    except NotFoundError:
+        return None
+
+
+def test_a_wrong_large_file_is_cut_short_and_then_refused(
+    serve: Callable[..., Registry],
+    cdn: CdnServer,
+    big: dict[str, bytes],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from huggingface_hub.utils import _http
+
+    reg = serve("--upstream", "direct")
+    cdn.inject(Fault.flip("/blobs/*", times=100))
+    url = f"{reg.url}/{BIG}/resolve/v0.1.0/model.safetensors"
+    # streamed while fetched: the status is sent, so a wrong file can only be cut short,
+    # before its last bytes (a client never holds a complete body of unverified bytes)
+    received = 0
+    with pytest.raises(httpx.RemoteProtocolError), httpx.stream("GET", url, timeout=60) as r:
+        assert r.status_code == 200
+        assert r.headers["content-length"] == str(BIG_SIZE)
+        for chunk in r.iter_raw():
+            received += len(chunk)
+    assert received <= BIG_SIZE - HOLD
+    # the client resumes with a Range, which waits for a fetch: a 502 that says why
+    monkeypatch.setattr(_http, "time", _NoSleep())
+    with pytest.raises(hh.errors.HfHubHTTPError) as caught:
+        hh.hf_hub_download(
+            BIG,
+            "model.safetensors",
+            revision="v0.1.0",
+            endpoint=reg.url,
+            cache_dir=tmp_path / "c",
+            token=False,
+        )
+    assert "served bad bytes" in chain(caught.value) and "nothing was kept" in chain(caught.value)
+    assert not list((tmp_path / "c").rglob("model.safetensors"))
+    assert lookup_or_none(reg, BIG) is None
+    # nothing of it is stored, not even in part (the spool holds only what is in use)
+    sha = hashlib.sha256(big["model.safetensors"]).hexdigest()
+    assert not list((tmp_path / "reg" / "blobs").rglob(f"*{sha}*"))
+    assert not [
+        p for p in (tmp_path / "reg" / "blobs").rglob("*") if p.is_file() and "tmp" in p.parts
+    ]
 
 
 def test_offline_serves_what_is_stored(
