@@ -34,19 +34,24 @@ Why a matching signature means unchanged bytes. The kernel sets a file's
 ctime to the file system's clock on every change of its bytes (``write``,
 ``truncate``) and of its inode (``chmod``, ``utime``, link count), and a new
 inode's ctime to the clock when it is created; no system call sets ctime to a
-chosen value (``utime`` sets mtime, and ctime to now). So bytes that change
-after the moment the signature was taken give the file, or the new inode
-under its path, a ctime of at least the clock at that moment. A signature is
+chosen value (``utime`` sets mtime, and ctime to now). A signature is
 recorded only when the file's ctime is strictly older than the clock read
 *before* the file was opened and hashed (the ctime of a temporary file
-created in the stamp directory, on the same device; else no signature):
-any later change then shows as a larger ctime, and a file changed in the
-same clock tick as it was hashed (git's "racily clean" case) gets no
-signature and is re-hashed next time. The signature is taken from the open
-file before and after hashing it, and must be the same both times. What
-this cannot see: the system clock set backwards (root only, who can rewrite
-the stamp itself), and writes through a shared memory mapping made before
-the signature was taken, on a cache file whose owner made it writable.
+created in the stamp directory, on the same device; else no signature), and
+only when ``fstat`` of the open file gives the same signature before and
+after hashing. Then, later:
+
+- the same inode with other bytes has a ctime of at least that clock, so
+  larger than the recorded one;
+- another inode under the path either existed beside the recorded one, so it
+  has another number, or took its number after the recorded inode was freed,
+  after the signature was taken, so it has a larger ctime too.
+
+A file changed in the same clock tick as it was hashed (git's "racily clean"
+case) gets no signature and is re-hashed next time. What this cannot see:
+the system clock set backwards (root only, who can rewrite the stamp itself),
+and writes through a shared memory mapping made before the signature was
+taken, on a cache file whose owner made it writable.
 
 A project with a local directory replacement never takes this path: the
 directory's own wgt.mod can change without wgt.mod or wgt.sum changing. The
