@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_get import graph, pub  # noqa: F401  (graph is a fixture)
+from tests.test_get import graph  # noqa: F401  (a fixture)
 from wgtpm.cli import PLAIN_GET, _modcmds, build_parser
 from wgtpm.modload import stamp
 
