@@ -1,35 +1,39 @@
 """wgtpm: a package manager for neural-network artifacts.
 
-Importing ``wgtpm`` is cheap: the model APIs (:func:`load`,
-:func:`load_layer`) import torch only when called.
+Importing ``wgtpm`` costs next to nothing: the error classes load from
+:mod:`wgtpm._errors` when first named (``wgtpm.UsageError``, ``from wgtpm
+import UsageError``), and the model APIs (:func:`load`, :func:`load_layer`)
+import torch only when called. A no-op ``wgtpm get`` (:mod:`wgtpm.cli`) needs
+none of them.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from ._errors import (
-    BuildError,
-    CacheError,
-    ChecksumMismatchError,
-    FetchError,
-    InvalidPathError,
-    InvalidVersionError,
-    ModuleError,
-    NotFoundError,
-    ParseError,
-    Position,
-    PositionedError,
-    ReadonlyError,
-    ResolveError,
-    SumdbConflictError,
-    SumdbError,
-    SumdbSecurityError,
-    SumdbVerifyError,
-    UsageError,
-    VerifyError,
-    WgtpmError,
-)
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
+if TYPE_CHECKING:
+    from ._errors import (
+        BuildError,
+        CacheError,
+        ChecksumMismatchError,
+        FetchError,
+        InvalidPathError,
+        InvalidVersionError,
+        ModuleError,
+        NotFoundError,
+        ParseError,
+        Position,
+        PositionedError,
+        ReadonlyError,
+        ResolveError,
+        SumdbConflictError,
+        SumdbError,
+        SumdbSecurityError,
+        SumdbVerifyError,
+        UsageError,
+        VerifyError,
+        WgtpmError,
+    )
+    from .weightlang import load, load_layer
 
 __version__ = "0.1.0"
 
@@ -60,10 +64,15 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    # Lazy, so that "import wgtpm" stays light; torch loads when a model does.
-    if name in ("load", "load_layer"):
+def __getattr__(name: str) -> object:
+    if name in ("load", "load_layer"):  # torch loads when a model does
         from . import weightlang
 
         return getattr(weightlang, name)
+    if name in __all__:  # an error class
+        from . import _errors
+
+        value = getattr(_errors, name)
+        globals()[name] = value  # found directly from now on
+        return value
     raise AttributeError(f"module 'wgtpm' has no attribute {name!r}")

@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from . import _json
+from ._cachedir import default_root
 from ._errors import CacheError
 from ._fs import FileLock, sha256_file, write_atomic
 from .module import escape_path, escape_version
@@ -59,16 +60,6 @@ from .module import escape_path, escape_version
 __all__ = ["Cache", "CacheProblem", "default_root"]
 
 BLOB_MODE = 0o444
-
-
-def default_root() -> Path:
-    """``$WGTPM_CACHE``, else the platform's cache directory for wgtpm."""
-    env = os.environ.get("WGTPM_CACHE")
-    if env:
-        return Path(env).expanduser().absolute()
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("wgtpm", appauthor=False))
 
 
 class CacheProblem(NamedTuple):

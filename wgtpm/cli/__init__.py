@@ -1,124 +1,75 @@
 """The ``wgtpm`` command line.
 
-Each command lives in its own module (``_get.py``, ``_cache.py`` ...) that
-defines ``register(subparsers)``; the module must import nothing heavy at
-import time (torch, transformers, httpx ...): load those inside the command's
-``run`` so that ``wgtpm get`` starts about as fast as Python itself.
+Each command lives in its own module (``_modcmds.py``, ``_cache.py`` ...)
+that defines ``register(subparsers)`` (see :mod:`wgtpm.cli._parser`); the
+module must import nothing heavy at import time (torch, transformers, httpx
+...): load those inside the command's ``run`` so that ``wgtpm get`` starts
+about as fast as Python itself.
+
+This module itself imports only ``os`` and ``sys``: :func:`main` answers a
+plain ``wgtpm get`` whose no-op stamp holds (:data:`PLAIN_GET`) before
+argparse and the command modules are loaded, since loading them costs more
+than the whole check (:mod:`wgtpm.modload.stamp`).
 """
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import os
 import sys
-import traceback
-from collections.abc import Sequence
-from typing import Any, NoReturn
 
-from .. import __version__
-from .._errors import UsageError, WgtpmError
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a no-op get never needs it)
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Sequence
 
-__all__ = ["DEBUG_ENV", "main"]
+    from ._parser import build_parser
+
+__all__ = ["DEBUG_ENV", "PLAIN_GET", "build_parser", "main"]
 
 # Set to 1 to print the traceback of an internal error.
 DEBUG_ENV = "WGTPM_DEBUG"
 
-# The command modules, in the order ``wgtpm --help`` lists them.
-COMMANDS: tuple[str, ...] = (
-    "wgtpm.cli._modcmds",
-    "wgtpm.cli._path",
-    "wgtpm.cli._cache",
-    "wgtpm.cli._weightlang",
-    "wgtpm.cli._paw",
-    "wgtpm.cli._registry",
-    "wgtpm.cli._publish",
-    "wgtpm.cli._help",
-)
+#: The command lines of a plain ``wgtpm get``, which scripts run before they use a project:
+#: when the project's stamp holds, it has nothing to do, and :func:`main` says so before the
+#: parser is loaded. The parser reads each as a no-op ``get`` (tests/test_noop_get.py checks).
+PLAIN_GET = (("get",), ("get", "-q"), ("get", "--quiet"))
 
 
-class _Ignored:
-    """Stands in for the parsers of commands other than the one being run."""
+def __getattr__(name: str) -> object:
+    if name == "build_parser":  # lazy, so that a no-op get does not load argparse
+        from ._parser import build_parser
 
-    def __getattr__(self, name: str) -> Any:
-        return lambda *a, **kw: self
+        return build_parser
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-class _Only:
-    """A subparsers object that builds only the parser of command ``name``.
+def _answered_by_stamp(argv: list[str]) -> bool:
+    """Whether ``argv`` is a :data:`PLAIN_GET` whose project's no-op stamp holds.
 
-    Building all two dozen parsers costs more than a no-op ``wgtpm get``
-    itself; ``--help`` and unknown commands still build them all.
+    With ``WGTFLAGS`` set, the full path parses it first (a bad one is an
+    error, and ``-mod=vendor`` takes no stamp), then checks the same stamp.
     """
+    if tuple(argv) not in PLAIN_GET or os.environ.get("WGTFLAGS"):
+        return False
+    from pathlib import Path
 
-    def __init__(self, sub: Any, name: str) -> None:
-        self._sub, self._name = sub, name
+    from .._cachedir import default_root
+    from ..modload.stamp import up_to_date
 
-    def add_parser(self, name: str, **kw: Any) -> Any:
-        return self._sub.add_parser(name, **kw) if name == self._name else _Ignored()
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse's parser; under ``--json`` a usage error is also a JSON object on stdout.
-
-    Subcommand parsers are made of the same class, so this covers every one.
-    """
-
-    json_errors = False  # set by main() when the command line asks for --json
-
-    def error(self, message: str) -> NoReturn:
-        if _Parser.json_errors:
-            _print_json_error(f"{self.prog}: {message}", "usage")
-        super().error(message)
-
-
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="wgtpm",
-        description="wgtpm resolves, locks, downloads and builds neural-network artifacts.",
-    )
-    parser.add_argument("-C", dest="chdir", metavar="DIR", help="run as if started in DIR")
-    parser.add_argument("--version", action="version", version=f"wgtpm {__version__}")
-    parser.add_argument(
-        "-x",
-        dest="trace",
-        action="store_true",
-        help="print each HTTP request as it happens (GET URL -> STATUS (SIZE, TIME)), as go -x",
-    )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    target = _Only(sub, only) if only else sub
-    for name in COMMANDS:
-        importlib.import_module(name).register(target)
-    if only and only not in sub.choices:
-        return build_parser()
-    from ._help import finish_parsers
-
-    finish_parsers(parser)
-    return parser
-
-
-def _command_name(argv: Sequence[str]) -> str | None:
-    """The command word of ``argv`` when it is easy to see (else ``None``: build everything)."""
-    rest = list(argv)
-    while rest[:1] == ["-x"] or (rest[:1] == ["-C"] and len(rest) >= 2):
-        rest = rest[1:] if rest[0] == "-x" else rest[2:]
-    if rest and not rest[0].startswith("-"):
-        return rest[0]
-    return None
+    try:
+        return up_to_date(Path.cwd(), default_root())
+    except OSError:
+        return False  # the full path meets it again and says what is wrong
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    name = _command_name(argv)
-    _Parser.json_errors = "--json" in argv or "-json" in argv
-    parser = build_parser(name)
-    if name is not None:
-        from ._help import check_command
+    if _answered_by_stamp(argv):
+        return 0  # this exact wgt.mod and wgt.sum were fully fetched and verified before
+    from .._errors import UsageError, WgtpmError
+    from ._parser import parse, print_json_error
 
-        check_command(parser, name)  # 'wgtpm install' -> did you mean 'wgtpm get'?
-    args, extra = parser.parse_known_args(argv)
-    if extra:  # the command's own usage, not the top-level one
-        getattr(args, "parser_", parser).error(f"unrecognized arguments: {' '.join(extra)}")
+    parser, args = parse(argv)
     run = getattr(args, "run", None)
     if run is None:
         parser.print_help(sys.stderr)
@@ -145,9 +96,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except Exception as exc:  # a bug: one line, the traceback only when asked for
         if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+            import traceback
+
             traceback.print_exc()
         if getattr(args, "json", False):
-            _print_json_error(
+            print_json_error(
                 f"internal error: {type(exc).__name__}: {_first_line(exc)}", "internal"
             )
         print(
@@ -169,14 +122,10 @@ def _fail(args: argparse.Namespace, message: str, kind: str) -> int:
     """
     print(f"wgtpm: {message}", file=sys.stderr)
     if getattr(args, "json", False):
-        _print_json_error(message, kind)
+        from ._parser import print_json_error
+
+        print_json_error(message, kind)
     return 1
-
-
-def _print_json_error(message: str, kind: str) -> None:
-    import json
-
-    print(json.dumps({"error": {"message": message, "kind": kind}}, indent=2))
 
 
 def _kind(exc: BaseException) -> str:

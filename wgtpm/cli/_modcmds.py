@@ -206,19 +206,20 @@ def _init(args: argparse.Namespace) -> int:
     return 0
 
 
+def _is_noop(args: argparse.Namespace, mode: str) -> bool:
+    """Whether ``get`` is asked only to make sure the build list is in place (a stamp may answer)."""
+    return (
+        not (args.modules or args.json or args.paw_install or args.print_paths) and mode != "vendor"
+    )
+
+
 def _get(args: argparse.Namespace) -> int:
-    from ..cache import default_root
+    from .._cachedir import default_root
     from ..modload import stamp as _stamp
-    from ..modload.files import nearest_root
     from ..modload.options import flags_mode
 
     mode = args.mod or flags_mode()  # a bad WGTFLAGS is an error here too
-    noop = (
-        not (args.modules or args.json or args.paw_install or args.print_paths) and mode != "vendor"
-    )
-    root = nearest_root(Path.cwd())
-    key = _stamp.key(root) if root is not None else None
-    if noop and key is not None and _stamp.done(default_root(), key):
+    if _is_noop(args, mode) and _stamp.up_to_date(Path.cwd(), default_root()):
         return 0  # this exact wgt.mod and wgt.sum were fully fetched and verified before
 
     from ..modget import get, parse_arg
@@ -578,7 +579,7 @@ def _vendor(args: argparse.Namespace) -> int:
 
 
 def _mod_edit(args: argparse.Namespace) -> int:
-    from ..cache import default_root
+    from .._cachedir import default_root
     from ..modload.files import find_root, locked
 
     root = find_root(Path.cwd())

@@ -3,7 +3,8 @@
 The map, one concept per module, imports running downwards::
 
     options    Options (-mod, jobs, reporter, source, cache), DEFAULT_JOBS
-    files      find_root; ProjectFiles: load wgt.mod + wgt.sum, save atomically (sum first)
+    root       find_root: the nearest directory with a wgt.mod (imports only the stdlib)
+    files      ProjectFiles: load wgt.mod + wgt.sum, save atomically (sum first)
     sums       SumLedger: check, record or refuse (readonly), track used lines, prune
     buildlist  Origin: FromModule | FromReplacement | FromDirectory, origin_of()
     fetch      open_fetcher(): the Fetcher over the WGTPROXY chain, built on first use
@@ -14,21 +15,23 @@ The map, one concept per module, imports running downwards::
     stamp      the no-op ``get`` stamp (imports nothing heavy)
 
 Names are re-exported here lazily, so that importing :mod:`wgtpm.modload.stamp`
-on a no-op ``wgtpm get`` does not load the wgt.mod parser or the fetcher.
+on a no-op ``wgtpm get`` does not load the wgt.mod parser or the fetcher (nor
+``typing``: the no-op path loads no more than it needs).
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (see above)
 if TYPE_CHECKING:
     from .buildlist import Fetched, FromDirectory, FromModule, FromReplacement, Origin
-    from .files import ProjectFiles, find_root
+    from .files import ProjectFiles
     from .options import DEFAULT_JOBS, Options
     from .project import Project
     from .reqs import Reqs
     from .resolver import ProjectResolver, VendorResolver, open_resolver
+    from .root import find_root
     from .sums import SumLedger
 
 __all__ = [
@@ -58,7 +61,7 @@ _HOME = {
     "FromReplacement": "buildlist",
     "Origin": "buildlist",
     "ProjectFiles": "files",
-    "find_root": "files",
+    "find_root": "root",
     "Project": "project",
     "Reqs": "reqs",
     "ProjectResolver": "resolver",
@@ -68,7 +71,7 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     home = _HOME.get(name)
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

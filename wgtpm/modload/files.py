@@ -1,7 +1,7 @@
 """The main module's two files: finding, loading and atomically saving wgt.mod and wgt.sum.
 
 A project is the nearest directory at or above the working directory that
-holds a ``wgt.mod`` (found as ``go`` finds go.mod). ``wgt.sum`` beside it is
+holds a ``wgt.mod`` (:mod:`wgtpm.modload.root`). ``wgt.sum`` beside it is
 optional: a missing one is empty.
 
 :meth:`ProjectFiles.save` writes only what changed since loading, wgt.sum
@@ -23,34 +23,13 @@ from typing import TYPE_CHECKING
 from .._errors import ReadonlyError, UsageError
 from .._fs import FileLock, write_atomic
 from ..module import ModuleVersion
+from .root import MOD, SUM, find_root, nearest_root
 
 if TYPE_CHECKING:
     from ..modfile import ModFile
     from .sums import SumLedger
 
 __all__ = ["MOD", "SUM", "ProjectFiles", "find_root", "locked", "nearest_root"]
-
-MOD = "wgt.mod"
-SUM = "wgt.sum"
-
-
-def nearest_root(start: Path) -> Path | None:
-    """The nearest directory at or above ``start`` with a wgt.mod (``None`` if none)."""
-    start = start.absolute()
-    for d in (start, *start.parents):
-        if (d / MOD).is_file():
-            return d
-    return None
-
-
-def find_root(start: Path) -> Path:
-    """The nearest directory at or above ``start`` holding a wgt.mod."""
-    root = nearest_root(start)
-    if root is None:
-        raise UsageError(
-            f"no {MOD} in {start.absolute()} or any parent directory; create one with 'wgtpm init MODULE'"
-        )
-    return root
 
 
 @contextmanager

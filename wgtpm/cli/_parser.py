@@ -1,0 +1,123 @@
+"""The command line parser: argparse, built for the command being run.
+
+Each command module (``_modcmds``, ``_cache`` ...) defines
+``register(subparsers)``; :func:`build_parser` calls them all, but builds
+only the parser of the command being run (:class:`_Only`). A usage error is
+argparse's message on stderr and, under ``--json``, also a JSON object on
+stdout (:func:`print_json_error`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from .. import __version__
+
+__all__ = ["COMMANDS", "build_parser", "parse", "print_json_error"]
+
+# The command modules, in the order ``wgtpm --help`` lists them.
+COMMANDS: tuple[str, ...] = (
+    "wgtpm.cli._modcmds",
+    "wgtpm.cli._path",
+    "wgtpm.cli._cache",
+    "wgtpm.cli._weightlang",
+    "wgtpm.cli._paw",
+    "wgtpm.cli._registry",
+    "wgtpm.cli._publish",
+    "wgtpm.cli._help",
+)
+
+
+class _Ignored:
+    """Stands in for the parsers of commands other than the one being run."""
+
+    def __getattr__(self, name: str) -> Any:
+        return lambda *a, **kw: self
+
+
+class _Only:
+    """A subparsers object that builds only the parser of command ``name``.
+
+    Building all two dozen parsers costs more than a no-op ``wgtpm get``
+    itself; ``--help`` and unknown commands still build them all.
+    """
+
+    def __init__(self, sub: Any, name: str) -> None:
+        self._sub, self._name = sub, name
+
+    def add_parser(self, name: str, **kw: Any) -> Any:
+        return self._sub.add_parser(name, **kw) if name == self._name else _Ignored()
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser; under ``--json`` a usage error is also a JSON object on stdout.
+
+    Subcommand parsers are made of the same class, so this covers every one.
+    """
+
+    json_errors = False  # set by parse() when the command line asks for --json
+
+    def error(self, message: str) -> NoReturn:
+        if _Parser.json_errors:
+            print_json_error(f"{self.prog}: {message}", "usage")
+        super().error(message)
+
+
+def print_json_error(message: str, kind: str) -> None:
+    """``{"error": {"message": MESSAGE, "kind": KIND}}`` on stdout (see ``wgtpm.cli._fail``)."""
+    import json
+
+    print(json.dumps({"error": {"message": message, "kind": kind}}, indent=2))
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="wgtpm",
+        description="wgtpm resolves, locks, downloads and builds neural-network artifacts.",
+    )
+    parser.add_argument("-C", dest="chdir", metavar="DIR", help="run as if started in DIR")
+    parser.add_argument("--version", action="version", version=f"wgtpm {__version__}")
+    parser.add_argument(
+        "-x",
+        dest="trace",
+        action="store_true",
+        help="print each HTTP request as it happens (GET URL -> STATUS (SIZE, TIME)), as go -x",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    target = _Only(sub, only) if only else sub
+    for name in COMMANDS:
+        importlib.import_module(name).register(target)
+    if only and only not in sub.choices:
+        return build_parser()
+    from ._help import finish_parsers
+
+    finish_parsers(parser)
+    return parser
+
+
+def _command_name(argv: Sequence[str]) -> str | None:
+    """The command word of ``argv`` when it is easy to see (else ``None``: build everything)."""
+    rest = list(argv)
+    while rest[:1] == ["-x"] or (rest[:1] == ["-C"] and len(rest) >= 2):
+        rest = rest[1:] if rest[0] == "-x" else rest[2:]
+    if rest and not rest[0].startswith("-"):
+        return rest[0]
+    return None
+
+
+def parse(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
+    """The parser and what it read from ``argv``; a usage error exits 2, as argparse does."""
+    name = _command_name(argv)
+    _Parser.json_errors = "--json" in argv or "-json" in argv
+    parser = build_parser(name)
+    if name is not None:
+        from ._help import check_command
+
+        check_command(parser, name)  # 'wgtpm install' -> did you mean 'wgtpm get'?
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # the command's own usage, not the top-level one
+        getattr(args, "parser_", parser).error(f"unrecognized arguments: {' '.join(extra)}")
+    return parser, args
