@@ -40,6 +40,7 @@ from typing import Any
 import httpx
 
 from .. import _json
+from .._cachedir import default_root
 from .._errors import BuildError
 from .._fs import canonical_json, write_atomic
 from .._report import SILENT, Reporter
@@ -66,13 +67,8 @@ _RETRY_STATUS = frozenset({408, 409, 425, 429})
 
 
 def default_cache_dir() -> Path:
-    """``$WGTPM_CACHE/paw-teacher``, else the user cache directory's ``wgtpm/paw-teacher``."""
-    root = os.environ.get("WGTPM_CACHE")
-    if root:
-        return Path(root) / "paw-teacher"
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("wgtpm")) / "paw-teacher"
+    """``paw-teacher`` in the module cache's root (:func:`wgtpm._cachedir.default_root`)."""
+    return default_root() / "paw-teacher"
 
 
 def synthesize(
