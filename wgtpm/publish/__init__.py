@@ -9,7 +9,7 @@ One concept per module, imports running downwards::
     _provenance   wgt.provenance.json (inside the release, so h1 covers it), check_provenance
     _release      assemble: files + provenance -> index, h1, the wgt.mod h1
     _directory    DirectoryTarget: a file:// proxy tree (--dry-run, -o DIR)
-    _http         POST/PUT with bodies over HttpClient (for the registry target)
+    _http         JSON and file bodies over HttpClient.send, JSON answers (registry, GitHub)
     _registry     RegistryTarget: the registry's publish API (--to URL, WGTPM_TOKEN)
     targets       select_target; HOSTED, the lazy table of GitHub and Hugging Face targets
     _publish      publish_package: the steps in order; PublishOptions, Outcome
