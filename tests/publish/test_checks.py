@@ -12,6 +12,7 @@ import pytest
 
 from tests.publish.conftest import base_wgt, commit_all, git, make_package
 from wgtpm.proxytree import ProxyTree
+from wgtpm.publish._target import Release, tag_for
 
 
 def publish(wgtpm, pkg: Path, *args: str):  # type: ignore[no-untyped-def]
@@ -170,3 +171,28 @@ def test_the_output_directory_does_not_make_the_tree_dirty(wgtpm, pkg: Path) -> 
         assert r.code == 0, r.err
     assert "already published" in r.out
     assert (pkg / "out/tree/example.com/acme/p/@v/v0.1.0/notes.txt").read_text() == "hello\n"
+
+
+@pytest.mark.parametrize(
+    ("module", "subdir", "tag"),
+    [
+        ("example.com/acme/xor", "", "v1.2.3"),
+        ("example.com/acme/xor", "models/xor", "models/xor/v1.2.3"),
+        ("example.com/acme/xor/v2", "v2", "v2.0.0"),  # a major subdirectory is no prefix
+        ("example.com/acme/xor/v2", "models/xor/v2", "models/xor/v2.0.0"),
+        ("example.com/acme/xor/v2", "models/xor", "models/xor/v2.0.0"),
+        ("github.com/acme/xor", "", "v1.2.3"),
+        ("github.com/acme/xor/sub", "anything", "sub/v1.2.3"),  # the path says where
+        ("github.com/acme/xor/sub/v2", "sub/v2", "sub/v2.0.0"),
+        ("github.com/acme/v2", "", "v2.0.0"),  # a repository named v2
+        ("hf.co/acme/tiny", "models", "v1.2.3"),
+    ],
+)
+def test_tag_for_names_tags_as_go_does(module: str, subdir: str, tag: str) -> None:
+    version = "v2.0.0" if "/v2" in module else "v1.2.3"
+    assert tag_for(module, version, subdir) == tag
+
+
+def test_a_release_is_tagged_by_tag_for() -> None:
+    r = Release("github.com/acme/xor/sub/v2", "v2.0.0", None, {}, b"", "h1:x", "h1:y")
+    assert r.tag == "sub/v2.0.0"

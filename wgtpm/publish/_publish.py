@@ -39,7 +39,7 @@ from ._directory import DirectoryTarget
 from ._git import Checkout, create_tag, export_commit, open_checkout, tag_commit
 from ._provenance import ArtifactProvenance, tool_versions
 from ._release import MOD_FILE, ReleaseSpec, assemble
-from ._target import Published, PublishTarget, Release
+from ._target import Published, PublishTarget, Release, tag_for
 from .targets import DRY_RUN_DIR
 
 __all__ = ["Outcome", "PublishOptions", "module_of", "publish_package"]
@@ -95,7 +95,7 @@ def publish_package(
     module = mf.module.path
     check_version(module, opts.version)
     checkout = open_checkout(pkg, _outputs(pkg, target))
-    tag = checkout.tag(opts.version)
+    tag = tag_for(module, opts.version, checkout.subdir)
     check_tag(tag, tag_commit(pkg, tag), checkout.commit)
     check_replacements(mf)
     published = target.published_versions(module)

@@ -142,7 +142,6 @@ class GitHubTarget:
                 f"{module}: not a GitHub module path (want github.com/OWNER/REPO[/DIR])"
             )
         self.owner, self.repo = elems[0], elems[1]
-        self.prefix = "".join(e + "/" for e in elems[2:])
         self.http = http
         self.api_url = (environ.get("GITHUB_API_URL") or DEFAULT_API_URL).rstrip("/")
         token = environ.get("GITHUB_TOKEN") or None
@@ -198,12 +197,7 @@ class GitHubTarget:
                 f"{where}: publishing to {self.name} needs GITHUB_TOKEN, a token that can "
                 "write releases (contents: write)"
             )
-        tag = self.prefix + release.version
-        if release.extra.get("tag", tag) != tag:
-            raise UsageError(
-                f"{where}: the release is tagged {release.extra['tag']}, but versions of "
-                f"{self.module} are tags {tag}"
-            )
+        tag = release.tag
         for path in [*release.files, INDEX]:
             problem = asset_problem(path)
             if problem is not None:

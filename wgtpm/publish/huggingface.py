@@ -105,9 +105,9 @@ class HuggingFaceTarget:
 
     def publish(self, release: Release, reporter: Reporter) -> Published:
         self._check_release(release)
-        url = f"{self.endpoint}/{self.repo_id}/tree/{release.version}"
+        url = f"{self.endpoint}/{self.repo_id}/tree/{release.tag}"
         if self._existing(release):
-            reporter.notice(f"{self.name}: tag {release.version} is already this release")
+            reporter.notice(f"{self.name}: tag {release.tag} is already this release")
             return Published(url, created=False)
         files = local_files(release)
         head = self._head or self._branch_head(release)
@@ -117,7 +117,7 @@ class HuggingFaceTarget:
         self._verify(release, oid, files)
         self._tag(release, oid)
         self._head = None
-        reporter.notice(f"{self.name}: tagged {release.version} at commit {oid[:12]}")
+        reporter.notice(f"{self.name}: tagged {release.tag} at commit {oid[:12]}")
         return Published(url, created=True)
 
     # ---- checks -------------------------------------------------------------------
@@ -132,11 +132,6 @@ class HuggingFaceTarget:
             raise UsageError(
                 f"{where}: publishing to {self.name} needs HF_TOKEN, a Hugging Face token "
                 "that can write to the repository"
-            )
-        if release.extra.get("tag", release.version) != release.version:
-            raise UsageError(
-                f"{where}: the release is tagged {release.extra['tag']}, but versions of "
-                f"{self.module} are tags {release.version}"
             )
 
     def _existing(self, release: Release) -> bool:
@@ -154,7 +149,7 @@ class HuggingFaceTarget:
             h1 = f"an index wgtpm cannot read ({exc.message})"
         if h1 != release.h1:
             raise UsageError(
-                f"{release.module}@{release.version}: {self.name} has tag {release.version} "
+                f"{release.module}@{release.version}: {self.name} has tag {release.tag} "
                 f"already, with {h1}; this release is {release.h1}. A published version never "
                 "changes: publish a new version"
             )
@@ -290,18 +285,18 @@ class HuggingFaceTarget:
         try:
             api.create_tag(
                 self.repo_id,
-                tag=release.version,
+                tag=release.tag,
                 revision=oid,
                 tag_message=f"{release.module} {release.version} {release.h1}",
             )
         except errors.HfHubHTTPError as exc:
             if _status(exc) == 409 and self._existing(release):
                 return  # tagged with this very release by a concurrent publish
-            raise self._failed(release, f"creating tag {release.version}", exc) from exc
+            raise self._failed(release, f"creating tag {release.tag}", exc) from exc
         except Exception as exc:
             if isinstance(exc, WgtpmError):
                 raise
-            raise self._failed(release, f"creating tag {release.version}", exc) from exc
+            raise self._failed(release, f"creating tag {release.tag}", exc) from exc
 
     # ---- the Hub --------------------------------------------------------------------
 
