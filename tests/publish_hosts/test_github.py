@@ -198,7 +198,7 @@ def test_a_tag_without_a_release_is_refused(
     ("release_module", "env", "message"),
     [
         ("github.com/acme/other", {}, "the target is for module github.com/acme/xor"),
-        (MOD, {"GITHUB_TOKEN": ""}, "needs GITHUB_TOKEN"),
+        (MOD, {"GITHUB_TOKEN": ""}, "needs a token: set GITHUB_TOKEN"),
     ],
 )
 def test_checks_refuse_before_anything_is_sent(

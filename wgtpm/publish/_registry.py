@@ -65,8 +65,10 @@ class RegistryTarget:
         creds = [self._cred] if self._token else []
         return send(self._http(), method, url, credentials=creds, retry=True, **body)
 
+    def ready(self) -> None:
+        self._need_token()
+
     def published_versions(self, module: str) -> list[str]:
-        self._need_token()  # asked before anything is built: a missing token fails fast
         url = f"{self.url}/{escape_path(module)}/@v/list"
         try:
             resp = self._http().get(url, headers=self._auth(), ok=(200, 404, 410))
@@ -81,7 +83,8 @@ class RegistryTarget:
         if not self._token:
             raise UsageError(
                 f"publishing to {self.name} needs a token: set {TOKEN_ENV} to a publish token "
-                "(wgtpm registry token create --prefix MODULE-PREFIX --scope publish)"
+                "(wgtpm registry token create --prefix MODULE-PREFIX --scope publish); "
+                "nothing was built or sent"
             )
 
     def publish(self, release: Release, reporter: Reporter) -> Published:

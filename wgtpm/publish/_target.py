@@ -6,8 +6,11 @@ target: a wgtpm registry (its publish API), a GitHub repository (a release
 with assets), a Hugging Face repository (one commit and a tag), or a
 directory (a ``file://`` proxy tree, ``--dry-run``/``-o``).
 
-A target answers three questions and does one thing:
+A target answers four questions and does one thing:
 
+- ``ready()``: raise :class:`~wgtpm.UsageError` when nothing could be
+  published there at all (no token: the message names the variable to set).
+  Asked first, before anything is read, built or sent.
 - ``published_versions(module)``: the versions already published there (for
   "newer than every published version" and the tag check); ``[]`` when none.
 - ``check(release)``: raise :class:`~wgtpm.UsageError` (or a ``ModuleError``)
@@ -114,6 +117,8 @@ class PublishTarget(Protocol):
     def name(self) -> str:
         """How messages name this target (``registry https://reg.example``, ``github.com/acme/x``)."""
         ...
+
+    def ready(self) -> None: ...
 
     def published_versions(self, module: str) -> list[str]: ...
 

@@ -154,6 +154,14 @@ class GitHubTarget:
 
     # ---- the PublishTarget protocol -------------------------------------------
 
+    def ready(self) -> None:
+        if self._cred is None:
+            raise UsageError(
+                f"publishing to {self.name} needs a token: set GITHUB_TOKEN (the github.com "
+                "variable of wgtpm/sources/hosts.py) to a token that can write releases "
+                "(contents: write); nothing was built or sent"
+            )
+
     def published_versions(self, module: str) -> list[str]:
         try:
             return _version.sort_versions(self._source().versions(module))
@@ -192,11 +200,7 @@ class GitHubTarget:
             raise UsageError(
                 f"{where}: cannot publish to {self.name}: the target is for module {self.module}"
             )
-        if self._cred is None:
-            raise UsageError(
-                f"{where}: publishing to {self.name} needs GITHUB_TOKEN, a token that can "
-                "write releases (contents: write)"
-            )
+        self.ready()
         tag = release.tag
         for path in [*release.files, INDEX]:
             problem = asset_problem(path)

@@ -91,6 +91,14 @@ class HuggingFaceTarget:
 
     # ---- the PublishTarget protocol -------------------------------------------
 
+    def ready(self) -> None:
+        if self._cred is None:
+            raise UsageError(
+                f"publishing to {self.name} needs a token: set HF_TOKEN (the hf.co variable "
+                "of wgtpm/sources/hosts.py) to a Hugging Face token that can write to "
+                f"{self.repo_id}; nothing was built or sent"
+            )
+
     def published_versions(self, module: str) -> list[str]:
         try:
             return _version.sort_versions(self._source().versions(module))
@@ -128,11 +136,7 @@ class HuggingFaceTarget:
             raise UsageError(
                 f"{where}: cannot publish to {self.name}: the target is for module {self.module}"
             )
-        if self._cred is None:
-            raise UsageError(
-                f"{where}: publishing to {self.name} needs HF_TOKEN, a Hugging Face token "
-                "that can write to the repository"
-            )
+        self.ready()
 
     def _existing(self, release: Release) -> bool:
         """Whether tag ``vX.Y.Z`` holds this release already; refused when it holds another."""
