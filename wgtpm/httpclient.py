@@ -5,9 +5,9 @@ Every network request of wgtpm goes through :class:`HttpClient`:
 - GETs are retried with exponential backoff and full jitter on connection
   errors, 5xx and 429 (a ``Retry-After`` is honoured up to
   ``HttpOptions.max_retry_after``; a longer wait is an error that says so).
-- Writes (:meth:`HttpClient.send`, for publishing) are sent once unless the
-  caller says the request is idempotent, follow no redirect, and answer any
-  status for the caller to judge.
+- Writes (:meth:`HttpClient.send`, for publishing) are retried only when
+  idempotent (PUT, DELETE, or as the caller says), follow no redirect, and
+  answer any status for the caller to judge.
 - Redirects are followed here, not by httpx, so that the caller's headers
   (``Authorization``, ``X-API-Key``, cookies, anything not on the safe list)
   reach the origin they were meant for and never another one: GitHub and
@@ -111,6 +111,8 @@ MAX_ERROR_BODY = 64 << 10
 #: Headers that may follow a redirect to another origin; all others are dropped.
 SAFE_HEADERS = frozenset({"accept", "accept-encoding", "range", "user-agent"})
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
+#: Methods that :meth:`HttpClient.send` retries unless told otherwise (RFC 9110, 9.2.2).
+IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
 
 
 class HTTPStatusError(WgtpmError):
@@ -615,7 +617,7 @@ class HttpClient:
         content: Body = None,
         headers: Mapping[str, str] | None = None,
         credentials: Iterable[Credential] = (),
-        retry: bool = False,
+        retry: bool | None = None,
         limit: int = MAX_METADATA,
     ) -> httpx.Response:
         """Send one request with a body (POST, PUT, PATCH, DELETE); any status is answered.
@@ -626,9 +628,10 @@ class HttpClient:
         ``credentials`` adds its header when the URL has its origin
         (:meth:`Credential.headers_for`). No redirect is followed (a token
         must not follow it, and a redirected body would be lost): a 3xx is
-        answered like any other status. The request is sent once unless
-        ``retry`` (the caller knows it is idempotent): then a network error,
-        a 5xx or a 429 is retried as :meth:`get` retries. Of the answer at
+        answered like any other status. A network error, a 5xx or a 429 is
+        retried as :meth:`get` retries only for an idempotent request:
+        ``retry=None`` takes HTTP's word (PUT and DELETE are, POST and PATCH
+        are not); a caller that knows better says ``True`` or ``False``. Of the answer at
         most ``limit`` bytes of a 2xx body are read
         (:class:`ResponseTooLargeError` beyond), :data:`MAX_ERROR_BODY` of another.
 
@@ -640,6 +643,8 @@ class HttpClient:
         hdrs = dict(headers or {})
         for cred in credentials:
             hdrs.update(cred.headers_for(url))
+        if retry is None:
+            retry = method.upper() in IDEMPOTENT
         attempt = 0
         while True:
             _interrupt.check()

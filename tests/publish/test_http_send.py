@@ -46,14 +46,23 @@ def client(h: Handler) -> HttpClient:
 CRED = Credential(API, "Authorization", f"Bearer {SECRET}")
 
 
-def test_a_write_is_sent_once_unless_the_caller_says_it_may_be_repeated() -> None:
-    h = Handler(503, 201)
-    assert send(client(h), "POST", f"{API}/a", json={"x": 1}).status == 503
-    assert len(h.seen) == 1
+@pytest.mark.parametrize(
+    ("method", "retry", "tries"),
+    [
+        ("POST", None, 1),  # not idempotent: sent once
+        ("PATCH", None, 1),
+        ("POST", True, 3),  # the caller knows this one may be repeated
+        ("PUT", None, 3),  # idempotent: retried
+        ("DELETE", None, 3),
+        ("PUT", False, 1),
+    ],
+)
+def test_only_idempotent_writes_are_retried(method: str, retry: bool | None, tries: int) -> None:
     h = Handler(503, 429, 201)
-    answer = send(client(h), "PUT", f"{API}/a", content=b"abc", retry=True)
-    assert answer.status == 201 and answer.doc["status"] == 201
-    assert h.bodies == [b"abc"] * 3
+    answer = send(client(h), method, f"{API}/a", content=b"abc", retry=retry)
+    assert len(h.seen) == tries and h.bodies == [b"abc"] * tries
+    assert answer.status == [503, 429, 201][tries - 1]
+    assert answer.doc["status"] == answer.status
 
 
 def test_a_streamed_body_is_sent_whole_again_on_each_try() -> None:

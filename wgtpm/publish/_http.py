@@ -77,12 +77,13 @@ def send(
     headers: Mapping[str, str] | None = None,
     json: Any = None,
     content: Body = None,
-    retry: bool = False,
+    retry: bool | None = None,
 ) -> Answer:
     """Send one request with a JSON body (``json``) or ``content``; any status is answered.
 
     Raises :class:`~wgtpm.httpclient.TransportError` when no answer came back
-    (after the retries of an idempotent request, ``retry=True``).
+    (after the retries of an idempotent request: see ``retry`` of
+    :meth:`~wgtpm.httpclient.HttpClient.send`).
     """
     hdrs = dict(headers or {})
     if json is not None:

@@ -36,9 +36,9 @@ origin of the draft's ``upload_url`` only when that is on the API's host
 ``api.github.com``; never to a download redirect. Each is a
 :class:`~wgtpm.httpclient.Credential` that the shared
 :class:`~wgtpm.httpclient.HttpClient` attaches by origin, for reads and
-writes (:meth:`~wgtpm.httpclient.HttpClient.send`, never retried by the
-client: this module retries a write itself after looking at what the
-failed try left).
+writes (:meth:`~wgtpm.httpclient.HttpClient.send`, which retries a DELETE
+but never a POST or PATCH: this module retries those itself after looking
+at what the failed try left).
 """
 
 from __future__ import annotations
@@ -455,7 +455,7 @@ class GitHubTarget:
         content: Body = None,
         headers: Mapping[str, str] | None = None,
     ) -> Answer:
-        """One write request, sent once; :class:`_Failed` unless GitHub answers 2xx."""
+        """One write request (the client retries only a DELETE); :class:`_Failed` unless 2xx."""
         h = {"Accept": _JSON, "X-GitHub-Api-Version": API_VERSION, **(headers or {})}
         try:
             answer = send(
