@@ -5,6 +5,9 @@ Every network request of wgtpm goes through :class:`HttpClient`:
 - GETs are retried with exponential backoff and full jitter on connection
   errors, 5xx and 429 (a ``Retry-After`` is honoured up to
   ``HttpOptions.max_retry_after``; a longer wait is an error that says so).
+- Writes (:meth:`HttpClient.send`, for publishing) are retried only when
+  idempotent (PUT, DELETE, or as the caller says), follow no redirect, and
+  answer any status for the caller to judge.
 - Redirects are followed here, not by httpx, so that the caller's headers
   (``Authorization``, ``X-API-Key``, cookies, anything not on the safe list)
   reach the origin they were meant for and never another one: GitHub and
@@ -67,9 +70,9 @@ import sys
 import threading
 import time
 import types
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from . import _interrupt
@@ -97,6 +100,9 @@ __all__ = [
     "shown_url",
 ]
 
+#: A request body for :meth:`HttpClient.send`: bytes, or a function giving the chunks of a stream.
+Body: TypeAlias = bytes | Callable[[], Iterable[bytes]] | None
+
 #: The most decoded bytes of a body read whole (metadata, API JSON), as Go's ``MaxGoMod``.
 MAX_METADATA = 16 << 20
 #: The most bytes read of an error response's body (the message shows less).
@@ -105,6 +111,8 @@ MAX_ERROR_BODY = 64 << 10
 #: Headers that may follow a redirect to another origin; all others are dropped.
 SAFE_HEADERS = frozenset({"accept", "accept-encoding", "range", "user-agent"})
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
+#: Methods that :meth:`HttpClient.send` retries unless told otherwise (RFC 9110, 9.2.2).
+IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
 
 
 class HTTPStatusError(WgtpmError):
@@ -125,10 +133,10 @@ class HTTPStatusError(WgtpmError):
 class TransportError(WgtpmError):
     """The request did not complete: refused, reset, timed out, or a broken response."""
 
-    def __init__(self, url: str, message: str) -> None:
+    def __init__(self, url: str, message: str, *, method: str = "GET") -> None:
         self.url = url
         self.reason = message
-        super().__init__(redact(f"GET {_redact(url)}: {message}"))
+        super().__init__(redact(f"{method} {_redact(url)}: {message}"))
 
 
 class DeadlineExceededError(TransportError):
@@ -393,7 +401,12 @@ class HttpClient:
         self.close()
 
     def _sleep(
-        self, attempt: int, headers: Mapping[str, str] | None, url: str, why: str = ""
+        self,
+        attempt: int,
+        headers: Mapping[str, str] | None,
+        url: str,
+        why: str = "",
+        method: str = "GET",
     ) -> None:
         wait = self._policy.wait_for(attempt, retry_after(headers) if headers is not None else None)
         if wait is None:
@@ -404,7 +417,7 @@ class HttpClient:
             )
         network().notice(
             redact(
-                f"GET {shown_url(url)}: {why or 'failed'}; retrying in {wait:.1f}s "
+                f"{method} {shown_url(url)}: {why or 'failed'}; retrying in {wait:.1f}s "
                 f"(try {attempt + 2} of {self.opts.retries + 1})"
             )
         )
@@ -592,6 +605,87 @@ class HttpClient:
                     raise HTTPStatusError(resp.status_code, str(resp.url), resp.headers, body)
                 rh = resp.headers
             self._sleep(attempt, rh, url, f"HTTP {resp.status_code}")
+            attempt += 1
+
+    # ---- writes (publishing): apart from the read path above ---------------------
+
+    def send(
+        self,
+        method: str,
+        url: str,
+        *,
+        content: Body = None,
+        headers: Mapping[str, str] | None = None,
+        credentials: Iterable[Credential] = (),
+        retry: bool | None = None,
+        limit: int = MAX_METADATA,
+    ) -> httpx.Response:
+        """Send one request with a body (POST, PUT, PATCH, DELETE); any status is answered.
+
+        ``content`` is bytes, or a function that gives the body's chunks (a
+        file streamed while it uploads; called again for each try; set
+        ``Content-Length`` in ``headers`` or it goes chunked). Each of
+        ``credentials`` adds its header when the URL has its origin
+        (:meth:`Credential.headers_for`). No redirect is followed (a token
+        must not follow it, and a redirected body would be lost): a 3xx is
+        answered like any other status. A network error, a 5xx or a 429 is
+        retried as :meth:`get` retries only for an idempotent request:
+        ``retry=None`` takes HTTP's word (PUT and DELETE are, POST and PATCH
+        are not); a caller that knows better says ``True`` or ``False``. Of the answer at
+        most ``limit`` bytes of a 2xx body are read
+        (:class:`ResponseTooLargeError` beyond), :data:`MAX_ERROR_BODY` of another.
+
+        Raises :class:`TransportError` (naming the method and URL, secrets
+        redacted) when no complete answer came back.
+        """
+        import httpx
+
+        hdrs = dict(headers or {})
+        for cred in credentials:
+            hdrs.update(cred.headers_for(url))
+        if retry is None:
+            retry = method.upper() in IDEMPOTENT
+        attempt = 0
+        while True:
+            _interrupt.check()
+            live = self._watch.begin(method, url)
+            rh: Mapping[str, str] | None = None
+            try:
+                body = content() if callable(content) else content
+                req = self._client.build_request(method, url, headers=hdrs, content=body)
+                resp = self._client.send(req, stream=True)
+                live.answered(resp)
+                try:
+                    ok = 200 <= resp.status_code < 300
+                    data = _read_capped(
+                        resp, limit if ok else MAX_ERROR_BODY, None, 0.0, cut=not ok
+                    )
+                finally:
+                    resp.close()
+            except httpx.HTTPError as exc:
+                live.fail(type(exc).__name__)
+                err = TransportError(url, self._reason(url, exc), method=method)
+                if not retry or attempt >= self.opts.retries:
+                    raise err from exc
+                why = err.reason
+            else:
+                if not (
+                    retry and self._retryable(resp.status_code) and attempt < self.opts.retries
+                ):
+                    return httpx.Response(
+                        resp.status_code,
+                        headers=[
+                            (k, v)
+                            for k, v in resp.headers.multi_items()
+                            if k.lower() not in ("content-encoding", "content-length")
+                        ],
+                        content=data,
+                        request=resp.request,
+                    )
+                rh, why = resp.headers, f"HTTP {resp.status_code}"
+            finally:
+                self._watch.end(live)
+            self._sleep(attempt, rh, url, why, method)
             attempt += 1
 
 

@@ -245,6 +245,7 @@ class Fetcher:
     def _download(self, path: str, version: str, patterns: list[str] | None) -> Path:
         idx = self.index(path, version)
         tree = self.cache.mod_dir(path, version)
+        self._check_provenance(path, version, idx, tree)
         want = [e for e in idx.files if matches(patterns, e.path)]
         missing = [e for e in want if not (tree / e.path).is_file()]
         if not missing:
@@ -279,6 +280,22 @@ class Fetcher:
             end(self.progress, label, ok)
         tree.mkdir(parents=True, exist_ok=True)
         return tree
+
+    def _check_provenance(
+        self, path: str, version: str, idx: _index.ReleaseIndex, tree: Path
+    ) -> None:
+        """Refuse a release whose provenance file (covered by h1) contradicts its index.
+
+        It is fetched before any other file, whatever ``select`` says, and checked on
+        every download, so a refused version never becomes a complete module tree.
+        """
+        from .publish._provenance import PROVENANCE_FILE, check_provenance
+
+        e = idx.entry(PROVENANCE_FILE)
+        if e is not None:
+            if not (tree / e.path).is_file():
+                self._fetch_file(path, version, e, PROVENANCE_FILE)
+            check_provenance(idx, (tree / e.path).read_bytes())
 
     def _fetch_file(self, path: str, version: str, e: _index.IndexEntry, label: str) -> None:
         _interrupt.check()

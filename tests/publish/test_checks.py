@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests.publish.conftest import base_wgt, commit_all, git, make_package
+from tests.registry.conftest import Live
 from wgtpm.proxytree import ProxyTree
+from wgtpm.publish._target import Release, tag_for
 
 
 def publish(wgtpm, pkg: Path, *args: str):  # type: ignore[no-untyped-def]
@@ -141,19 +143,24 @@ def test_untrained_weights_unless_allowed(wgtpm, tmp_path: Path) -> None:  # typ
     assert r.code == 0, r.err
 
 
-def test_target_selection(wgtpm, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_target_selection(wgtpm, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    for var in ("GITHUB_TOKEN", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("GITHUB_API_URL", "http://127.0.0.1:9")  # nothing listens: no network
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
     other = make_package(tmp_path / "o", "example.com/acme/o", {})
     line = refused(wgtpm("publish", "--version", "v0.1.0", cwd=other))
     assert "--to https://REGISTRY" in line
-    gh = make_package(tmp_path / "gh", "github.com/acme/gh", {})
-    line = refused(wgtpm("publish", "--version", "v0.1.0", cwd=gh))
-    assert "github" in line.lower()  # the GitHub target took it
+    # a hosted target without its token: the variable to set, before anything is read or built
+    for module, var in (("github.com/acme/gh", "GITHUB_TOKEN"), ("hf.co/acme/hf", "HF_TOKEN")):
+        pkg = make_package(tmp_path / var, module, {})
+        r = wgtpm("publish", "--version", "v0.1.0", cwd=pkg)
+        line = refused(r)
+        assert f"needs a token: set {var}" in line and "nothing was built or sent" in line
+        assert len(r.err.strip().splitlines()) == 1, r.err
+        assert "127.0.0.1:9" not in r.err  # no network was tried
     line = refused(wgtpm("publish", "--version", "v0.1.0", "--to", "reg.example", cwd=other))
     assert "want the registry's URL" in line
-    line = refused(
-        wgtpm("publish", "--version", "v0.1.0", "--to", "https://r", "-o", "d", cwd=other)
-    )
-    assert "exclude each other" in line
 
 
 def test_retract(wgtpm, pkg: Path) -> None:  # type: ignore[no-untyped-def]
@@ -170,3 +177,54 @@ def test_the_output_directory_does_not_make_the_tree_dirty(wgtpm, pkg: Path) -> 
         assert r.code == 0, r.err
     assert "already published" in r.out
     assert (pkg / "out/tree/example.com/acme/p/@v/v0.1.0/notes.txt").read_text() == "hello\n"
+
+
+@pytest.mark.parametrize(
+    ("module", "subdir", "tag"),
+    [
+        ("example.com/acme/xor", "", "v1.2.3"),
+        ("example.com/acme/xor", "models/xor", "models/xor/v1.2.3"),
+        ("example.com/acme/xor/v2", "v2", "v2.0.0"),  # a major subdirectory is no prefix
+        ("example.com/acme/xor/v2", "models/xor/v2", "models/xor/v2.0.0"),
+        ("example.com/acme/xor/v2", "models/xor", "models/xor/v2.0.0"),
+        ("github.com/acme/xor", "", "v1.2.3"),
+        ("github.com/acme/xor/sub", "anything", "sub/v1.2.3"),  # the path says where
+        ("github.com/acme/xor/sub/v2", "sub/v2", "sub/v2.0.0"),
+        ("github.com/acme/v2", "", "v2.0.0"),  # a repository named v2
+        ("hf.co/acme/tiny", "models", "v1.2.3"),
+    ],
+)
+def test_tag_for_names_tags_as_go_does(module: str, subdir: str, tag: str) -> None:
+    version = "v2.0.0" if "/v2" in module else "v1.2.3"
+    assert tag_for(module, version, subdir) == tag
+
+
+def test_a_release_is_tagged_by_tag_for() -> None:
+    r = Release("github.com/acme/xor/sub/v2", "v2.0.0", None, {}, b"", "h1:x", "h1:y")
+    assert r.tag == "sub/v2.0.0"
+
+
+def test_a_dry_run_checks_the_versions_where_a_publish_would_go(  # type: ignore[no-untyped-def]
+    wgtpm, pkg: Path, live: Live, monkeypatch
+) -> None:
+    monkeypatch.setenv("WGTPM_TOKEN", live.token)
+    r = wgtpm("publish", "--version", "v0.2.0", "--to", live.url, cwd=pkg)
+    assert r.code == 0, r.err
+    git(pkg, "tag", "-d", "v0.2.0")
+    monkeypatch.delenv("WGTPM_TOKEN")  # reading the versions needs none
+    line = refused(publish(wgtpm, pkg, "--version", "v0.1.0", "--to", live.url))
+    assert "older than the published v0.2.0" in line
+    assert not (pkg / "dist").exists()
+    # the dry run's own tree alone would have let it through
+    r = publish(wgtpm, pkg, "--version", "v0.1.0")
+    assert r.code == 0 and "only the versions in" in r.err and "needs --to URL" in r.err
+
+
+def test_a_dry_run_says_when_it_could_not_read_the_published_versions(  # type: ignore[no-untyped-def]
+    wgtpm, pkg: Path, monkeypatch
+) -> None:
+    monkeypatch.setenv("WGTPM_HTTP_RETRIES", "0")
+    r = publish(wgtpm, pkg, "--version", "v0.1.0", "--to", "http://127.0.0.1:9")
+    assert r.code == 0, r.err
+    assert "could not read the versions published at registry http://127.0.0.1:9" in r.err
+    assert (pkg / "dist/example.com/acme/p/@v/list").read_text() == "v0.1.0\n"

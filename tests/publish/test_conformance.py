@@ -1,34 +1,61 @@
-"""One conformance test that every :class:`~wgtpm.publish.PublishTarget` must pass.
+"""One conformance suite that every :class:`~wgtpm.publish.PublishTarget` must pass.
 
-Hand-made releases (no git, no build): a target lists nothing at first;
-publishing makes the version listed and readable through the proxy protocol
-with the same index bytes; the same release again is a no-op
-(``created=False``); another h1 for the version is refused, naming both.
-The GitHub and Hugging Face targets join the parameter list when they land.
+Hand-made releases (no git, no build), published to a directory, a wgtpm
+registry (uvicorn on loopback), the loopback GitHub and the loopback Hugging
+Face Hub (tests/servers, with their write APIs). Each target is read back
+the way consumers read it (the proxy protocol, the GitHub and Hugging Face
+sources, ``wgtpm get``), never through the target itself:
+
+- publish: the version is listed, its index is the release's bytes (so its
+  h1), every file comes back, and ``wgtpm get`` writes the release's two
+  wgt.sum lines;
+- immutability: the same release again is a no-op (``created=False``);
+  another h1 for the version is refused naming both, and the published
+  bytes stay what they were;
+- a failure part-way through the upload (one file sent, the next refused)
+  leaves no version visible; the same publish on a healed network succeeds;
+- Ctrl-C at every point the target reports progress leaves either nothing
+  visible or the complete release, and the next attempt completes it.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import httpx
 import pytest
 
+from tests.publish_hosts.conftest import GH_TOKEN, HF_TOKEN, Recorder, _clean_env, github, hf
 from tests.registry.conftest import Live
-from wgtpm._errors import ModuleError
+from tests.servers import Fault
+from tests.servers.github import GitHubServer
+from tests.servers.huggingface import HuggingFaceServer
+from wgtpm import index as _index
+from wgtpm._errors import NotFoundError, WgtpmError
 from wgtpm._report import SILENT
+from wgtpm._retry import Backoff
 from wgtpm.dirhash import hash1_bytes
+from wgtpm.httpclient import HttpClient, HttpOptions
 from wgtpm.index import IndexEntry, build_index
 from wgtpm.publish import DirectoryTarget, PublishTarget, RegistryTarget, Release
+from wgtpm.sources import Source
+from wgtpm.sources.proxy import ProxySource
 
-M, V = "example.com/acme/conf", "v0.1.0"
+__all__ = ["_clean_env", "github", "hf"]  # fixtures used by the hosted cases
+
+V = "v0.1.0"
+#: Two files large enough for Hugging Face's LFS (by name), so an upload can fail between them.
+FILES = {"data/a.bin": b"A" * 3000, "data/b.safetensors": b"B" * 2000}
 
 
-def make_release(d: Path, content: bytes) -> Release:
+def make_release(d: Path, module: str, salt: bytes = b"") -> Release:
     d.mkdir(parents=True)
-    files = {"wgt.mod": f"module {M}\nwgt 0.1\n".encode(), "data/a.bin": content}
+    files = {"wgt.mod": f"module {module}\nwgt 0.1\n".encode()}
+    files.update({p: b + salt for p, b in FILES.items()})
     paths = {}
     for p, b in files.items():
         paths[p] = d / p.replace("/", "_")
@@ -43,42 +70,292 @@ def make_release(d: Path, content: bytes) -> Release:
         )
         for p, b in files.items()
     ]
-    index = build_index(M, V, entries, time="2026-11-29T12:00:00Z")
-    return Release(
-        M, V, None, paths, index.to_json(), index.h1(), hash1_bytes({"wgt.mod": files["wgt.mod"]})
+    index = build_index(module, V, entries, time="2026-11-29T12:00:00Z")
+    mod_h1 = hash1_bytes({"wgt.mod": files["wgt.mod"]})
+    return Release(module, V, None, paths, index.to_json(), index.h1(), mod_h1)
+
+
+@dataclass
+class Case:
+    """One target under test, and the consumer's side of it."""
+
+    module: str
+    make: Callable[[], PublishTarget]  # a target on a healthy network
+    read: Callable[[], Source]  # a fresh reader, as consumers read (no cache)
+    get_env: dict[str, str]  # the environment ``wgtpm get`` reads this target with
+    #: A target whose upload of the release fails after its first file.
+    broken: Callable[[Release], PublishTarget] | None = None
+    heal: Callable[[], None] = field(default=lambda: None)
+
+
+class _FailingWrites(httpx.BaseTransport):
+    """The network between client and registry: every PUT of a file after the first answers 503."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.HTTPTransport()
+        self.puts = 0
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if request.method == "PUT" and "/files/" in request.url.path:
+            self.puts += 1
+            if self.puts > 1:
+                request.read()
+                return httpx.Response(503, json={"error": "storage is down"})
+        return self.inner.handle_request(request)
+
+
+@pytest.fixture
+def http() -> Iterator[HttpClient]:
+    with HttpClient(HttpOptions(timeout=10, retries=1, backoff=0.01, max_retry_after=2)) as c:
+        yield c
+
+
+def _directory(request: pytest.FixtureRequest, tmp_path: Path, http: HttpClient) -> Case:
+    t = DirectoryTarget(tmp_path / "tree")
+    m = "example.com/acme/conf"
+    saved: dict[Path, bytes] = {}
+
+    def broken(release: Release) -> PublishTarget:
+        f = release.files["data/b.safetensors"]  # its bytes change after the index was made
+        saved[f] = f.read_bytes()
+        f.write_bytes(b"changed on disk")
+        return t
+
+    def heal() -> None:
+        for f, data in saved.items():
+            f.write_bytes(data)
+
+    return Case(
+        m,
+        lambda: t,
+        lambda: ProxySource(t.tree.url, None),
+        {"WGTPROXY": t.tree.url},
+        broken,
+        heal,
     )
 
 
-@pytest.fixture(params=["directory", "registry"])
-def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[PublishTarget, str]]:
-    """A target and the proxy-protocol base URL that serves what it publishes."""
-    if request.param == "directory":
-        t = DirectoryTarget(tmp_path / "tree")
-        yield t, t.tree.url
-        return
+def _registry(request: pytest.FixtureRequest, tmp_path: Path, http: HttpClient) -> Case:
     live: Live = request.getfixturevalue("live")
-    yield RegistryTarget(live.url, token=live.token), live.url
+
+    def broken(release: Release) -> PublishTarget:
+        faulty = HttpClient(HttpOptions(retries=1, backoff=0.01), transport=_FailingWrites())
+        return RegistryTarget(live.url, token=live.token, client=faulty)
+
+    return Case(
+        "example.com/acme/conf",
+        lambda: RegistryTarget(live.url, token=live.token, client=http),
+        lambda: ProxySource(live.url, http),
+        {"WGTPROXY": live.url},
+        broken,
+    )
 
 
-def _read(base: str, path: str) -> bytes:
-    if base.startswith("file://"):
-        return Path(base.removeprefix("file://"), path).read_bytes()
-    return httpx.get(f"{base}/{path}").content
+def _github(request: pytest.FixtureRequest, tmp_path: Path, http: HttpClient) -> Case:
+    from wgtpm.publish import github as gh_target
+    from wgtpm.publish.github import GitHubTarget
+    from wgtpm.sources.github import GitHubSource
+
+    server: GitHubServer = request.getfixturevalue("github")
+    mp: pytest.MonkeyPatch = request.getfixturevalue("monkeypatch")
+    mp.setattr(gh_target, "UPLOAD_RETRY", Backoff(attempts=2, base=0.0, sleep_fn=lambda s: None))
+    server.repo("acme", "conf").commit()
+    m = "github.com/acme/conf"
+    env = {"GITHUB_API_URL": server.url, "GITHUB_TOKEN": GH_TOKEN}
+
+    def broken(release: Release) -> PublishTarget:
+        server.fail_uploads(after=1, times=100)
+        return GitHubTarget(m, http, env)
+
+    return Case(
+        m,
+        lambda: GitHubTarget(m, http, env),
+        lambda: GitHubSource(http, api_url=server.url, token=GH_TOKEN),
+        {**env, "WGTPROXY": "direct"},
+        broken,
+        lambda: server.fail_uploads(0, times=0),
+    )
 
 
-def test_target_conformance(target: tuple[PublishTarget, str], tmp_path: Path) -> None:
-    t, base = target
-    assert t.published_versions(M) == []
-    release = make_release(tmp_path / "r1", b"one")
+def _huggingface(request: pytest.FixtureRequest, tmp_path: Path, http: HttpClient) -> Case:
+    import huggingface_hub.constants
+
+    from wgtpm.publish.huggingface import HuggingFaceTarget
+    from wgtpm.sources.huggingface import HuggingFaceSource
+
+    server: HuggingFaceServer = request.getfixturevalue("hf")
+    mp: pytest.MonkeyPatch = request.getfixturevalue("monkeypatch")
+    mp.setattr(huggingface_hub.constants, "HF_HUB_DISABLE_XET", True)  # the loopback Hub: LFS
+    server.repo("acme", "conf")
+    m = "hf.co/acme/conf"
+    env = {"HF_ENDPOINT": server.url, "HF_TOKEN": HF_TOKEN}
+
+    def broken(release: Release) -> PublishTarget:
+        second = hashlib.sha256(release.files["data/b.safetensors"].read_bytes()).hexdigest()
+        server.inject(Fault.error(f"/lfs-upload/{second}*", 403, times=100))
+        return HuggingFaceTarget(m, http, env)
+
+    return Case(
+        m,
+        lambda: HuggingFaceTarget(m, http, env),
+        lambda: HuggingFaceSource(http, endpoint=server.url, token=HF_TOKEN),
+        {**env, "WGTPROXY": "direct"},
+        broken,
+        server.faults.clear,
+    )
+
+
+CASES = {
+    "directory": _directory,
+    "registry": _registry,
+    "github": _github,
+    "huggingface": _huggingface,
+}
+
+
+@pytest.fixture(params=list(CASES))
+def case(request: pytest.FixtureRequest, tmp_path: Path, http: HttpClient) -> Case:
+    return CASES[request.param](request, tmp_path, http)
+
+
+# ---- reading back, as consumers do ----------------------------------------------
+
+
+def _read_file(src: Source, http: HttpClient, module: str, name: str) -> bytes:
+    req = src.file(module, V, name)
+    if req.body is not None:
+        return req.body
+    if req.url.startswith("file:"):
+        return Path(unquote(urlsplit(req.url).path)).read_bytes()
+    return http.get(req.url, headers=req.headers).content
+
+
+def assert_published(case: Case, http: HttpClient, release: Release) -> None:
+    """``release`` is what consumers get: listed, its exact index (so h1), every file."""
+    src = case.read()
+    assert V in src.versions(case.module)
+    index = src.index(case.module, V)
+    assert index == release.index
+    assert _index.parse(index, case.module, V).h1() == release.h1
+    for name, path in release.files.items():
+        assert _read_file(src, http, case.module, name) == path.read_bytes(), name
+
+
+def assert_nothing_published(case: Case) -> None:
+    """No version is visible: not listed, no index."""
+    src = case.read()
+    try:
+        listed = src.versions(case.module)
+    except NotFoundError:
+        listed = []
+    assert V not in listed
+    assert V not in case.make().published_versions(case.module)
+    with pytest.raises(WgtpmError):
+        src.index(case.module, V)
+
+
+# ---- the suite --------------------------------------------------------------------
+
+
+def test_publish_then_get_back_with_the_same_h1(  # type: ignore[no-untyped-def]
+    case: Case, http: HttpClient, tmp_path: Path, wgtpm, project: Path, monkeypatch
+) -> None:
+    t = case.make()
+    t.ready()
+    assert t.published_versions(case.module) == []
+    release = make_release(tmp_path / "r1", case.module)
     t.check(release)
-    done = t.publish(release, SILENT)
-    assert done.created
-    assert t.published_versions(M) == [V]
-    assert _read(base, f"{M}/@v/{V}.index.json") == release.index
-    assert _read(base, f"{M}/@v/{V}/data/a.bin") == b"one"
-    assert t.publish(release, SILENT).created is False  # the same release again: a no-op
-    other = make_release(tmp_path / "r2", b"two")
-    with pytest.raises(ModuleError) as err:
-        t.publish(other, SILENT)
+    done = t.publish(release, Recorder())
+    assert done.created and done.url
+    assert t.published_versions(case.module) == [V]
+    assert_published(case, http, release)
+
+    for k, v in case.get_env.items():
+        monkeypatch.setenv(k, v)
+    r = wgtpm("get", f"{case.module}@{V}", cwd=project)
+    assert r.code == 0, r.err
+    sums = [ln for ln in (project / "wgt.sum").read_text().splitlines() if case.module in ln]
+    assert sums == release.sum_lines()
+    assert GH_TOKEN not in r.out + r.err and HF_TOKEN not in r.out + r.err
+
+
+def test_a_published_version_never_changes(case: Case, http: HttpClient, tmp_path: Path) -> None:
+    t = case.make()
+    release = make_release(tmp_path / "r1", case.module)
+    assert t.publish(release, SILENT).created
+    again = case.make()
+    again.check(release)
+    assert again.publish(release, SILENT).created is False  # the same release again: a no-op
+    other = make_release(tmp_path / "r2", case.module, salt=b"2")
+    with pytest.raises(WgtpmError) as err:
+        again.check(other)
+        again.publish(other, SILENT)
     assert release.h1 in str(err.value) and other.h1 in str(err.value)
-    assert _read(base, f"{M}/@v/{V}/data/a.bin") == b"one"  # nothing changed
+    assert_published(case, http, release)  # nothing changed
+
+
+def test_a_failure_part_way_publishes_nothing_and_the_retry_succeeds(
+    case: Case, http: HttpClient, tmp_path: Path
+) -> None:
+    assert case.broken is not None
+    release = make_release(tmp_path / "r1", case.module)
+    with pytest.raises(WgtpmError):
+        case.broken(release).publish(release, SILENT)
+    assert_nothing_published(case)
+    case.heal()
+    t = case.make()
+    t.check(release)
+    assert t.publish(release, SILENT).created
+    assert_published(case, http, release)
+
+
+class _CtrlC(Recorder):
+    """A reporter through which Ctrl-C arrives at its ``at``-th call (notice, start, advance...)."""
+
+    def __init__(self, at: int) -> None:
+        super().__init__()
+        self.at = at
+        self.calls = 0
+
+    def _tick(self) -> None:
+        self.calls += 1
+        if self.calls == self.at:
+            raise KeyboardInterrupt
+
+    def notice(self, message: str) -> None:
+        self._tick()
+
+    def warning(self, message: str) -> None:
+        self._tick()
+
+    def start(self, label: str, total: int) -> None:
+        self._tick()
+
+    def advance(self, label: str, n: int) -> None:
+        self._tick()
+
+    def finish(self, label: str) -> None:
+        self._tick()
+
+
+def test_ctrl_c_at_any_point_leaves_nothing_or_the_whole_release(
+    case: Case, http: HttpClient, tmp_path: Path
+) -> None:
+    release = make_release(tmp_path / "r1", case.module)
+    interrupted = 0
+    for at in range(1, 200):
+        try:
+            case.make().publish(release, _CtrlC(at))
+        except KeyboardInterrupt:
+            interrupted += 1
+            if V in case.make().published_versions(case.module):
+                assert_published(case, http, release)  # interrupted after the end: complete
+            else:
+                assert_nothing_published(case)
+            continue
+        break
+    else:
+        pytest.fail("the publish never completed")
+    assert_published(case, http, release)
+    if not isinstance(case.make(), DirectoryTarget):  # those that report progress were interrupted
+        assert interrupted >= 1

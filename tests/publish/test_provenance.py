@@ -76,3 +76,85 @@ def test_a_file_changed_after_indexing_is_not_written(tmp_path: Path) -> None:
         tree.put(M, V, index, {"a.txt": src, "wgt.mod": mod})
     assert tree.versions(M) == []
     assert not list((tmp_path / "tree").rglob("a.txt"))
+
+
+def _serve(tmp_path: Path, kind: str = "file", ghost: bool = False) -> str:
+    """A proxy tree holding M@V whose index says ``kind`` of notes.txt (the provenance: file),
+    and whose provenance names a file the index lacks when ``ghost``; its file:// URL."""
+    (tmp_path / "notes.txt").write_bytes(b"hello\n")
+    art = ArtifactProvenance("notes", "file", "notes.txt", {"notes.txt": tmp_path / "notes.txt"})
+    doc = provenance_document(M, V, "c" * 40, "2026-11-29T12:00:00Z", [art], {"wgtpm": "0"})
+    if ghost:
+        doc["files"]["weights.safetensors"] = {"artifact": "notes", "kind": "file"}
+    (tmp_path / "prov.json").write_bytes(provenance_bytes(doc))
+    (tmp_path / "wgt.mod.src").write_bytes(b"module example.com/acme/p\nwgt 0.1\n")
+    files = {
+        "wgt.mod": tmp_path / "wgt.mod.src",
+        "notes.txt": tmp_path / "notes.txt",
+        PROVENANCE_FILE: tmp_path / "prov.json",
+    }
+    entries = [
+        IndexEntry(
+            p,
+            f.stat().st_size,
+            hashlib.sha256(f.read_bytes()).hexdigest(),
+            *(("notes", kind) if p == "notes.txt" else (None, None)),
+        )
+        for p, f in files.items()
+    ]
+    index = build_index(M, V, entries, commit="c" * 40, build=doc)
+    tree = ProxyTree(tmp_path / "tree")
+    tree.put(M, V, index.to_json(), files)
+    return tree.url
+
+
+@pytest.mark.parametrize(
+    ("kind", "ghost", "said"),
+    [
+        ("paw", False, "notes.txt: the index says artifact/kind"),
+        ("file", True, "lists files the index lacks: ['weights.safetensors']"),
+    ],
+)
+def test_get_refuses_a_release_whose_provenance_contradicts_its_index(  # type: ignore[no-untyped-def]
+    wgtpm, project: Path, tmp_path: Path, monkeypatch, kind: str, ghost: bool, said: str
+) -> None:
+    monkeypatch.setenv("WGTPROXY", _serve(tmp_path, kind, ghost))
+    for _ in range(2):  # refused again: the refused version never became a complete tree
+        r = wgtpm("get", f"{M}@{V}", cwd=project)
+        assert r.code == 1
+        lines = r.err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"wgtpm: {M}@{V}: "), r.err
+        assert said in lines[0] and "Traceback" not in r.err
+    assert f"{M} {V}" not in (project / "wgt.mod").read_text()
+
+
+def test_get_takes_a_release_whose_provenance_agrees(  # type: ignore[no-untyped-def]
+    wgtpm, project: Path, tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.setenv("WGTPROXY", _serve(tmp_path))
+    r = wgtpm("get", f"{M}@{V}", cwd=project)
+    assert r.code == 0, r.err
+
+
+def test_the_fetch_side_loads_the_provenance_check_alone() -> None:
+    """``wgtpm get`` imports ``wgtpm.publish._provenance``, not git, httpx or the builders."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import wgtpm.publish
+
+    root = Path(__file__).resolve().parents[2]
+    code = (
+        "import json, sys, wgtpm.publish._provenance; "
+        "print(json.dumps(sorted(m for m in sys.modules "
+        "if m.startswith(('wgtpm.publish', 'wgtpm.build', 'git', 'httpx')))))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    ).stdout
+    assert json.loads(out) == ["wgtpm.publish", "wgtpm.publish._provenance"]
+    for name in wgtpm.publish.__all__:  # every public name still resolves, on first use
+        assert getattr(wgtpm.publish, name) is not None

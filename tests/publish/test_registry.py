@@ -18,7 +18,7 @@ import pytest
 from tests.publish.conftest import CLASSIFIER_WGT, commit_all, git, make_package
 from tests.registry.conftest import Live
 from wgtpm._report import SILENT
-from wgtpm.httpclient import HttpClient
+from wgtpm.httpclient import HttpClient, HttpOptions
 from wgtpm.publish import PublishOptions, RegistryTarget, publish_package
 
 pytestmark = pytest.mark.slow
@@ -112,15 +112,13 @@ class _FailingPuts(httpx.BaseTransport):
 def test_upload_failing_midway_publishes_nothing_and_a_retry_succeeds(  # type: ignore[no-untyped-def]
     base_pkg: Path, live: Live, monkeypatch
 ) -> None:
-    import wgtpm.publish._registry as reg
-
-    monkeypatch.setattr(reg, "BACKOFF", 0.01)
     faulty = _FailingPuts()
-    target = RegistryTarget(live.url, token=live.token, client=HttpClient(transport=faulty))
+    client = HttpClient(HttpOptions(retries=3, backoff=0.01), transport=faulty)
+    target = RegistryTarget(live.url, token=live.token, client=client)
     opts = PublishOptions("v0.1.0", tag=False)
     with pytest.raises(Exception, match="HTTP 503: storage is down; nothing was published"):
         publish_package(base_pkg, opts, target, SILENT)
-    assert faulty.puts > 1 and faulty.failed == reg.ATTEMPTS  # one blob went up, then retries
+    assert faulty.puts > 1 and faulty.failed == 4  # one blob went up, then 1 + 3 retries
     listing = httpx.get(f"{live.url}/example.com/acme/xor/@v/list")
     assert listing.status_code == 404  # no version is visible
     assert (

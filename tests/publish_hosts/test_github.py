@@ -198,7 +198,7 @@ def test_a_tag_without_a_release_is_refused(
     ("release_module", "env", "message"),
     [
         ("github.com/acme/other", {}, "the target is for module github.com/acme/xor"),
-        (MOD, {"GITHUB_TOKEN": ""}, "needs GITHUB_TOKEN"),
+        (MOD, {"GITHUB_TOKEN": ""}, "needs a token: set GITHUB_TOKEN"),
     ],
 )
 def test_checks_refuse_before_anything_is_sent(
@@ -351,4 +351,6 @@ def test_the_token_goes_only_to_the_api_and_its_upload_host(
     http: HttpClient, api: str, url: str, sent: bool
 ) -> None:
     t = GitHubTarget(MOD, http, {"GITHUB_API_URL": api, "GITHUB_TOKEN": GH_TOKEN})
+    t._trust_upload_url(url)  # as if a draft named it as its upload_url
     assert ("Authorization" in t._headers(url)) is sent
+    assert "Authorization" not in t._headers("https://cdn.example/x")

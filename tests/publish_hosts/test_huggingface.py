@@ -195,7 +195,7 @@ def test_a_tag_lost_after_the_commit_is_created_by_the_next_attempt(
     ("module", "env", "message"),
     [
         ("hf.co/acme/other", {}, "the target is for module hf.co/acme/tiny"),
-        (MOD, {"HF_TOKEN": ""}, "needs HF_TOKEN"),
+        (MOD, {"HF_TOKEN": ""}, "needs a token: set HF_TOKEN"),
     ],
 )
 def test_checks_refuse_before_anything_is_sent(

@@ -26,7 +26,11 @@ def register(sub: Any) -> None:
         ),
     )
     p.add_argument("--version", required=True, metavar="vX.Y.Z", help="the version to publish")
-    p.add_argument("--to", metavar="URL", help="a wgtpm registry to publish to")
+    p.add_argument(
+        "--to",
+        metavar="URL",
+        help="a wgtpm registry to publish to (with --dry-run: whose versions to check against)",
+    )
     p.add_argument(
         "--dry-run", action="store_true", help="write the release to dist/ and stop there"
     )

@@ -1,8 +1,8 @@
 """The git side of publishing: the commit being published, its tag, and a clean export of it.
 
 Everything here goes through gitpython (imported when a function runs).
-A package may sit in a subdirectory of its repository; its tag is then
-``DIR/vX.Y.Z``, as Go tags a module in a subdirectory, and the export
+A package may sit in a subdirectory of its repository (its tag is then
+``DIR/vX.Y.Z``: :func:`._target.tag_for`), and the export
 holds the whole commit so that the package sees the same neighbours it
 was committed with.
 
@@ -46,10 +46,6 @@ class Checkout:
     time: str  # the commit's committer time, UTC, RFC 3339 ("2026-11-29T12:00:00Z")
     epoch: int  # the same time in seconds since 1970 (SOURCE_DATE_EPOCH for the build)
     repository: str | None = None  # where the commit can be fetched: a remote's URL, if any
-
-    def tag(self, version: str) -> str:
-        """The git tag of ``version``: ``vX.Y.Z``, or ``DIR/vX.Y.Z`` for a package in DIR."""
-        return f"{self.subdir}/{version}" if self.subdir else version
 
 
 def _repo(pkg: Path) -> Any:

@@ -1,50 +1,71 @@
-"""Requests with bodies (POST, PUT) for publishing, over :class:`wgtpm.httpclient.HttpClient`.
+"""The publish targets' requests: JSON or file bodies over :meth:`HttpClient.send`, JSON answers.
 
-:class:`~wgtpm.httpclient.HttpClient` speaks GET (with retries, safe
-redirects, capped bodies); publishing also sends JSON and file bodies. A
-write is sent once, follows no redirect (a token must not travel to another
-origin, and a redirected PUT would lose its body), and its answer's body is
-read up to :data:`~wgtpm.httpclient.MAX_METADATA`. The caller decides what
-to retry: :func:`is_transient` says which failures may succeed on a retry.
-
-This reaches into the client's httpx client; it belongs in HttpClient
-itself (a ``send`` method), where the GitHub and Hugging Face targets can use
-it too.
+:meth:`~wgtpm.httpclient.HttpClient.send` does the HTTP (credentials by
+origin, no redirect followed, retries only when the caller says a request is
+idempotent, secrets redacted from errors); this module gives the targets
+what they share on top of it: a body from a JSON value or a file (streamed,
+sent again from its start on a retry), and the answer as an :class:`Answer`
+(status, headers, the JSON body). :func:`is_transient` says which failures
+may succeed when sent again, for a target that retries a non-idempotent
+write itself after checking what the failed try left.
 """
 
 from __future__ import annotations
 
 import json as _json
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..httpclient import MAX_METADATA, HttpClient, HTTPStatusError, TransportError, redact
+from ..httpclient import Body, Credential, HttpClient, HTTPStatusError, TransportError, redact
 
-__all__ = ["Answer", "is_transient", "send"]
+__all__ = ["Answer", "file_chunks", "is_transient", "send"]
 
+#: Bytes read from a file per chunk while uploading it.
 CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
 class Answer:
-    """A response: its status and its JSON body (``{}`` when the body is not JSON)."""
+    """A response: its status, headers and JSON body (``None`` when the body is not JSON)."""
 
     status: int
-    doc: dict[str, Any]
+    body: Any
+    headers: Mapping[str, str] = field(default_factory=dict)
+    text: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
+
+    @property
+    def doc(self) -> dict[str, Any]:
+        """The body when it is a JSON object, else ``{}``."""
+        return self.body if isinstance(self.body, dict) else {}
 
     @property
     def error(self) -> str:
-        """The server's ``error`` message, one line, secrets redacted."""
-        text = str(self.doc.get("error", "")).strip().splitlines()
-        return redact(text[0][:300]) if text else f"HTTP {self.status}"
+        """The server's message (``error``, or GitHub's ``message``), one line, secrets redacted."""
+        said = self.doc.get("error") or self.doc.get("message") or self.text
+        lines = str(said or "").strip().splitlines()
+        return redact(lines[0][:300]) if lines else f"HTTP {self.status}"
 
 
-def _chunks(path: Path) -> Iterator[bytes]:
-    with open(path, "rb") as f:
-        while chunk := f.read(CHUNK):
-            yield chunk
+def file_chunks(
+    path: Path, each: Callable[[int], None] | None = None
+) -> Callable[[], Iterator[bytes]]:
+    """A body for :func:`send`: the bytes of ``path``, read anew for each try;
+    ``each(n)`` is told of every chunk as it goes (progress)."""
+
+    def chunks() -> Iterator[bytes]:
+        with open(path, "rb") as f:
+            while chunk := f.read(CHUNK):
+                yield chunk
+                if each is not None:
+                    each(len(chunk))
+
+    return chunks
 
 
 def send(
@@ -52,47 +73,31 @@ def send(
     method: str,
     url: str,
     *,
-    headers: Mapping[str, str],
+    credentials: Iterable[Credential] = (),
+    headers: Mapping[str, str] | None = None,
     json: Any = None,
-    file: Path | None = None,
+    content: Body = None,
+    retry: bool | None = None,
 ) -> Answer:
-    """Send one request with a JSON body or a file's bytes (streamed); any status is answered.
+    """Send one request with a JSON body (``json``) or ``content``; any status is answered.
 
-    Raises :class:`~wgtpm.httpclient.TransportError` when no answer came back.
+    Raises :class:`~wgtpm.httpclient.TransportError` when no answer came back
+    (after the retries of an idempotent request: see ``retry`` of
+    :meth:`~wgtpm.httpclient.HttpClient.send`).
     """
-    import httpx
-
-    hdrs = dict(headers)
-    content: Any = None
+    hdrs = dict(headers or {})
     if json is not None:
         content = _json.dumps(json).encode()
         hdrs["Content-Type"] = "application/json"
-    elif file is not None:
-        content = _chunks(file)
-        hdrs["Content-Length"] = str(file.stat().st_size)
-        hdrs["Content-Type"] = "application/octet-stream"
-    inner = client._client  # see the module docstring
+    resp = client.send(
+        method, url, content=content, headers=hdrs, credentials=credentials, retry=retry
+    )
+    text = resp.content.decode("utf-8", "replace")
     try:
-        with inner.stream(method, url, content=content, headers=hdrs) as resp:
-            status, body = resp.status_code, _read_capped(resp)
-    except httpx.HTTPError as exc:
-        raise TransportError(url, f"{method}: {type(exc).__name__}: {exc}") from exc
-    try:
-        doc = _json.loads(body) if body else {}
+        body = _json.loads(resp.content) if resp.content else None
     except ValueError:
-        doc = {"error": body.decode("utf-8", "replace")}
-    return Answer(status, doc if isinstance(doc, dict) else {})
-
-
-def _read_capped(resp: Any) -> bytes:
-    """At most :data:`MAX_METADATA` bytes of the body (an answer is a small JSON document)."""
-    chunks, have = [], 0
-    for chunk in resp.iter_bytes():
-        chunks.append(chunk)
-        have += len(chunk)
-        if have >= MAX_METADATA:
-            break
-    return b"".join(chunks)[:MAX_METADATA]
+        body = None
+    return Answer(resp.status_code, body, dict(resp.headers), text if body is None else "")
 
 
 def is_transient(exc: Exception | Answer) -> bool:

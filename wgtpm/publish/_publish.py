@@ -3,9 +3,11 @@
 The steps, in order; nothing is built before every check has passed, and
 nothing leaves the machine before the release is complete on the local disk:
 
-1. the version (:func:`._checks.check_version`), the git checkout (clean,
-   HEAD committed), the local tag, the versions at the target (newer, or the
-   same version again: a re-publish);
+1. the target is ready (a token is set), the version
+   (:func:`._checks.check_version`), the git checkout (clean, HEAD
+   committed), the local tag, the versions at the target (newer, or the
+   same version again: a re-publish); a dry run reads the versions at the
+   target a publish would use too, and says so when it cannot;
 2. ``git archive`` of HEAD into a temporary directory; in it, the build list
    of the committed wgt.mod and wgt.sum, read-only: tidy, and every module
    downloaded and verified;
@@ -23,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import modfile
-from .._errors import UsageError
+from .. import version as _v
+from .._errors import UsageError, WgtpmError
 from .._report import Reporter
 from ..build import BUILD_DIR
 from ..deps import ModuleResolver
@@ -39,7 +42,7 @@ from ._directory import DirectoryTarget
 from ._git import Checkout, create_tag, export_commit, open_checkout, tag_commit
 from ._provenance import ArtifactProvenance, SourceRepository, tool_versions
 from ._release import MOD_FILE, ReleaseSpec, assemble
-from ._target import Published, PublishTarget, Release
+from ._target import Published, PublishTarget, Release, tag_for
 from .targets import DRY_RUN_DIR
 
 __all__ = ["Outcome", "PublishOptions", "module_of", "publish_package", "verified_build_list"]
@@ -93,15 +96,16 @@ def publish_package(
     mf = _modfile(pkg)
     assert mf.module is not None
     module = mf.module.path
+    target.ready()
     check_version(module, opts.version)
     checkout = open_checkout(pkg, _outputs(pkg, target))
-    tag = checkout.tag(opts.version)
+    tag = tag_for(module, opts.version, checkout.subdir)
     check_tag(tag, tag_commit(pkg, tag), checkout.commit)
     check_replacements(mf)
-    published = target.published_versions(module)
+    published = _published(module, target, reporter)
     check_newer(module, opts.version, published, opts.allow_older)
     if opts.version in published:
-        reporter.notice(f"{module}@{opts.version} is at {target.name}; publishing it again")
+        reporter.notice(f"{module}@{opts.version} is published already; publishing it again")
     with tempfile.TemporaryDirectory(prefix="wgtpm-publish-") as tmp:
         work = Path(tmp)
         reporter.notice(f"exporting commit {checkout.commit[:12]} ({checkout.time})")
@@ -126,6 +130,30 @@ def publish_package(
     if opts.tag:
         create_tag(pkg, tag, checkout.commit, f"{module} {opts.version}")
     return Outcome(release, done)
+
+
+def _published(module: str, target: PublishTarget, reporter: Reporter) -> list[str]:
+    """The versions of ``module`` at ``target``; for a dry run also those at the target
+    a publish would use, or a warning saying why they were not seen."""
+    versions = target.published_versions(module)
+    if not isinstance(target, DirectoryTarget):
+        return versions
+    real = target.real
+    if real is None:
+        reporter.warning(
+            f"dry run: only the versions in {target.tree.root} were checked; a publish of "
+            f"{module} needs --to URL, which would be checked too"
+        )
+        return versions
+    try:
+        more = real.published_versions(module)
+    except WgtpmError as exc:
+        reporter.warning(
+            f"dry run: could not read the versions published at {real.name} (offline?), so "
+            f"the version was checked against {target.tree.root} only: {exc}"
+        )
+        return versions
+    return _v.sort_versions(list(set(versions) | set(more)))
 
 
 def _outputs(pkg: Path, target: PublishTarget) -> tuple[str, ...]:

@@ -9,15 +9,17 @@ published; the next attempt starts a new upload and sends only what the
 registry still lacks. The token comes from ``WGTPM_TOKEN`` and is sent as
 ``Authorization: Bearer`` to the registry's own origin only; no message shows it.
 
-An upload and the commit are idempotent and retried on network errors, 5xx
-and 429 (:data:`ATTEMPTS` times, with backoff); a refusal (4xx) is not.
+Every request goes through :meth:`~wgtpm.httpclient.HttpClient.send` and is
+retried there on network errors, 5xx and 429 (``WGTPM_HTTP_RETRIES``, with
+backoff); a refusal (4xx) is not. All three may be sent again safely: an
+upload and the commit are idempotent, and a start whose answer was lost
+leaves an upload nobody commits, which the registry expires.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,15 +28,13 @@ from .._errors import ModuleError, UsageError
 from .._report import Reporter
 from ..httpclient import Credential, HttpClient, HTTPStatusError, TransportError
 from ..module import escape_path
-from ._http import Answer, is_transient, send
+from ._http import Answer, file_chunks, send
 from ._target import Published, Release
 
 __all__ = ["TOKEN_ENV", "RegistryTarget"]
 
 TOKEN_ENV = "WGTPM_TOKEN"
 API = "/api/v1"
-ATTEMPTS = 4
-BACKOFF = 0.5  # seconds before the second attempt, doubling
 
 
 class RegistryTarget:
@@ -61,8 +61,14 @@ class RegistryTarget:
     def _auth(self) -> dict[str, str]:
         return self._cred.headers_for(self.url) if self._token else {}
 
+    def _send(self, method: str, url: str, **body: Any) -> Answer:
+        creds = [self._cred] if self._token else []
+        return send(self._http(), method, url, credentials=creds, retry=True, **body)
+
+    def ready(self) -> None:
+        self._need_token()
+
     def published_versions(self, module: str) -> list[str]:
-        self._need_token()  # asked before anything is built: a missing token fails fast
         url = f"{self.url}/{escape_path(module)}/@v/list"
         try:
             resp = self._http().get(url, headers=self._auth(), ok=(200, 404, 410))
@@ -77,7 +83,8 @@ class RegistryTarget:
         if not self._token:
             raise UsageError(
                 f"publishing to {self.name} needs a token: set {TOKEN_ENV} to a publish token "
-                "(wgtpm registry token create --prefix MODULE-PREFIX --scope publish)"
+                "(wgtpm registry token create --prefix MODULE-PREFIX --scope publish); "
+                "nothing was built or sent"
             )
 
     def publish(self, release: Release, reporter: Reporter) -> Published:
@@ -85,11 +92,9 @@ class RegistryTarget:
         where = (release.module, release.version)
         start = self._call(
             "start upload",
-            lambda: send(
-                self._http(),
+            lambda: self._send(
                 "POST",
                 f"{self.url}{API}/uploads",
-                headers=self._auth(),
                 json={
                     "module": release.module,
                     "version": release.version,
@@ -121,12 +126,8 @@ class RegistryTarget:
                 raise self._refused(f"upload {path}", up, release)
         done = self._call(
             "commit",
-            lambda: send(
-                self._http(),
-                "POST",
-                f"{self.url}{start.doc['commit_url']}",
-                headers=self._auth(),
-                json={"h1": release.h1},
+            lambda: self._send(
+                "POST", f"{self.url}{start.doc['commit_url']}", json={"h1": release.h1}
             ),
             release,
         )
@@ -136,28 +137,23 @@ class RegistryTarget:
 
     def _put(self, upload: dict[str, Any], sha: str, file: Path) -> Callable[[], Answer]:
         url = f"{self.url}{upload['files_url']}{sha}"
-        return lambda: send(self._http(), "PUT", url, headers=self._auth(), file=file)
+        headers = {
+            "Content-Type": "application/octet-stream",
+            "Content-Length": str(file.stat().st_size),
+        }
+        return lambda: self._send("PUT", url, headers=headers, content=file_chunks(file))
 
     def _call(self, what: str, request: Callable[[], Answer], release: Release) -> Answer:
-        """``request()``, sent again while it fails in a way a retry may mend."""
-        delay = BACKOFF
-        for attempt in range(1, ATTEMPTS + 1):
-            try:
-                answer = request()
-            except TransportError as exc:
-                if attempt == ATTEMPTS:
-                    raise ModuleError(
-                        release.module,
-                        release.version,
-                        f"{what} at {self.name} failed: {exc}; nothing was published, "
-                        "run the same publish again",
-                    ) from exc
-            else:
-                if not is_transient(answer) or attempt == ATTEMPTS:
-                    return answer
-            time.sleep(delay)
-            delay *= 2
-        raise AssertionError("unreachable")
+        """``request()`` (retried by the client), a network failure said as a module error."""
+        try:
+            return request()
+        except TransportError as exc:
+            raise ModuleError(
+                release.module,
+                release.version,
+                f"{what} at {self.name} failed: {exc}; nothing was published, "
+                "run the same publish again",
+            ) from exc
 
     def _refused(self, what: str, answer: Answer, release: Release) -> ModuleError:
         if answer.status == 409:  # the registry's message names both h1s; say ours if not

@@ -6,8 +6,11 @@ target: a wgtpm registry (its publish API), a GitHub repository (a release
 with assets), a Hugging Face repository (one commit and a tag), or a
 directory (a ``file://`` proxy tree, ``--dry-run``/``-o``).
 
-A target answers three questions and does one thing:
+A target answers four questions and does one thing:
 
+- ``ready()``: raise :class:`~wgtpm.UsageError` when nothing could be
+  published there at all (no token: the message names the variable to set).
+  Asked first, before anything is read, built or sent.
 - ``published_versions(module)``: the versions already published there (for
   "newer than every published version" and the tag check); ``[]`` when none.
 - ``check(release)``: raise :class:`~wgtpm.UsageError` (or a ``ModuleError``)
@@ -29,9 +32,39 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from .. import module as _module
 from .._report import Reporter
 
-__all__ = ["PublishTarget", "Published", "Release"]
+__all__ = ["PublishTarget", "Published", "Release", "tag_for"]
+
+#: Hosts whose module paths name the repository: ``HOST/OWNER/REPO[/DIR][/vN]``.
+REPO_HOSTS = {"github": "github.com", "huggingface": "hf.co"}
+
+
+def tag_for(module: str, version: str, subdir: str = "") -> str:
+    """The git tag of ``module@version``, as Go names it: ``DIR/vX.Y.Z``, or ``vX.Y.Z`` at the root.
+
+    DIR is the module's directory in its repository, without a final major
+    version element (a module in ``sub/`` or ``sub/v2/`` is tagged
+    ``sub/v2.0.0``). On a host whose paths name the repository, DIR is what
+    follows ``OWNER/REPO`` in the module path (``github.com/acme/xor/sub/v2``
+    -> ``sub/v2.0.0``, which is where :mod:`wgtpm.sources.github` looks);
+    elsewhere it is ``subdir``, the package's directory in its git checkout.
+    Every target, the local tag and the checks take the tag from here.
+    """
+    from ..sources._hosted import repo_elems
+
+    path = _module.normalise(module)
+    host = REPO_HOSTS.get(_module.source_kind(path))
+    elems = repo_elems(path, host) if host else None
+    if elems is not None:
+        where = "/".join(elems[2:])
+    else:
+        _, major = _module.split_path_major(path)
+        where = subdir.strip("/")
+        if major and (where == major[1:] or where.endswith(major)):
+            where = where[: -len(major) + 1].rstrip("/")
+    return f"{where}/{version}" if where else version
 
 
 @dataclass(frozen=True)
@@ -57,8 +90,9 @@ class Release:
 
     @property
     def tag(self) -> str:
-        """The git tag of this version: ``vX.Y.Z``, or ``DIR/vX.Y.Z`` for a module in a subdirectory."""
-        return self.extra.get("tag", self.version)
+        """The git tag of this version (:func:`tag_for`; ``extra["tag"]`` when
+        ``wgtpm publish`` computed it with the package's place in its checkout)."""
+        return self.extra.get("tag") or tag_for(self.module, self.version)
 
     def sum_lines(self) -> list[str]:
         """The two wgt.sum lines a consumer's ``wgtpm get`` writes for this release."""
@@ -83,6 +117,8 @@ class PublishTarget(Protocol):
     def name(self) -> str:
         """How messages name this target (``registry https://reg.example``, ``github.com/acme/x``)."""
         ...
+
+    def ready(self) -> None: ...
 
     def published_versions(self, module: str) -> list[str]: ...
 

@@ -31,18 +31,21 @@ reuses. A published release is never modified.
 
 Credentials: ``GITHUB_TOKEN`` goes as ``Authorization: Bearer`` to the API's
 origin (``GITHUB_API_URL``, default ``https://api.github.com``) and to the
-upload host it names only when that is the API's host (GitHub Enterprise,
-loopback tests) or ``uploads.github.com`` for ``api.github.com``; never to
-a download redirect. Writes go through their own ``httpx`` client with the
-timeout of :class:`~wgtpm.httpclient.HttpOptions` (the shared
-:class:`~wgtpm.httpclient.HttpClient` only GETs); reads go through the shared one.
+origin of the draft's ``upload_url`` only when that is on the API's host
+(GitHub Enterprise, loopback tests) or is ``uploads.github.com`` for
+``api.github.com``; never to a download redirect. Each is a
+:class:`~wgtpm.httpclient.Credential` that the shared
+:class:`~wgtpm.httpclient.HttpClient` attaches by origin, for reads and
+writes (:meth:`~wgtpm.httpclient.HttpClient.send`, which retries a DELETE
+but never a POST or PATCH: this module retries those itself after looking
+at what the failed try left).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,7 +57,7 @@ from .. import version as _version
 from .._errors import ModuleError, NotFoundError, UsageError
 from .._report import Reporter
 from .._retry import Backoff
-from ..httpclient import Credential, origin, redact
+from ..httpclient import Credential, TransportError, origin, redact
 from ..sources._hosted import repo_elems
 from ..sources.github import (
     API_VERSION,
@@ -64,12 +67,13 @@ from ..sources.github import (
     asset_name,
     asset_problem,
 )
+from ._http import Answer, send
 from ._target import Published, Release
 
 if TYPE_CHECKING:
     import httpx
 
-    from ..httpclient import HttpClient
+    from ..httpclient import Body, HttpClient
 
 __all__ = ["UPLOAD_RETRY", "GitHubTarget"]
 
@@ -138,18 +142,25 @@ class GitHubTarget:
                 f"{module}: not a GitHub module path (want github.com/OWNER/REPO[/DIR])"
             )
         self.owner, self.repo = elems[0], elems[1]
-        self.prefix = "".join(e + "/" for e in elems[2:])
         self.http = http
         self.api_url = (environ.get("GITHUB_API_URL") or DEFAULT_API_URL).rstrip("/")
         token = environ.get("GITHUB_TOKEN") or None
         self._cred = Credential(self.api_url, "Authorization", f"Bearer {token}") if token else None
-        self._client: httpx.Client | None = None
+        self._upload_cred: Credential | None = None  # for the upload host, once a draft names it
 
     @property
     def name(self) -> str:
         return f"github.com/{self.owner}/{self.repo}"
 
     # ---- the PublishTarget protocol -------------------------------------------
+
+    def ready(self) -> None:
+        if self._cred is None:
+            raise UsageError(
+                f"publishing to {self.name} needs a token: set GITHUB_TOKEN (the github.com "
+                "variable of wgtpm/sources/hosts.py) to a token that can write releases "
+                "(contents: write); nothing was built or sent"
+            )
 
     def published_versions(self, module: str) -> list[str]:
         try:
@@ -174,14 +185,9 @@ class GitHubTarget:
             reporter.notice(f"{self.name}: release {tag} is already published with this h1")
             return Published(str(existing.get("html_url") or ""), created=False)
         blobs = _blobs(release)
-        try:
-            draft = self._draft(release, tag, reporter)
-            self._sync_assets(release, draft, blobs, reporter)
-            done = self._publish_draft(release, draft, tag)
-        finally:
-            if self._client is not None:
-                self._client.close()
-                self._client = None
+        draft = self._draft(release, tag, reporter)
+        self._sync_assets(release, draft, blobs, reporter)
+        done = self._publish_draft(release, draft, tag)
         reporter.notice(f"{self.name}: published release {tag}")
         return Published(str(done.get("html_url") or ""), created=True)
 
@@ -194,17 +200,8 @@ class GitHubTarget:
             raise UsageError(
                 f"{where}: cannot publish to {self.name}: the target is for module {self.module}"
             )
-        if self._cred is None:
-            raise UsageError(
-                f"{where}: publishing to {self.name} needs GITHUB_TOKEN, a token that can "
-                "write releases (contents: write)"
-            )
-        tag = self.prefix + release.version
-        if release.extra.get("tag", tag) != tag:
-            raise UsageError(
-                f"{where}: the release is tagged {release.extra['tag']}, but versions of "
-                f"{self.module} are tags {tag}"
-            )
+        self.ready()
+        tag = release.tag
         for path in [*release.files, INDEX]:
             problem = asset_problem(path)
             if problem is not None:
@@ -308,6 +305,7 @@ class GitHubTarget:
         upload_url = str(draft.get("upload_url") or "").split("{", 1)[0]
         if not upload_url:
             raise ModuleError(release.module, release.version, "the draft has no upload_url")
+        self._trust_upload_url(upload_url)
         for name, blob in blobs.items():
             if name in have and _complete(have[name], blob):
                 continue
@@ -326,10 +324,9 @@ class GitHubTarget:
             wait: float | None = None
             reporter.start(blob.name, blob.size)
             try:
-                resp = self._send(
-                    "POST", url, release, content=_progress(blob, reporter), headers=headers
-                )
-                asset = _json_of(resp)
+                asset = self._send(
+                    "POST", url, content=_progress(blob, reporter), headers=headers
+                ).body
                 if isinstance(asset, dict) and _complete(asset, blob, trust_size=True):
                     return
                 problem = "GitHub stored other bytes than were sent"
@@ -359,7 +356,7 @@ class GitHubTarget:
 
     def _delete(self, asset: Mapping[str, Any], release: Release) -> None:
         try:
-            self._send("DELETE", str(asset["url"]), release)
+            self._send("DELETE", str(asset["url"]))
         except _Failed as exc:
             if exc.status != 404:
                 raise self._error(release, f"deleting asset {asset.get('name')}", exc) from exc
@@ -374,18 +371,24 @@ class GitHubTarget:
     def _repo_url(self) -> str:
         return f"{self.api_url}/repos/{self.owner}/{self.repo}"
 
+    def _credentials(self) -> list[Credential]:
+        return [c for c in (self._cred, self._upload_cred) if c is not None]
+
     def _headers(self, url: str) -> dict[str, str]:
         h = {"Accept": _JSON, "X-GitHub-Api-Version": API_VERSION}
-        if self._cred is not None and self._token_may_go_to(url):
-            h["Authorization"] = self._cred.value
+        for cred in self._credentials():
+            h.update(cred.headers_for(url))
         return h
 
-    def _token_may_go_to(self, url: str) -> bool:
+    def _trust_upload_url(self, url: str) -> None:
+        """Let the token go to the origin of a draft's ``upload_url`` too, when that is on
+        the API's host or is ``uploads.github.com`` (for ``api.github.com``)."""
         scheme, host, _ = origin(url)
         api_scheme, api_host, _ = origin(self.api_url)
-        if scheme != api_scheme:
-            return False
-        return host == api_host or (api_host == "api.github.com" and host == "uploads.github.com")
+        if self._cred is None or scheme != api_scheme:
+            return
+        if host == api_host or (api_host == "api.github.com" and host == "uploads.github.com"):
+            self._upload_cred = Credential(url, "Authorization", self._cred.value)
 
     def _get(
         self, url: str, release: Release, what: str, *, missing_ok: bool = False
@@ -432,16 +435,14 @@ class GitHubTarget:
     ) -> dict[str, Any]:
         what = f"{method} {urlsplit(url).path}"
         try:
-            resp = self._send(
+            doc = self._send(
                 method,
                 url,
-                release,
                 content=json.dumps(body).encode(),
                 headers={"Content-Type": "application/json"},
-            )
+            ).body
         except _Failed as exc:
             raise self._error(release, what, exc) from exc
-        doc = _json_of(resp)
         if not isinstance(doc, dict):
             raise ModuleError(release.module, release.version, f"{what}: not a JSON object")
         return doc
@@ -450,38 +451,28 @@ class GitHubTarget:
         self,
         method: str,
         url: str,
-        release: Release,
         *,
-        content: bytes | Iterator[bytes] | None = None,
+        content: Body = None,
         headers: Mapping[str, str] | None = None,
-    ) -> httpx.Response:
-        """One write request; :class:`_Failed` unless GitHub answers 2xx."""
-        import httpx
-
-        if self._client is None:
-            opts = self.http.opts
-            self._client = httpx.Client(
-                follow_redirects=False,
-                timeout=httpx.Timeout(opts.timeout, connect=min(10.0, opts.timeout)),
-                headers={"User-Agent": opts.user_agent},
-            )
-        h = {**self._headers(url), **(headers or {})}
+    ) -> Answer:
+        """One write request (the client retries only a DELETE); :class:`_Failed` unless 2xx."""
+        h = {"Accept": _JSON, "X-GitHub-Api-Version": API_VERSION, **(headers or {})}
         try:
-            resp = self._client.request(method, url, content=content, headers=h)
-        except httpx.HTTPError as exc:
-            raise _Failed(0, f"{method} {url}: {type(exc).__name__}: {exc}") from exc
-        if 200 <= resp.status_code < 300:
-            return resp
-        body = _json_of(resp)
-        message = body.get("message") if isinstance(body, dict) else None
-        detail = f": {message}" if isinstance(message, str) else ""
-        if isinstance(body, dict) and isinstance(body.get("errors"), list):
-            detail += " " + json.dumps(body["errors"])[:300]
+            answer = send(
+                self.http, method, url, credentials=self._credentials(), headers=h, content=content
+            )
+        except TransportError as exc:
+            raise _Failed(0, str(exc)) from exc
+        if answer.ok:
+            return answer
+        detail = f": {answer.error}" if answer.doc.get("message") else ""
+        if isinstance(answer.doc.get("errors"), list):
+            detail += " " + json.dumps(answer.doc["errors"])[:300]
         raise _Failed(
-            resp.status_code,
-            f"{method} {url}: HTTP {resp.status_code}{detail}",
-            body,
-            _rate_wait(resp.status_code, resp.headers),
+            answer.status,
+            f"{method} {url}: HTTP {answer.status}{detail}",
+            answer.body,
+            _rate_wait(answer.status, answer.headers),
         )
 
     def _error(self, release: Release, what: str, exc: _Failed) -> ModuleError:
@@ -547,10 +538,15 @@ def _hash_file(path: Path) -> tuple[int, str]:
     return size, h.hexdigest()
 
 
-def _progress(blob: _Blob, reporter: Reporter) -> Iterator[bytes]:
-    for chunk in blob.chunks():
-        yield chunk
-        reporter.advance(blob.name, len(chunk))
+def _progress(blob: _Blob, reporter: Reporter) -> Callable[[], Iterator[bytes]]:
+    """The body of ``blob``'s upload, telling ``reporter`` of every chunk."""
+
+    def chunks() -> Iterator[bytes]:
+        for chunk in blob.chunks():
+            yield chunk
+            reporter.advance(blob.name, len(chunk))
+
+    return chunks
 
 
 def _complete(asset: Mapping[str, Any], blob: _Blob, *, trust_size: bool = False) -> bool:

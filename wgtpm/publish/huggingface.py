@@ -91,6 +91,14 @@ class HuggingFaceTarget:
 
     # ---- the PublishTarget protocol -------------------------------------------
 
+    def ready(self) -> None:
+        if self._cred is None:
+            raise UsageError(
+                f"publishing to {self.name} needs a token: set HF_TOKEN (the hf.co variable "
+                "of wgtpm/sources/hosts.py) to a Hugging Face token that can write to "
+                f"{self.repo_id}; nothing was built or sent"
+            )
+
     def published_versions(self, module: str) -> list[str]:
         try:
             return _version.sort_versions(self._source().versions(module))
@@ -105,9 +113,9 @@ class HuggingFaceTarget:
 
     def publish(self, release: Release, reporter: Reporter) -> Published:
         self._check_release(release)
-        url = f"{self.endpoint}/{self.repo_id}/tree/{release.version}"
+        url = f"{self.endpoint}/{self.repo_id}/tree/{release.tag}"
         if self._existing(release):
-            reporter.notice(f"{self.name}: tag {release.version} is already this release")
+            reporter.notice(f"{self.name}: tag {release.tag} is already this release")
             return Published(url, created=False)
         files = local_files(release)
         head = self._head or self._branch_head(release)
@@ -117,7 +125,7 @@ class HuggingFaceTarget:
         self._verify(release, oid, files)
         self._tag(release, oid)
         self._head = None
-        reporter.notice(f"{self.name}: tagged {release.version} at commit {oid[:12]}")
+        reporter.notice(f"{self.name}: tagged {release.tag} at commit {oid[:12]}")
         return Published(url, created=True)
 
     # ---- checks -------------------------------------------------------------------
@@ -128,16 +136,7 @@ class HuggingFaceTarget:
             raise UsageError(
                 f"{where}: cannot publish to {self.name}: the target is for module {self.module}"
             )
-        if self._cred is None:
-            raise UsageError(
-                f"{where}: publishing to {self.name} needs HF_TOKEN, a Hugging Face token "
-                "that can write to the repository"
-            )
-        if release.extra.get("tag", release.version) != release.version:
-            raise UsageError(
-                f"{where}: the release is tagged {release.extra['tag']}, but versions of "
-                f"{self.module} are tags {release.version}"
-            )
+        self.ready()
 
     def _existing(self, release: Release) -> bool:
         """Whether tag ``vX.Y.Z`` holds this release already; refused when it holds another."""
@@ -154,7 +153,7 @@ class HuggingFaceTarget:
             h1 = f"an index wgtpm cannot read ({exc.message})"
         if h1 != release.h1:
             raise UsageError(
-                f"{release.module}@{release.version}: {self.name} has tag {release.version} "
+                f"{release.module}@{release.version}: {self.name} has tag {release.tag} "
                 f"already, with {h1}; this release is {release.h1}. A published version never "
                 "changes: publish a new version"
             )
@@ -290,18 +289,18 @@ class HuggingFaceTarget:
         try:
             api.create_tag(
                 self.repo_id,
-                tag=release.version,
+                tag=release.tag,
                 revision=oid,
                 tag_message=f"{release.module} {release.version} {release.h1}",
             )
         except errors.HfHubHTTPError as exc:
             if _status(exc) == 409 and self._existing(release):
                 return  # tagged with this very release by a concurrent publish
-            raise self._failed(release, f"creating tag {release.version}", exc) from exc
+            raise self._failed(release, f"creating tag {release.tag}", exc) from exc
         except Exception as exc:
             if isinstance(exc, WgtpmError):
                 raise
-            raise self._failed(release, f"creating tag {release.version}", exc) from exc
+            raise self._failed(release, f"creating tag {release.tag}", exc) from exc
 
     # ---- the Hub --------------------------------------------------------------------
 

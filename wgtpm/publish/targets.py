@@ -8,6 +8,10 @@
 anything else                     an error: say where with ``--to URL``
 ================================  ==========================================
 
+A dry run's directory target carries the target the rest of the table
+chooses (``--to`` may go with ``--dry-run``), or ``None`` for a module that
+would need ``--to``: its published versions are checked as a publish would.
+
 The hosted targets live in their own modules and are imported only when
 chosen (:data:`HOSTED`). Each is constructed as ``Cls(module, http,
 environ)`` and reads its token and API base from ``environ`` as the matching
@@ -53,18 +57,23 @@ def select_target(
     module: str, pkg: Path, *, to: str | None, dry_run: bool, out: str | None
 ) -> PublishTarget:
     """The target of a publish (see the module docstring)."""
-    if to and (dry_run or out):
-        raise UsageError("--to and --dry-run/-o exclude each other; choose one target")
     if dry_run or out:
-        return DirectoryTarget(Path(out) if out else pkg / DRY_RUN_DIR)
+        real = _real_target(module, to)
+        return DirectoryTarget(Path(out) if out else pkg / DRY_RUN_DIR, real)
+    target = _real_target(module, to)
+    if target is None:
+        raise UsageError(
+            f"{module} is not hosted on GitHub or Hugging Face: say where to publish it "
+            "with --to https://REGISTRY (or write a proxy tree with --dry-run or -o DIR)"
+        )
+    return target
+
+
+def _real_target(module: str, to: str | None) -> PublishTarget | None:
+    """The registry of ``--to``, else the hosted target of the module path, else ``None``."""
     if to:
         if not to.startswith(("https://", "http://")):
             raise UsageError(f"--to {to}: want the registry's URL (https://registry.example)")
         return RegistryTarget(to)
     kind = source_kind(module)
-    if kind in HOSTED:
-        return hosted_target(kind, module)
-    raise UsageError(
-        f"{module} is not hosted on GitHub or Hugging Face: say where to publish it "
-        "with --to https://REGISTRY (or write a proxy tree with --dry-run or -o DIR)"
-    )
+    return hosted_target(kind, module) if kind in HOSTED else None
