@@ -13,7 +13,10 @@ Hugging Face Hub read API (``/api/models/...`` and ``/OWNER/REPO/resolve/...``,
 :mod:`registry.hfmirror`), and every other GET or HEAD is a proxy-protocol URL
 (:mod:`registry.protocol`).
 Module paths start with a host name holding a dot, so they never collide
-with ``api``, ``healthz`` or ``sumdb``. The stores are closed when the server shuts down
+with ``api``, ``healthz`` or ``sumdb``. In front of it all,
+:class:`registry.fastpath.FastPath` answers again, without routing or the
+database, what the protocol answered once for a public module's committed
+version, and lists hosted public modules with one query. The stores are closed when the server shuts down
 (uvicorn's lifespan, on SIGTERM or SIGINT).
 """
 
@@ -35,6 +38,7 @@ from ._errors import BadRequestError, RegistryError, StoreError, UnauthorizedErr
 from .accesslog import AccessLog
 from .blobs import open_blob_store
 from .config import Config
+from .fastpath import FastPath, ProtocolCache
 from .metadata import open_metadata_store
 from .protocol import parse_request_path, serve_protocol
 from .proxy import open_proxy
@@ -121,12 +125,17 @@ async def _healthz(request: Request) -> Response:
 
 
 def create_app(
-    config: Config | None = None, *, registry: Registry | None = None, close_registry: bool = False
+    config: Config | None = None,
+    *,
+    registry: Registry | None = None,
+    close_registry: bool = False,
+    fast_path: bool = True,
 ) -> Starlette:
     """The registry as an ASGI app, on ``registry`` or on the stores ``config`` names.
 
     Stores opened from ``config`` are closed at shutdown; a ``registry`` passed
-    in is closed too when ``close_registry`` is set.
+    in is closed too when ``close_registry`` is set. Without ``fast_path``
+    every request goes through Starlette (:mod:`registry.fastpath`).
     """
     if (config is None) == (registry is None):
         raise ValueError("create_app needs a config or a registry (one of them)")
@@ -152,6 +161,7 @@ def create_app(
             await run_in_threadpool(reg.close)
             log.info("registry stopped: database and blob store closed")
 
+    cache = ProtocolCache() if fast_path else None
     app = Starlette(
         routes=[
             Route("/healthz", _healthz, methods=["GET"]),
@@ -161,13 +171,17 @@ def create_app(
             *hfmirror.routes(),
             Route("/{path:path}", _protocol, methods=["GET", "HEAD"]),
         ],
-        middleware=[Middleware(AccessLog)],
+        middleware=[
+            *([Middleware(FastPath, cache=cache)] if cache is not None else []),
+            Middleware(AccessLog),
+        ],
         exception_handlers={RegistryError: _error},
         lifespan=lifespan,
     )
     if registry is not None:
         app.state.registry = registry
     app.state.web_pages = web.new_page_cache()
+    app.state.protocol_cache = cache
     return app
 
 
