@@ -147,7 +147,9 @@ class ProtocolCache:
         had = self._list_bodies.get(module)
         if had is not None and had[0] == key:
             return had[1]
-        body = "".join(v + "\n" for v in _v.sort_versions(key) if not _v.is_pseudo(v)).encode()
+        body = "".join(
+            v + "\n" for v in _v.sort_versions(list(key)) if not _v.is_pseudo(v)
+        ).encode()
         headers = {
             "ETag": f'"{hashlib.sha256(body).hexdigest()}"',
             "Cache-Control": "no-cache",

@@ -460,7 +460,7 @@ class SqlMetadataStore(MetadataStore):
             try:
                 cur = conn.cursor()
                 cur.execute(sql, args)
-                rows = cur.fetchall()
+                rows = list(cur.fetchall())
                 cur.close()
             finally:
                 conn.close()  # back to the pool, which rolls the read's transaction back
@@ -490,7 +490,10 @@ class SqlMetadataStore(MetadataStore):
 
     def get_module(self, path: str) -> ModuleRecord | None:
         rows = self._fetch("module", module=path)
-        return ModuleRecord(*rows[0][:2], rows[0][2], bool(rows[0][3])) if rows else None
+        if not rows:
+            return None
+        m_path, private, created, proxied = rows[0]
+        return ModuleRecord(m_path, bool(private), created, bool(proxied))
 
     def list_modules(self) -> list[ModuleRecord]:
         has = sa.exists().where(versions.c.module_id == modules.c.id, versions.c.committed)

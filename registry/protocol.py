@@ -251,11 +251,11 @@ async def serve_protocol(
     """Answer one protocol request; errors are raised as :mod:`registry._errors`."""
     if req.kind == "list":
         vs = await run_in_threadpool(reg.versions, req.module, token)
-        cache = _cache_of(request)
-        if cache is not None and request.scope["path"] not in cache.lists:
+        pc = _cache_of(request)
+        if pc is not None and request.scope["path"] not in pc.lists:
             rec = await run_in_threadpool(reg.meta.get_module, req.module)
             if rec is not None and not rec.private and not reg.proxied(req.module, rec):
-                cache.remember_list(request.scope["path"], req.module)
+                pc.remember_list(request.scope["path"], req.module)
         return _text(request, "".join(v + "\n" for v in vs).encode(), "text/plain", "no-cache")
     if req.kind == "latest":
         rev, _ = await run_in_threadpool(reg.resolve, req.module, "latest", token)
