@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 from datetime import datetime, timezone
-from json.encoder import encode_basestring
+from json.encoder import encode_basestring_ascii as encode_basestring
 from typing import IO, Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -148,21 +148,21 @@ def log_request(scope: Scope, status: int, nbytes: int, start: float) -> None:
             rng = v.decode("latin-1")
         elif k == b"user-agent":
             ua = v.decode("latin-1")
-    stamp = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    stamp = _stamp()
     ms = round((time.perf_counter() - start) * 1000, 2)
     handlers = _root.handlers
     sink = handlers[0] if len(handlers) == 1 and not logger.handlers else None
     if isinstance(sink, JsonLinesHandler):
         # json.dumps of the same fields, without its per-call set-up (a hot path)
         line = (
-            f'{{"time":"{stamp}","method":{encode_basestring(scope["method"])},'
-            f'"path":{encode_basestring(scope["path"])},"status":{status},"bytes":{nbytes},'
-            f'"ms":{ms!r},"client":{"null" if not client else encode_basestring(client[0])}'
+            f'{{"time":"{stamp}","method":{_json_str(scope["method"])},'
+            f'"path":{_json_str(scope["path"])},"status":{status},"bytes":{nbytes},'
+            f'"ms":{ms!r},"client":{"null" if not client else _json_str(client[0])}'
         )
         if rng is not None:
             line += f',"range":{encode_basestring(rng)}'
         if ua is not None:
-            line += f',"ua":{encode_basestring(ua)}'
+            line += f',"ua":{_json_str(ua)}'
         sink.write_access(line + "}")
         return
     fields: dict[str, Any] = {
@@ -179,6 +179,31 @@ def log_request(scope: Scope, status: int, nbytes: int, start: float) -> None:
     if ua is not None:
         fields["ua"] = ua
     logger.info("access", extra={"fields": fields})
+
+
+_second: list[Any] = [-1, ""]  # the last whole second stamped, and its text
+
+
+def _stamp() -> str:
+    """The current UTC time as ``datetime.isoformat(timespec="milliseconds")`` writes it."""
+    t = time.time()
+    sec = int(t)
+    if sec != _second[0]:
+        _second[:] = [sec, datetime.fromtimestamp(sec, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")]
+    return f"{_second[1]}.{int((t - sec) * 1000):03d}+00:00"
+
+
+_encoded: dict[str, str] = {}
+
+
+def _json_str(s: str) -> str:
+    """``s`` as a JSON string; the few that repeat (paths, clients, agents) are kept."""
+    out = _encoded.get(s)
+    if out is None:
+        if len(_encoded) >= 4096:
+            _encoded.clear()
+        out = _encoded[s] = encode_basestring(s)
+    return out
 
 
 # uvicorn's own messages (startup errors, tracebacks of bugs) as JSON lines too.

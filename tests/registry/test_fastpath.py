@@ -260,3 +260,41 @@ def test_serve_with_two_workers(tmp_path: Path) -> None:
     stopped = [r for r in records if r.get("message", "").startswith("registry stopped")]
     assert len(started) == 2 and len(stopped) == 2, err
     assert token not in err
+
+
+def test_the_quick_access_line_is_what_json_dumps_writes() -> None:
+    from registry.accesslog import JsonFormatter, log_request
+
+    out = io.StringIO()
+    logger = logging.getLogger("registry")
+    saved = (logger.handlers[:], logger.level, logger.propagate)
+    scope = {
+        "method": "GET",
+        "path": '/example.com/m/@v/v1.0.0/é "q"\\\n',
+        "client": ("::1", 5),
+        "headers": [(b"range", b"bytes=0-1"), (b"user-agent", "wgtpm/ü".encode("latin-1"))],
+    }
+    records: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    try:
+        configure(out)
+        log_request(scope, 206, 2, time.perf_counter())
+        logger.handlers[0].flush()
+        logger.handlers[:] = [Keep()]
+        log_request(scope, 206, 2, time.perf_counter())
+    finally:
+        logger.handlers[:], logger.level, logger.propagate = saved
+    quick = json.loads(out.getvalue())
+    slow = json.loads(JsonFormatter().format(records[0]))
+    assert (
+        quick.keys() == slow.keys() and quick["path"] == scope["path"] and quick["ua"] == "wgtpm/ü"
+    )
+    assert {k: v for k, v in quick.items() if k not in ("time", "ms")} == {
+        k: v for k, v in slow.items() if k not in ("time", "ms")
+    }
+    assert out.getvalue().isascii() and out.getvalue().endswith("}\n")
+    assert len(quick["time"]) == len(slow["time"]) == len("2026-12-01T01:33:53.120+00:00")
