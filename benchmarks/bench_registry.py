@@ -16,6 +16,12 @@ In one run, in turns (registry, nginx, registry, nginx, ...), on loopback:
    the latency of a version published on one replica until the other lists it;
 4. the same requests from one ``registry serve --workers 2`` (one port).
 
+With ``/proc`` (Linux), each load measurement also reads the CPU time the
+servers' processes (and their children: nginx's worker, uvicorn's workers)
+spent, per request served: unlike requests/s, that hardly depends on what
+else the machine is running, and registry/nginx of it is the throughput ratio
+the two would have on cores of their own.
+
 Run: ``.venv/bin/python benchmarks/bench_registry.py [--seconds 3] [--rounds 2] [--conns 16,2]``
 Needs nginx (Debian ``nginx``); wrk (Debian ``wrk``) is optional.
 """
@@ -88,6 +94,7 @@ def registry(data: Path, log: Path, workers: int = 1) -> Iterator[str]:
             stderr=out,
         )
     url = f"http://127.0.0.1:{port}"
+    SERVERS[url] = proc.pid
     try:
         wait_up(url + "/healthz", proc, "wgtpm registry serve")
         yield url
@@ -138,6 +145,7 @@ http {{
         stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"
+    SERVERS[url] = proc.pid
     try:
         wait_up(url + "/", proc, "nginx")
         yield url
@@ -169,8 +177,29 @@ def publish(api: httpx.Client, token: str, version: str, files: dict[str, bytes]
 # ---- load ----------------------------------------------------------------------
 
 
-def wrk_rps(urls: list[str], conns: int, seconds: float) -> float:
-    """Requests/s over ``urls`` at once (one wrk per URL, ``conns`` split between them)."""
+#: the process serving each base URL, for its CPU time
+SERVERS: dict[str, int] = {}
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of ``pid`` and its descendants; NaN without ``/proc``."""
+    total, todo = 0, [pid]
+    try:
+        while todo:
+            p = todo.pop()
+            stat = Path(f"/proc/{p}/stat").read_text()
+            fields = stat.rpartition(")")[2].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime (clock ticks)
+            for task in Path(f"/proc/{p}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+    except (OSError, ValueError, IndexError):
+        return float("nan")
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def wrk_rps(urls: list[str], conns: int, seconds: float) -> tuple[float, int]:
+    """Requests/s over ``urls`` at once (one wrk per URL, ``conns`` split between them),
+    and the number of requests."""
     per = max(1, conns // len(urls))
     procs = [
         subprocess.Popen(
@@ -181,19 +210,21 @@ def wrk_rps(urls: list[str], conns: int, seconds: float) -> float:
         )
         for u in urls
     ]
-    total = 0.0
+    total, count = 0.0, 0
     for p in procs:
         out, _ = p.communicate(timeout=seconds + 30)
         if "Non-2xx" in out or "Socket errors" in out:
             raise SystemExit(f"wrk saw errors:\n{out}")
         m = re.search(r"Requests/sec:\s+([\d.]+)", out)
-        if not m:
+        n = re.search(r"(\d+) requests in", out)
+        if not m or not n:
             raise SystemExit(f"wrk said:\n{out}")
         total += float(m.group(1))
-    return total
+        count += int(n.group(1))
+    return total, count
 
 
-def httpx_rps(urls: list[str], conns: int, seconds: float) -> float:
+def httpx_rps(urls: list[str], conns: int, seconds: float) -> tuple[float, int]:
     """The same with asyncio and httpx: ``conns`` clients, alternating between ``urls``."""
 
     async def run() -> int:
@@ -216,11 +247,15 @@ def httpx_rps(urls: list[str], conns: int, seconds: float) -> float:
 
     t0 = time.monotonic()
     n = asyncio.run(run())
-    return n / (time.monotonic() - t0)
+    return n / (time.monotonic() - t0), n
 
 
-def rps(urls: list[str], conns: int, seconds: float) -> float:
-    return wrk_rps(urls, conns, seconds) if WRK else httpx_rps(urls, conns, seconds)
+def rps(urls: list[str], conns: int, seconds: float) -> tuple[float, float]:
+    """Requests/s, and the servers' CPU microseconds per request."""
+    pids = {SERVERS[u.split("/", 3)[0] + "//" + u.split("/", 3)[2]] for u in urls}
+    before = sum(cpu_seconds(p) for p in pids)
+    rate, n = wrk_rps(urls, conns, seconds) if WRK else httpx_rps(urls, conns, seconds)
+    return rate, (sum(cpu_seconds(p) for p in pids) - before) / max(n, 1) * 1e6
 
 
 def pct(xs: list[float], p: float) -> float:
@@ -279,7 +314,7 @@ def main() -> None:
             "64 KiB file": f"/{MODULE}/@v/v1.0.0/w/small.bin",
             "1 MiB file": f"/{MODULE}/@v/v1.0.0/w/big.bin",
         }
-        results: dict[tuple[int, str], dict[str, list[float]]] = {
+        results: dict[tuple[int, str], dict[str, list[tuple[float, float]]]] = {
             (c, k): {} for c in conns for k in paths
         }
         log = tmp / "registry.log"
@@ -330,14 +365,32 @@ def main() -> None:
         f"{'2 replicas':>12}{'--workers 2':>13}"
     )
     for (c, name), r in results.items():
-        ratios = [a / b for a, b in zip(r["registry"], r["nginx"], strict=True)]
+        rate = {who: [x[0] for x in xs] for who, xs in r.items()}
+        ratios = [a / b for a, b in zip(rate["registry"], rate["nginx"], strict=True)]
         print(
-            f"{name:<14}{c:>8}{max(r['registry']):>10.0f}{max(r['nginx']):>10.0f}"
+            f"{name:<14}{c:>8}{max(rate['registry']):>10.0f}{max(rate['nginx']):>10.0f}"
             f"{f'{min(ratios):.2f}-{max(ratios):.2f}x':>13}"
-            f"{max(r['2 replicas']):>12.0f}{max(r['--workers 2']):>13.0f}"
+            f"{max(rate['2 replicas']):>12.0f}{max(rate['--workers 2']):>13.0f}"
         )
     print(
         "  (best of the rounds; the ratio is registry/nginx per round; target for files: >= 0.5x)"
+    )
+    print()
+    print(
+        f"{'CPU us/request':<14}{'clients':>8}{'registry':>10}{'nginx':>10}{'nginx/reg':>13}"
+        f"{'2 replicas':>12}{'--workers 2':>13}"
+    )
+    for (c, name), r in results.items():
+        cpu = {who: [x[1] for x in xs] for who, xs in r.items()}
+        ratios = [b / a for a, b in zip(cpu["registry"], cpu["nginx"], strict=True)]
+        print(
+            f"{name:<14}{c:>8}{min(cpu['registry']):>10.0f}{min(cpu['nginx']):>10.0f}"
+            f"{f'{min(ratios):.2f}-{max(ratios):.2f}x':>13}"
+            f"{min(cpu['2 replicas']):>12.0f}{min(cpu['--workers 2']):>13.0f}"
+        )
+    print(
+        "  (the servers' CPU time per request, least of the rounds; nginx/registry of it per"
+        " round is\n   the throughput ratio on cores of their own)"
     )
     print(f"load average at the end: {os.getloadavg()[0]:.1f}")
     print(

@@ -35,6 +35,7 @@ __all__ = [
     "JsonFormatter",
     "JsonLinesHandler",
     "configure",
+    "log_access",
     "log_request",
 ]
 
@@ -134,20 +135,43 @@ def configure(stream: IO[str] | None = None, level: int = logging.INFO) -> None:
 
 
 def log_request(scope: Scope, status: int, nbytes: int, start: float) -> None:
-    """Log one finished request (``start`` from :func:`time.perf_counter`) as its JSON line.
-
-    Written straight to the batch when :func:`configure` set the logging up and
-    nothing changed it since; otherwise as a record on ``registry.access``.
-    """
-    if not logger.isEnabledFor(logging.INFO):
-        return
-    client = scope.get("client")
+    """Log one finished request (``start`` from :func:`time.perf_counter`) as its JSON line."""
     rng = ua = None
     for k, v in scope.get("headers") or ():
         if k == b"range":
             rng = v.decode("latin-1")
         elif k == b"user-agent":
             ua = v.decode("latin-1")
+    client = scope.get("client")
+    log_access(
+        scope["method"],
+        scope["path"],
+        status,
+        nbytes,
+        start,
+        client[0] if client else None,
+        rng,
+        ua,
+    )
+
+
+def log_access(
+    method: str,
+    path: str,
+    status: int,
+    nbytes: int,
+    start: float,
+    client: str | None,
+    rng: str | None = None,
+    ua: str | None = None,
+) -> None:
+    """:func:`log_request` with the request's fields read already.
+
+    Written straight to the batch when :func:`configure` set the logging up and
+    nothing changed it since; otherwise as a record on ``registry.access``.
+    """
+    if not logger.isEnabledFor(logging.INFO):
+        return
     stamp = _stamp()
     ms = round((time.perf_counter() - start) * 1000, 2)
     handlers = _root.handlers
@@ -155,9 +179,9 @@ def log_request(scope: Scope, status: int, nbytes: int, start: float) -> None:
     if isinstance(sink, JsonLinesHandler):
         # json.dumps of the same fields, without its per-call set-up (a hot path)
         line = (
-            f'{{"time":"{stamp}","method":{_json_str(scope["method"])},'
-            f'"path":{_json_str(scope["path"])},"status":{status},"bytes":{nbytes},'
-            f'"ms":{ms!r},"client":{"null" if not client else _json_str(client[0])}'
+            f'{{"time":"{stamp}","method":{_json_str(method)},"path":{_json_str(path)},'
+            f'"status":{status},"bytes":{nbytes},"ms":{ms!r},'
+            f'"client":{"null" if client is None else _json_str(client)}'
         )
         if rng is not None:
             line += f',"range":{encode_basestring(rng)}'
@@ -167,12 +191,12 @@ def log_request(scope: Scope, status: int, nbytes: int, start: float) -> None:
         return
     fields: dict[str, Any] = {
         "time": stamp,
-        "method": scope["method"],
-        "path": scope["path"],
+        "method": method,
+        "path": path,
         "status": status,
         "bytes": nbytes,
         "ms": ms,
-        "client": client[0] if client else None,
+        "client": client,
     }
     if rng is not None:
         fields["range"] = rng

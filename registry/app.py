@@ -32,6 +32,7 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from . import api, hfmirror, sumdb, web
 from ._errors import BadRequestError, RegistryError, StoreError, UnauthorizedError
@@ -47,7 +48,7 @@ from .sumdb import SumDB
 from .sumkey import signer_key
 from .tokens import parse_authorization
 
-__all__ = ["create_app", "from_env", "open_registry"]
+__all__ = ["RegistryApp", "create_app", "from_env", "open_registry"]
 
 log = logging.getLogger("registry.app")
 
@@ -124,13 +125,25 @@ async def _healthz(request: Request) -> Response:
     return JSONResponse({"status": "ok"}, headers={"Cache-Control": "no-store"})
 
 
+class RegistryApp(Starlette):
+    """The app: Starlette, with :class:`~registry.fastpath.FastPath` ahead of all of it."""
+
+    fast: FastPath | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        fast = self.fast
+        if fast is not None and scope["type"] == "http" and await fast.answer(scope, send):
+            return
+        await super().__call__(scope, receive, send)
+
+
 def create_app(
     config: Config | None = None,
     *,
     registry: Registry | None = None,
     close_registry: bool = False,
     fast_path: bool = True,
-) -> Starlette:
+) -> RegistryApp:
     """The registry as an ASGI app, on ``registry`` or on the stores ``config`` names.
 
     Stores opened from ``config`` are closed at shutdown; a ``registry`` passed
@@ -161,8 +174,7 @@ def create_app(
             await run_in_threadpool(reg.close)
             log.info("registry stopped: database and blob store closed")
 
-    cache = ProtocolCache() if fast_path else None
-    app = Starlette(
+    app = RegistryApp(
         routes=[
             Route("/healthz", _healthz, methods=["GET"]),
             *api.routes(),
@@ -171,20 +183,20 @@ def create_app(
             *hfmirror.routes(),
             Route("/{path:path}", _protocol, methods=["GET", "HEAD"]),
         ],
-        middleware=[
-            *([Middleware(FastPath, cache=cache)] if cache is not None else []),
-            Middleware(AccessLog),
-        ],
+        middleware=[Middleware(AccessLog)],
         exception_handlers={RegistryError: _error},
         lifespan=lifespan,
     )
     if registry is not None:
         app.state.registry = registry
     app.state.web_pages = web.new_page_cache()
-    app.state.protocol_cache = cache
+    app.state.protocol_cache = None
+    if fast_path:
+        app.state.protocol_cache = ProtocolCache()
+        app.fast = FastPath(app.state.protocol_cache, app.state)
     return app
 
 
-def from_env() -> Starlette:
+def from_env() -> RegistryApp:
     """The app configured by the environment (``uvicorn --factory registry.app:from_env``)."""
     return create_app(Config())

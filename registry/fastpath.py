@@ -6,9 +6,9 @@ for a **public** module's ``.info``, ``.mod``, ``.index.json`` or file of a
 committed version, the answer's headers (built by the same Starlette
 ``Response`` the slow path sends, so they are byte for byte the same) are
 kept here under the request path, with the blob's sha256 or the body itself.
-:class:`FastPath`, the app's outermost middleware, answers the next GET or
-HEAD of that path with them, straight over ASGI: no routing, no database, no
-worker thread; the blob's bytes from a bounded in-memory LRU (blobs up to
+:class:`FastPath`, called by the app before any middleware, answers the next
+GET or HEAD of that path with them, straight over ASGI: no routing, no
+database, no worker thread; the blob's bytes from a bounded in-memory LRU (blobs up to
 :data:`MAX_BLOB`, :data:`BLOB_BUDGET` in all), read once through the blob
 store (any store). ``If-None-Match`` gets its 304 here too.
 
@@ -27,7 +27,7 @@ so a private byte never leaves without a token), anything not yet
 answered, every error, a blob the store lost (the entry is dropped and the
 slow path reports it), and bodies over :data:`~registry.protocol.WHOLE_BODY`
 bytes (streamed there). Requests answered here are logged by
-:func:`registry.accesslog.log_request` as the slow path's are.
+:func:`registry.accesslog.log_access` as the slow path's are.
 
 Memory: at most :data:`MAX_ENTRIES` paths (oldest dropped first) and
 :data:`BLOB_BUDGET` bytes of blobs per process.
@@ -41,13 +41,14 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import State
 from starlette.responses import Response
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Scope, Send
 
 from wgtpm import version as _v
 
 from ._errors import RegistryError
-from .accesslog import log_request
+from .accesslog import log_access
 from .service import Registry
 
 __all__ = ["BLOB_BUDGET", "MAX_BLOB", "MAX_ENTRIES", "FastPath", "ProtocolCache"]
@@ -163,88 +164,75 @@ class ProtocolCache:
 
 
 class FastPath:
-    """ASGI middleware answering what :class:`ProtocolCache` holds; the rest goes to ``app``."""
+    """Answers what :class:`ProtocolCache` holds (:meth:`answer`), ahead of the app whose
+    ``state`` holds the registry."""
 
-    def __init__(self, app: ASGIApp, cache: ProtocolCache) -> None:
-        self.app = app
+    def __init__(self, cache: ProtocolCache, state: State) -> None:
         self.cache = cache
+        self.state = state
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and not scope.get("root_path"):
-            path = scope["path"]
-            answer = self.cache.answers.get(path)
-            if answer is not None and await self._answer(scope, send, answer):
-                return
-            if answer is None and path in self.cache.lists and await self._list(scope, send):
-                return
-        await self.app(scope, receive, send)
-
-    @staticmethod
-    def _plain(scope: Scope) -> tuple[bool, str | None]:
-        """Whether the fast path may answer (a GET or HEAD without a token or a range),
-        and the ``If-None-Match`` header."""
-        if scope["method"] not in ("GET", "HEAD"):
-            return False, None
-        inm = None
+    async def answer(self, scope: Scope, send: Send) -> bool:
+        """Answer the HTTP request ``scope`` if it may; ``False`` when the app must (nothing
+        was sent then)."""
+        path = scope["path"]
+        answer = self.cache.answers.get(path)
+        if answer is None and path not in self.cache.lists:
+            return False
+        start = time.perf_counter()
+        if scope["method"] not in ("GET", "HEAD") or scope.get("root_path"):
+            return False
+        inm = ua = None
         for k, v in scope["headers"]:
             if k == b"authorization" or k == b"range":
-                return False, None
+                return False
             if k == b"if-none-match" and inm is None:
                 inm = v.decode("latin-1")
-        return True, inm
-
-    async def _answer(self, scope: Scope, send: Send, answer: Answer, start: float = 0.0) -> bool:
-        start = start or time.perf_counter()
-        plain, inm = self._plain(scope)
-        if not plain:
-            return False
+            elif k == b"user-agent":
+                ua = v.decode("latin-1")
+        if answer is None:
+            answer = await self._list(path)
+            if answer is None:
+                return False
+        status, headers, body = 200, answer.headers, answer.body
         if matches(inm, answer.etag):
-            await send(
-                {"type": "http.response.start", "status": 304, "headers": answer.not_modified}
-            )
-            await send({"type": "http.response.body", "body": b""})
-            log_request(scope, 304, 0, start)
-            return True
-        body = answer.body
-        if scope["method"] == "HEAD":
+            status, headers, body = 304, answer.not_modified, b""
+        elif scope["method"] == "HEAD":
             body = b""
         elif body is None:
             body = self.cache.blob(answer.sha256)
             if body is None:
-                body = await self._read(scope, answer)
+                body = await self._read(path, answer)
                 if body is None:
                     return False
-        await send({"type": "http.response.start", "status": 200, "headers": answer.headers})
+        await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
-        log_request(scope, 200, len(body), start)
+        client = scope.get("client")
+        log_access(
+            scope["method"], path, status, len(body), start, client[0] if client else None, ua=ua
+        )
         return True
 
-    async def _read(self, scope: Scope, answer: Answer) -> bytes | None:
-        reg: Registry = scope["app"].state.registry
+    async def _read(self, path: str, answer: Answer) -> bytes | None:
+        reg: Registry = self.state.registry
         try:
             data = await run_in_threadpool(_read_blob, reg, answer.sha256, answer.size)
         except (RegistryError, OSError):
-            self.cache.forget(scope["path"])  # the slow path reports what went wrong
+            self.cache.forget(path)  # the slow path reports what went wrong
             return None
         self.cache.keep_blob(answer.sha256, data)
         return data
 
-    async def _list(self, scope: Scope, send: Send) -> bool:
-        start = time.perf_counter()
-        plain, _ = self._plain(scope)
-        if not plain:
-            return False
-        module = self.cache.lists[scope["path"]]
-        reg: Registry = scope["app"].state.registry
-        meta = reg.meta
+    async def _list(self, path: str) -> Answer | None:
+        module = self.cache.lists[path]
+        meta = self.state.registry.meta
         try:  # a local database (SQLite) answers faster than a hop to a worker thread
             if getattr(meta, "local", False):
                 vs = meta.list_versions(module)
             else:
                 vs = await run_in_threadpool(meta.list_versions, module)
         except RegistryError:
-            return False  # the slow path reports it
-        return await self._answer(scope, send, self.cache.list_answer(module, vs), start)
+            return None  # the slow path reports it
+        return self.cache.list_answer(module, vs)
 
 
 def _read_blob(reg: Registry, sha256: str, size: int) -> bytes:

@@ -24,10 +24,8 @@ import logging
 import os
 from typing import Any
 
-from starlette.applications import Starlette
-
 from .accesslog import UVICORN_LOG_CONFIG, configure
-from .app import create_app, open_registry
+from .app import RegistryApp, create_app, open_registry
 from .config import Config
 
 __all__ = ["serve"]
@@ -82,7 +80,7 @@ def serve(
     )
 
 
-def worker_app() -> Starlette:
+def worker_app() -> RegistryApp:
     """One of ``serve``'s worker processes: its logging, and the app on ``Config()``."""
     configure()
     return create_app(Config())

@@ -81,7 +81,12 @@ def reg(tmp_path: Path) -> Iterator[Registry]:
 
 def _publish(reg: Registry, module: str, version: str, *, private: bool = False) -> str:
     tok = reg.create_token(module, "publish")[0]
-    fs = {"wgt.mod": modtext(module), "w/data.bin": DATA + version.encode(), "tiny": b"x"}
+    fs = {
+        "wgt.mod": modtext(module),
+        "w/data.bin": DATA + version.encode(),
+        "tiny": b"x",
+        "empty": b"",
+    }
     r = publish(TestClient(create_app(registry=reg)), tok, module, version, fs, private=private)
     assert r.status_code == 201, r.text
     return tok
@@ -90,6 +95,7 @@ def _publish(reg: Registry, module: str, version: str, *, private: bool = False)
 URLS = [
     f"/{E}/@v/v1.0.0/w/data.bin",
     f"/{E}/@v/v1.0.0/tiny",
+    f"/{E}/@v/v1.0.0/empty",
     f"/{E}/@v/v1.0.0.mod",
     f"/{E}/@v/v1.0.0.info",
     f"/{E}/@v/v1.0.0.index.json",
