@@ -53,7 +53,7 @@ from .service import Registry
 
 __all__ = ["BLOB_BUDGET", "MAX_BLOB", "MAX_ENTRIES", "FastPath", "ProtocolCache"]
 
-MAX_ENTRIES = 100_000  # remembered request paths
+MAX_ENTRIES = 20_000  # remembered request paths (about 1 KiB each)
 MAX_BLOB = 1 << 20  # blobs up to this size are kept in memory
 BLOB_BUDGET = 64 << 20  # bytes of blobs kept in memory, in all
 

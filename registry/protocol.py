@@ -267,12 +267,16 @@ async def serve_protocol(
         if rev.version != req.version:  # a branch or a commit: it moves
             cache = "no-cache"
         elif not private and (pc := _cache_of(request)) is not None:
-            headers = {
-                "ETag": _etag(hashlib.sha256(body).hexdigest()),
-                "Cache-Control": cache,
-                "Content-Length": str(len(body)),
-            }
-            pc.remember(request.scope["path"], Answer.of(headers, "application/json", body=body))
+            # only a version committed here: a proxied module's .info may be the upstream's
+            here = await run_in_threadpool(reg.meta.get_version, req.module, req.version)
+            if here is not None and not here.private and reg.info(here) == body:
+                headers = {
+                    "ETag": _etag(hashlib.sha256(body).hexdigest()),
+                    "Cache-Control": cache,
+                    "Content-Length": str(len(body)),
+                }
+                answer = Answer.of(headers, "application/json", body=body)
+                pc.remember(request.scope["path"], answer)
         return _text(request, body, "application/json", cache)
     if req.kind == "file":
 

@@ -30,6 +30,7 @@ from registry.accesslog import configure
 from registry.app import create_app
 
 from .helpers import modtext, publish
+from .test_proxy import UP, upstream  # noqa: F401 - a fixture
 
 M = "example.com/Acme/Fast"
 E = "example.com/!acme/!fast"
@@ -304,3 +305,30 @@ def test_the_quick_access_line_is_what_json_dumps_writes() -> None:
     }
     assert out.getvalue().isascii() and out.getvalue().endswith("}\n")
     assert len(quick["time"]) == len(slow["time"]) == len("2026-12-01T01:33:53.120+00:00")
+
+
+def test_a_proxied_module_is_remembered_only_once_committed_here(
+    tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from registry.proxy import open_proxy
+
+    server = request.getfixturevalue("upstream")[1]  # a proxy tree on loopback
+    monkeypatch.setenv("WGTPM_HTTP_RETRIES", "0")
+    reg = Registry(
+        open_metadata_store(str(tmp_path / "r.db")),
+        FolderBlobStore(tmp_path / "b"),
+        proxy=open_proxy(server.url, tmp_path / "proxy", {"WGTPM_HTTP_RETRIES": "0"}),
+    )
+    try:
+        app = create_app(registry=reg)
+        cache = app.state.protocol_cache
+        info, listing = f"/{UP}/@v/v0.2.0.info", f"/{UP}/@v/list"
+        first = call(app, info)
+        assert first[0] == 200 and info not in cache.answers  # the upstream's, not committed
+        assert call(app, listing)[2] == b"v0.1.0\nv0.2.0\n" and listing not in cache.lists
+        file = f"/{UP}/@v/v0.2.0/tiny/weights.bin"
+        assert call(app, file)[2] == b"\x02" * 4000 and file in cache.answers  # filled
+        assert call(app, info) == first and info in cache.answers
+        assert call(app, info) == first
+    finally:
+        reg.close()
