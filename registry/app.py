@@ -16,8 +16,8 @@ Module paths start with a host name holding a dot, so they never collide
 with ``api``, ``healthz`` or ``sumdb``. In front of it all,
 :class:`registry.fastpath.FastPath` answers again, without routing or the
 database, what the protocol answered once for a public module's committed
-version, and lists hosted public modules with one query. The stores are closed when the server shuts down
-(uvicorn's lifespan, on SIGTERM or SIGINT).
+version, and lists hosted public modules with one query. The stores are
+closed when the server shuts down (uvicorn's lifespan, on SIGTERM or SIGINT).
 """
 
 from __future__ import annotations

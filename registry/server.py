@@ -7,7 +7,7 @@ then re-raises the signal, so the process ends as signalled (exit status 143
 for SIGTERM in a shell, as systemd and Kubernetes expect).
 
 uvicorn picks uvloop and httptools when they are installed (the ``registry``
-extra installs them): about twice the requests per second of asyncio and h11.
+extra installs them) over asyncio and h11, which cost more per request.
 ``workers`` above 1 runs that many processes on one listening socket
 (uvicorn's supervisor), each with its own stores on the same database and
 blob store, as replicas are; each is configured by
@@ -28,7 +28,7 @@ from .accesslog import UVICORN_LOG_CONFIG, configure
 from .app import RegistryApp, create_app, open_registry
 from .config import Config
 
-__all__ = ["serve"]
+__all__ = ["serve", "worker_app"]
 
 log = logging.getLogger("registry.server")
 
