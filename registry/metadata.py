@@ -482,8 +482,6 @@ class SqlMetadataStore(MetadataStore):
 
     # -- modules, versions, files
 
-    _module_cols = (modules.c.path, modules.c.private, modules.c.created, modules.c.proxied)
-
     @staticmethod
     def _module_record(row: Any) -> ModuleRecord:
         return ModuleRecord(row.path, bool(row.private), row.created, bool(row.proxied))
@@ -498,7 +496,7 @@ class SqlMetadataStore(MetadataStore):
     def list_modules(self) -> list[ModuleRecord]:
         has = sa.exists().where(versions.c.module_id == modules.c.id, versions.c.committed)
         with self._tx() as conn:
-            rows = conn.execute(sa.select(*self._module_cols).where(has).order_by(modules.c.path))
+            rows = conn.execute(sa.select(*_MODULE_COLS).where(has).order_by(modules.c.path))
             return [self._module_record(r) for r in rows]
 
     def all_versions(self) -> dict[str, list[str]]:
