@@ -3,19 +3,26 @@
 In one run, in turns (registry, nginx, registry, nginx, ...), on loopback:
 
 1. requests/s for ``@v/list`` and for downloading a 64 KiB and a 1 MiB file,
-   with ``--conns`` concurrent keep-alive clients (``wrk`` when installed,
-   else an asyncio httpx load generator), one registry process (SQLite and a
-   folder) against one nginx worker (sendfile) over a proxy-protocol tree
-   written by :class:`wgtpm.proxytree.ProxyTree`; printed as registry/nginx
-   (target: file downloads at least 0.5x);
+   with each of ``--conns`` concurrent keep-alive clients (``wrk`` when
+   installed, else an asyncio httpx load generator), one registry process
+   (SQLite and a folder) against one nginx worker (sendfile) over a
+   proxy-protocol tree written by :class:`wgtpm.proxytree.ProxyTree`; printed
+   as registry/nginx per round (target: file downloads at least 0.5x);
 2. publish-to-visible latency: a new version published through the API,
    then ``@v/list`` polled until it shows it; p50/p95 over ``--publishes``;
-3. the same downloads from two ``registry serve`` processes on one SQLite
+3. the same requests from two ``registry serve`` processes on one SQLite
    file and one folder, the load split between their two ports (with wrk:
    one wrk per port, half the connections each, requests/s summed), and
-   the latency of a version published on one replica until the other lists it.
+   the latency of a version published on one replica until the other lists it;
+4. the same requests from one ``registry serve --workers 2`` (one port).
 
-Run: ``.venv/bin/python benchmarks/bench_registry.py [--seconds 3] [--rounds 2] [--conns 16]``
+With ``/proc`` (Linux), each load measurement also reads the CPU time the
+servers' processes (and their children: nginx's worker, uvicorn's workers)
+spent, per request served: unlike requests/s, that hardly depends on what
+else the machine is running, and registry/nginx of it is the throughput ratio
+the two would have on cores of their own.
+
+Run: ``.venv/bin/python benchmarks/bench_registry.py [--seconds 3] [--rounds 2] [--conns 16,2]``
 Needs nginx (Debian ``nginx``); wrk (Debian ``wrk``) is optional.
 """
 
@@ -74,16 +81,20 @@ def wait_up(url: str, proc: subprocess.Popen[bytes], what: str) -> None:
 
 
 @contextmanager
-def registry(data: Path, log: Path) -> Iterator[str]:
-    """``wgtpm registry serve`` on SQLite and a folder under ``data`` (one uvicorn worker)."""
+def registry(data: Path, log: Path, workers: int = 1) -> Iterator[str]:
+    """``wgtpm registry serve`` on SQLite and a folder under ``data``."""
     port = free_port()
     with open(log, "ab") as out:
         proc = subprocess.Popen(
-            wgtpm("registry", "serve", "--data", str(data), "--port", str(port)),
+            wgtpm(
+                *("registry", "serve", "--data", str(data), "--port", str(port)),
+                *("--workers", str(workers)),
+            ),
             stdout=out,
             stderr=out,
         )
     url = f"http://127.0.0.1:{port}"
+    SERVERS[url] = proc.pid
     try:
         wait_up(url + "/healthz", proc, "wgtpm registry serve")
         yield url
@@ -134,6 +145,7 @@ http {{
         stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"
+    SERVERS[url] = proc.pid
     try:
         wait_up(url + "/", proc, "nginx")
         yield url
@@ -165,8 +177,29 @@ def publish(api: httpx.Client, token: str, version: str, files: dict[str, bytes]
 # ---- load ----------------------------------------------------------------------
 
 
-def wrk_rps(urls: list[str], conns: int, seconds: float) -> float:
-    """Requests/s over ``urls`` at once (one wrk per URL, ``conns`` split between them)."""
+#: the process serving each base URL, for its CPU time
+SERVERS: dict[str, int] = {}
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of ``pid`` and its descendants; NaN without ``/proc``."""
+    total, todo = 0, [pid]
+    try:
+        while todo:
+            p = todo.pop()
+            stat = Path(f"/proc/{p}/stat").read_text()
+            fields = stat.rpartition(")")[2].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime (clock ticks)
+            for task in Path(f"/proc/{p}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+    except (OSError, ValueError, IndexError):
+        return float("nan")
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def wrk_rps(urls: list[str], conns: int, seconds: float) -> tuple[float, int]:
+    """Requests/s over ``urls`` at once (one wrk per URL, ``conns`` split between them),
+    and the number of requests."""
     per = max(1, conns // len(urls))
     procs = [
         subprocess.Popen(
@@ -177,19 +210,21 @@ def wrk_rps(urls: list[str], conns: int, seconds: float) -> float:
         )
         for u in urls
     ]
-    total = 0.0
+    total, count = 0.0, 0
     for p in procs:
         out, _ = p.communicate(timeout=seconds + 30)
         if "Non-2xx" in out or "Socket errors" in out:
             raise SystemExit(f"wrk saw errors:\n{out}")
         m = re.search(r"Requests/sec:\s+([\d.]+)", out)
-        if not m:
+        n = re.search(r"(\d+) requests in", out)
+        if not m or not n:
             raise SystemExit(f"wrk said:\n{out}")
         total += float(m.group(1))
-    return total
+        count += int(n.group(1))
+    return total, count
 
 
-def httpx_rps(urls: list[str], conns: int, seconds: float) -> float:
+def httpx_rps(urls: list[str], conns: int, seconds: float) -> tuple[float, int]:
     """The same with asyncio and httpx: ``conns`` clients, alternating between ``urls``."""
 
     async def run() -> int:
@@ -212,11 +247,15 @@ def httpx_rps(urls: list[str], conns: int, seconds: float) -> float:
 
     t0 = time.monotonic()
     n = asyncio.run(run())
-    return n / (time.monotonic() - t0)
+    return n / (time.monotonic() - t0), n
 
 
-def rps(urls: list[str], conns: int, seconds: float) -> float:
-    return wrk_rps(urls, conns, seconds) if WRK else httpx_rps(urls, conns, seconds)
+def rps(urls: list[str], conns: int, seconds: float) -> tuple[float, float]:
+    """Requests/s, and the servers' CPU microseconds per request."""
+    pids = {SERVERS[u.split("/", 3)[0] + "//" + u.split("/", 3)[2]] for u in urls}
+    before = sum(cpu_seconds(p) for p in pids)
+    rate, n = wrk_rps(urls, conns, seconds) if WRK else httpx_rps(urls, conns, seconds)
+    return rate, (sum(cpu_seconds(p) for p in pids) - before) / max(n, 1) * 1e6
 
 
 def pct(xs: list[float], p: float) -> float:
@@ -240,9 +279,12 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=3.0, help="per load measurement")
     ap.add_argument("--rounds", type=int, default=2, help="turns of registry and nginx")
-    ap.add_argument("--conns", type=int, default=16, help="concurrent keep-alive clients")
+    ap.add_argument(
+        "--conns", default="16,2", help="concurrent keep-alive clients: a list, one table each"
+    )
     ap.add_argument("--publishes", type=int, default=10)
     args = ap.parse_args()
+    conns = [int(c) for c in args.conns.split(",")]
     if not Path(NGINX).exists():
         raise SystemExit("nginx is not installed (Debian: apt-get install nginx)")
     tool = "wrk" if WRK else "asyncio httpx"
@@ -272,7 +314,9 @@ def main() -> None:
             "64 KiB file": f"/{MODULE}/@v/v1.0.0/w/small.bin",
             "1 MiB file": f"/{MODULE}/@v/v1.0.0/w/big.bin",
         }
-        results: dict[str, dict[str, list[float]]] = {k: {} for k in paths}
+        results: dict[tuple[int, str], dict[str, list[tuple[float, float]]]] = {
+            (c, k): {} for c in conns for k in paths
+        }
         log = tmp / "registry.log"
         with (
             registry(data, log) as reg,
@@ -283,40 +327,72 @@ def main() -> None:
             for p in paths.values():  # the same bytes from both
                 assert httpx.get(reg + p).content == httpx.get(ngx + p).content, p
             for _ in range(args.rounds):
-                for name, p in paths.items():
-                    for who, base in (("registry", reg), ("nginx", ngx)):
-                        results[name].setdefault(who, []).append(
-                            rps([base + p], args.conns, args.seconds)
-                        )
+                for c in conns:
+                    for name, p in paths.items():
+                        for who, base in (("registry", reg), ("nginx", ngx)):
+                            results[c, name].setdefault(who, []).append(
+                                rps([base + p], c, args.seconds)
+                            )
             lat = [
                 visible_after(api, token, f"v1.1.{i}", {**files, "w/n.bin": os.urandom(4096)}, reg)
                 for i in range(args.publishes)
             ]
         # two replicas on one SQLite file and one folder
         with registry(data, log) as r1, registry(data, log) as r2, httpx.Client(base_url=r1) as api:
-            for name in ("64 KiB file", "1 MiB file"):
-                for _ in range(args.rounds):
-                    results[name].setdefault("2 replicas", []).append(
-                        rps([r1 + paths[name], r2 + paths[name]], args.conns, args.seconds)
-                    )
+            for _ in range(args.rounds):
+                for c in conns:
+                    for name, p in paths.items():
+                        results[c, name].setdefault("2 replicas", []).append(
+                            rps([r1 + p, r2 + p], c, args.seconds)
+                        )
             lat2 = [
                 visible_after(api, token, f"v1.2.{i}", {**files, "w/n.bin": os.urandom(4096)}, r2)
                 for i in range(args.publishes)
             ]
+        with registry(data, log, workers=2) as w2:
+            for p in paths.values():
+                httpx.get(w2 + p).raise_for_status()
+            for _ in range(args.rounds):
+                for c in conns:
+                    for name, p in paths.items():
+                        results[c, name].setdefault("--workers 2", []).append(
+                            rps([w2 + p], c, args.seconds)
+                        )
 
     print()
-    print(f"{'requests/s':<14}{'registry':>12}{'nginx':>12}{'ratio':>16}{'2 replicas':>14}")
-    for name, r in results.items():
-        ratios = [a / b for a, b in zip(r["registry"], r["nginx"], strict=True)]
-        reps = r.get("2 replicas")
+    print(
+        f"{'requests/s':<14}{'clients':>8}{'registry':>10}{'nginx':>10}{'ratio':>13}"
+        f"{'2 replicas':>12}{'--workers 2':>13}"
+    )
+    for (c, name), r in results.items():
+        rate = {who: [x[0] for x in xs] for who, xs in r.items()}
+        ratios = [a / b for a, b in zip(rate["registry"], rate["nginx"], strict=True)]
         print(
-            f"{name:<14}{max(r['registry']):>12.0f}{max(r['nginx']):>12.0f}"
-            f"{f'{min(ratios):.2f}-{max(ratios):.2f}x':>16}"
-            f"{(f'{max(reps):.0f}' if reps else '-'):>14}"
+            f"{name:<14}{c:>8}{max(rate['registry']):>10.0f}{max(rate['nginx']):>10.0f}"
+            f"{f'{min(ratios):.2f}-{max(ratios):.2f}x':>13}"
+            f"{max(rate['2 replicas']):>12.0f}{max(rate['--workers 2']):>13.0f}"
         )
     print(
         "  (best of the rounds; the ratio is registry/nginx per round; target for files: >= 0.5x)"
     )
+    print()
+    print(
+        f"{'CPU us/request':<14}{'clients':>8}{'registry':>10}{'nginx':>10}{'nginx/reg':>13}"
+        f"{'2 replicas':>12}{'--workers 2':>13}"
+    )
+    for (c, name), r in results.items():
+        cpu = {who: [x[1] for x in xs] for who, xs in r.items()}
+        ratios = [b / a for a, b in zip(cpu["registry"], cpu["nginx"], strict=True)]
+        print(
+            f"{name:<14}{c:>8}{min(cpu['registry']):>10.0f}{min(cpu['nginx']):>10.0f}"
+            f"{f'{min(ratios):.2f}-{max(ratios):.2f}x':>13}"
+            f"{min(cpu['2 replicas']):>12.0f}{min(cpu['--workers 2']):>13.0f}"
+        )
+    print(
+        "  (the servers' CPU time per request, least of the rounds; nginx/registry of it per"
+        " round is\n   the throughput ratio on cores of their own)"
+    )
+    print(f"load average at the end: {os.getloadavg()[0]:.1f}")
     print(
         f"publish-to-visible, one process: p50 {statistics.median(lat) * 1000:.0f} ms, "
         f"p95 {pct(lat, 0.95) * 1000:.0f} ms ({len(lat)} publishes of 4 KiB new + 2 known files)"

@@ -9,8 +9,9 @@ The layers, bottom up (imports run one way)::
     service                        Registry: reading hosted modules, publishing (no HTTP)
     proxy, ondemand                the caching proxy: upstream metadata, verified fills (whole
                                    versions; file by file for the Hub API)
-    protocol, api, sumdb,          HTTP: the proxy protocol, the publish API, the checksum
-    web, accesslog                 database (Go's sumdb paths), the web page, JSON access logs
+    accesslog, fastpath            JSON access logs; the protocol's answers again without Starlette
+    protocol, api, sumdb, web      HTTP: the proxy protocol, the publish API, the checksum
+                                   database (Go's sumdb paths), the web page
     app, config, server            the ASGI app, settings, uvicorn
 
 Start it with ``wgtpm registry serve``; the publish API and the checksum

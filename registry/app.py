@@ -13,8 +13,11 @@ Hugging Face Hub read API (``/api/models/...`` and ``/OWNER/REPO/resolve/...``,
 :mod:`registry.hfmirror`), and every other GET or HEAD is a proxy-protocol URL
 (:mod:`registry.protocol`).
 Module paths start with a host name holding a dot, so they never collide
-with ``api``, ``healthz`` or ``sumdb``. The stores are closed when the server shuts down
-(uvicorn's lifespan, on SIGTERM or SIGINT).
+with ``api``, ``healthz`` or ``sumdb``. In front of it all,
+:class:`registry.fastpath.FastPath` answers again, without routing or the
+database, what the protocol answered once for a public module's committed
+version, and lists hosted public modules with one query. The stores are
+closed when the server shuts down (uvicorn's lifespan, on SIGTERM or SIGINT).
 """
 
 from __future__ import annotations
@@ -29,12 +32,14 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from . import api, hfmirror, sumdb, web
 from ._errors import BadRequestError, RegistryError, StoreError, UnauthorizedError
 from .accesslog import AccessLog
 from .blobs import open_blob_store
 from .config import Config
+from .fastpath import FastPath, ProtocolCache
 from .metadata import open_metadata_store
 from .protocol import parse_request_path, serve_protocol
 from .proxy import open_proxy
@@ -43,7 +48,7 @@ from .sumdb import SumDB
 from .sumkey import signer_key
 from .tokens import parse_authorization
 
-__all__ = ["create_app", "from_env", "open_registry"]
+__all__ = ["RegistryApp", "create_app", "from_env", "open_registry"]
 
 log = logging.getLogger("registry.app")
 
@@ -120,13 +125,30 @@ async def _healthz(request: Request) -> Response:
     return JSONResponse({"status": "ok"}, headers={"Cache-Control": "no-store"})
 
 
+class RegistryApp(Starlette):
+    """The app: Starlette, with :class:`~registry.fastpath.FastPath` ahead of all of it."""
+
+    fast: FastPath | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        fast = self.fast
+        if fast is not None and scope["type"] == "http" and await fast.answer(scope, send):
+            return
+        await super().__call__(scope, receive, send)
+
+
 def create_app(
-    config: Config | None = None, *, registry: Registry | None = None, close_registry: bool = False
-) -> Starlette:
+    config: Config | None = None,
+    *,
+    registry: Registry | None = None,
+    close_registry: bool = False,
+    fast_path: bool = True,
+) -> RegistryApp:
     """The registry as an ASGI app, on ``registry`` or on the stores ``config`` names.
 
     Stores opened from ``config`` are closed at shutdown; a ``registry`` passed
-    in is closed too when ``close_registry`` is set.
+    in is closed too when ``close_registry`` is set. Without ``fast_path``
+    every request goes through Starlette (:mod:`registry.fastpath`).
     """
     if (config is None) == (registry is None):
         raise ValueError("create_app needs a config or a registry (one of them)")
@@ -152,7 +174,7 @@ def create_app(
             await run_in_threadpool(reg.close)
             log.info("registry stopped: database and blob store closed")
 
-    app = Starlette(
+    app = RegistryApp(
         routes=[
             Route("/healthz", _healthz, methods=["GET"]),
             *api.routes(),
@@ -168,9 +190,13 @@ def create_app(
     if registry is not None:
         app.state.registry = registry
     app.state.web_pages = web.new_page_cache()
+    app.state.protocol_cache = None
+    if fast_path:
+        app.state.protocol_cache = ProtocolCache()
+        app.fast = FastPath(app.state.protocol_cache, app.state)
     return app
 
 
-def from_env() -> Starlette:
+def from_env() -> RegistryApp:
     """The app configured by the environment (``uvicorn --factory registry.app:from_env``)."""
     return create_app(Config())

@@ -78,6 +78,24 @@ class Config:
             or str(self.data.absolute() / "blobs")
         )
 
+    def environ(self) -> dict[str, str]:
+        """The environment variables that make ``Config()`` equal this config in another
+        process (uvicorn's workers): one for every field set here; limits are not carried."""
+        pairs = {
+            "WGTPM_REGISTRY_DATA": str(self.data.absolute()),
+            "WGTPM_REGISTRY_DB": self.db,
+            "WGTPM_REGISTRY_STORE": self.store,
+            "AWS_ENDPOINT_URL": self.s3_endpoint,
+            "WGTPM_REGISTRY_SUMDB_NAME": self.sumdb_name,
+            "WGTPM_REGISTRY_SUMDB_KEY_FILE": (
+                str(self.sumdb_key_file.absolute()) if self.sumdb_key_file else None
+            ),
+            "WGTPM_REGISTRY_UPSTREAM": self.upstream,
+            "WGTPM_REGISTRY_HF_ALLOW": self.hf_allow,
+            "WGTPM_REGISTRY_OFFLINE": None if self.offline is None else str(int(self.offline)),
+        }
+        return {k: v for k, v in pairs.items() if v is not None}
+
     def upstream_list(self) -> str:
         """The caching proxy's upstream (a ``WGTPROXY`` list), ``off`` by default."""
         return self.upstream or os.environ.get("WGTPM_REGISTRY_UPSTREAM") or "off"

@@ -21,6 +21,11 @@ list (versions never change); 502 when the caching proxy's upstream fails
 sha256 of the document) and ``Cache-Control: public, max-age=31536000,
 immutable`` (``private`` for a private module); ``list`` and ``@latest``
 are ``no-cache`` with an ``ETag`` for revalidation.
+
+A 200 for a public module's version content is remembered in the app's
+:class:`~registry.fastpath.ProtocolCache` (and a public hosted module's list
+path), which :class:`~registry.fastpath.FastPath` then answers without this
+module; the headers it sends are the ones built here.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from wgtpm._errors import WgtpmError
 from wgtpm.module import unescape_path
 
 from ._errors import BlobNotFoundError, GoneError, StoreError
+from .fastpath import Answer, ProtocolCache, matches
 from .metadata import FileRecord, TokenRecord, VersionRecord
 from .service import Registry
 
@@ -120,8 +126,15 @@ def _etag(sha256: str) -> str:
 
 
 def _not_modified(request: Request, etag: str) -> bool:
-    inm = request.headers.get("if-none-match")
-    return inm is not None and (inm.strip() == "*" or etag in [t.strip() for t in inm.split(",")])
+    return matches(request.headers.get("if-none-match"), etag)
+
+
+def _blob_headers(etag: str, private: bool) -> dict[str, str]:
+    return {
+        "ETag": etag,
+        "Cache-Control": ("private, " if private else "public, ") + IMMUTABLE,
+        "Accept-Ranges": "bytes",
+    }
 
 
 def _range(header: str | None, size: int) -> tuple[int, int] | bool | None:
@@ -157,11 +170,7 @@ async def serve_bytes_of(
     """Serve blob ``sha256`` (``size`` bytes) with ETag (``etag``, else the sha256), Range
     and immutable caching; ``whole`` is the blob's bytes when the caller read them already."""
     etag = _etag(etag or sha256)
-    headers = {
-        "ETag": etag,
-        "Cache-Control": ("private, " if private else "public, ") + IMMUTABLE,
-        "Accept-Ranges": "bytes",
-    }
+    headers = _blob_headers(etag, private)
     if _not_modified(request, etag):
         return Response(status_code=304, headers=headers)
     rng = _range(request.headers.get("range"), size)
@@ -215,12 +224,38 @@ def _text(request: Request, body: bytes, content_type: str, cache: str) -> Respo
     return Response(body, headers=headers, media_type=content_type)
 
 
+def _cache_of(request: Request) -> ProtocolCache | None:
+    """The app's fast-path cache, when there is one and the request path is its key."""
+    cache = getattr(request.app.state, "protocol_cache", None)
+    return None if request.scope.get("root_path") else cache
+
+
+def _remember_blob(
+    request: Request, sha256: str, size: int, content_type: str, whole: bytes | None = None
+) -> None:
+    """Let the fast path answer this URL: a public module's committed content."""
+    cache = _cache_of(request)
+    if cache is None or size > WHOLE_BODY:
+        return
+    headers = {**_blob_headers(_etag(sha256), False), "Content-Length": str(size)}
+    cache.remember(
+        request.scope["path"], Answer.of(headers, content_type, sha256=sha256, size=size)
+    )
+    if whole is not None:
+        cache.keep_blob(sha256, whole)
+
+
 async def serve_protocol(
     request: Request, reg: Registry, req: ProtocolRequest, token: TokenRecord | None
 ) -> Response:
     """Answer one protocol request; errors are raised as :mod:`registry._errors`."""
     if req.kind == "list":
         vs = await run_in_threadpool(reg.versions, req.module, token)
+        pc = _cache_of(request)
+        if pc is not None and request.scope["path"] not in pc.lists:
+            rec = await run_in_threadpool(reg.meta.get_module, req.module)
+            if rec is not None and not rec.private and not reg.proxied(req.module, rec):
+                pc.remember_list(request.scope["path"], req.module)
         return _text(request, "".join(v + "\n" for v in vs).encode(), "text/plain", "no-cache")
     if req.kind == "latest":
         rev, _ = await run_in_threadpool(reg.resolve, req.module, "latest", token)
@@ -228,9 +263,21 @@ async def serve_protocol(
     if req.kind == "info":
         rev, private = await run_in_threadpool(reg.resolve, req.module, req.version, token)
         cache = ("private, " if private else "public, ") + IMMUTABLE
+        body = reg.info(rev)
         if rev.version != req.version:  # a branch or a commit: it moves
             cache = "no-cache"
-        return _text(request, reg.info(rev), "application/json", cache)
+        elif not private and (pc := _cache_of(request)) is not None:
+            # only a version committed here: a proxied module's .info may be the upstream's
+            here = await run_in_threadpool(reg.meta.get_version, req.module, req.version)
+            if here is not None and not here.private and reg.info(here) == body:
+                headers = {
+                    "ETag": _etag(hashlib.sha256(body).hexdigest()),
+                    "Cache-Control": cache,
+                    "Content-Length": str(len(body)),
+                }
+                answer = Answer.of(headers, "application/json", body=body)
+                pc.remember(request.scope["path"], answer)
+        return _text(request, body, "application/json", cache)
     if req.kind == "file":
 
         def lookup() -> tuple[VersionRecord, FileRecord, bytes | None]:
@@ -246,16 +293,22 @@ async def serve_protocol(
             return v, f, whole
 
         v, f, whole = await run_in_threadpool(lookup)
+        if not v.private:
+            _remember_blob(request, f.sha256, f.size, "application/octet-stream", whole)
         return await serve_bytes_of(
             request, reg, f.sha256, f.size, "application/octet-stream", v.private, whole=whole
         )
     v = await run_in_threadpool(reg.version, req.module, req.version, token)
     if req.kind == "mod":
         m = await run_in_threadpool(reg.mod_entry, v)
+        if not v.private:
+            _remember_blob(request, m.sha256, m.size, "text/plain; charset=utf-8")
         return await serve_bytes_of(
             request, reg, m.sha256, m.size, "text/plain; charset=utf-8", v.private
         )
     size = await run_in_threadpool(reg.blobs.size, v.index_sha256)
     if size is None:
         raise StoreError(f"{v.module}@{v.version}: the index blob {v.index_sha256} is missing")
+    if not v.private:
+        _remember_blob(request, v.index_sha256, size, "application/json")
     return await serve_bytes_of(request, reg, v.index_sha256, size, "application/json", v.private)

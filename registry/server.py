@@ -6,6 +6,13 @@ app's lifespan shutdown, which closes the database and the blob store, and
 then re-raises the signal, so the process ends as signalled (exit status 143
 for SIGTERM in a shell, as systemd and Kubernetes expect).
 
+uvicorn picks uvloop and httptools when they are installed (the ``registry``
+extra installs them) over asyncio and h11, which cost more per request.
+``workers`` above 1 runs that many processes on one listening socket
+(uvicorn's supervisor), each with its own stores on the same database and
+blob store, as replicas are; each is configured by
+:meth:`~registry.config.Config.environ`.
+
 To run it under another ASGI server or ``uvicorn --factory``, use
 :func:`registry.app.from_env`, configured by the environment variables of
 :mod:`registry.config`.
@@ -14,18 +21,24 @@ To run it under another ASGI server or ``uvicorn --factory``, use
 from __future__ import annotations
 
 import logging
+import os
+from typing import Any
 
 from .accesslog import UVICORN_LOG_CONFIG, configure
-from .app import create_app, open_registry
+from .app import RegistryApp, create_app, open_registry
 from .config import Config
 
-__all__ = ["serve"]
+__all__ = ["serve", "worker_app"]
 
 log = logging.getLogger("registry.server")
 
 
 def serve(
-    config: Config, host: str = "127.0.0.1", port: int = 8080, graceful_timeout: int = 30
+    config: Config,
+    host: str = "127.0.0.1",
+    port: int = 8080,
+    graceful_timeout: int = 30,
+    workers: int = 1,
 ) -> None:
     """Serve until SIGTERM or SIGINT; the stores are opened first (a bad ``--db`` or
     ``--store`` fails here, with its reason) and closed after uvicorn has drained."""
@@ -44,15 +57,30 @@ def serve(
         )
     if reg.proxy is not None:
         log.info("caching proxy for modules not hosted here, upstream %s", reg.proxy.name)
+    options: dict[str, Any] = {
+        "host": host,
+        "port": port,
+        "access_log": False,  # registry.accesslog writes JSON lines instead
+        "log_config": UVICORN_LOG_CONFIG,
+        "lifespan": "on",
+        "timeout_graceful_shutdown": graceful_timeout,
+        "proxy_headers": True,
+    }
+    if workers > 1:
+        reg.close()  # each worker opens its own
+        os.environ.update(config.environ())
+        log.info("%d worker processes", workers)
+        uvicorn.run("registry.server:worker_app", factory=True, workers=workers, **options)
+        return
     uvicorn.run(
         # closed by the app's lifespan shutdown: uvicorn re-raises SIGTERM/SIGINT after
         # draining, so code after run() would not run
         create_app(registry=reg, close_registry=True),
-        host=host,
-        port=port,
-        access_log=False,  # registry.accesslog writes JSON lines instead
-        log_config=UVICORN_LOG_CONFIG,
-        lifespan="on",
-        timeout_graceful_shutdown=graceful_timeout,
-        proxy_headers=True,
+        **options,
     )
+
+
+def worker_app() -> RegistryApp:
+    """One of ``serve``'s worker processes: its logging, and the app on ``Config()``."""
+    configure()
+    return create_app(Config())

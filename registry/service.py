@@ -207,9 +207,11 @@ class Registry:
             return rec.proxied
         return not any(_tokens.covers(p, module) for p in self._hosted_prefixes())
 
-    def _visible(self, module: str, token: TokenRecord | None) -> bool:
-        """Whether ``module`` is proxied; else 404 for a module that is not here, or private
-        and not covered by ``token``.
+    def _visible(
+        self, module: str, token: TokenRecord | None, rec: ModuleRecord | bool | None = True
+    ) -> bool:
+        """Whether ``module`` (whose row is ``rec`` when read already) is proxied; else 404
+        for a module that is not here, or private and not covered by ``token``.
 
         Both answer alike, so a private module's name does not leak.
         """
@@ -217,7 +219,8 @@ class Registry:
             check_path(module)
         except WgtpmError as exc:
             raise GoneError(str(exc)) from exc
-        rec = self.meta.get_module(module)
+        if isinstance(rec, bool):
+            rec = self.meta.get_module(module)
         if self.proxied(module, rec):
             return True
         if rec is None or not self._may_read(token, module, rec.private):
@@ -306,9 +309,17 @@ class Registry:
     def file(
         self, module: str, version: str, path: str, token: TokenRecord | None = None
     ) -> tuple[VersionRecord, FileRecord]:
-        """One file of ``module@version``; :class:`GoneError` when the version lacks it."""
-        v = self.version(module, version, token)
-        rec = self.meta.get_file(module, version, path)
+        """One file of ``module@version``; :class:`GoneError` when the version lacks it.
+
+        One query when the version is committed (:meth:`MetadataStore.find_file`).
+        """
+        if not _v.is_valid(version):
+            self.version(module, version, token)  # raises: 404, or 410 for a bad module path
+        mod, v, rec = self.meta.find_file(module, version, path)
+        self._visible(module, token, mod)
+        if v is None:  # not here, or a proxied version to fetch first
+            v = self.version(module, version, token)
+            rec = self.meta.get_file(module, version, path)
         if rec is None:
             raise GoneError(f"{module}@{version} has no file {path!r}")
         return v, rec

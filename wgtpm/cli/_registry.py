@@ -82,6 +82,13 @@ def register(sub: Any) -> None:
         "--host", help="address to listen on (default: $WGTPM_REGISTRY_HOST, else 127.0.0.1)"
     )
     s.add_argument("--port", type=int, help="port (default: $WGTPM_REGISTRY_PORT, else 8080)")
+    s.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="processes serving one port, each with its own connections to the stores (default: 1)",
+    )
     _storage_flags(s, store=True)
     _sumdb_flags(s)
     s.add_argument(
@@ -184,7 +191,9 @@ def _serve(args: argparse.Namespace) -> int:
             raise UsageError(f"WGTPM_REGISTRY_PORT={env!r} is not a port number")
         port = int(env)
     try:
-        serve(config, host=host, port=port)
+        if args.workers < 1:
+            raise UsageError(f"--workers must be 1 or more, not {args.workers}")
+        serve(config, host=host, port=port, workers=args.workers)
     except RegistryError as exc:
         raise _registry_error(exc) from exc
     return 0

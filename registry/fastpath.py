@@ -1,0 +1,242 @@
+"""The proxy protocol's hot path: answers that Starlette already gave once, again without it.
+
+A committed version never changes (DESIGN.md section 11), and neither does a
+module's ``private`` flag, so once :mod:`registry.protocol` has answered 200
+for a **public** module's ``.info``, ``.mod``, ``.index.json`` or file of a
+committed version, the answer's headers (built by the same Starlette
+``Response`` the slow path sends, so they are byte for byte the same) are
+kept here under the request path, with the blob's sha256 or the body itself.
+:class:`FastPath`, called by the app before any middleware, answers the next
+GET or HEAD of that path with them, straight over ASGI: no routing, no
+database, no worker thread; the blob's bytes from a bounded in-memory LRU (blobs up to
+:data:`MAX_BLOB`, :data:`BLOB_BUDGET` in all), read once through the blob
+store (any store). ``If-None-Match`` gets its 304 here too.
+
+``@v/list`` of a hosted public module (one the slow path listed once) is
+answered here as well, but never from memory: each request reads the
+committed versions from the database (one query: on the event loop itself for
+SQLite, whose read of a local file costs less than the hop to a worker thread,
+else in a worker thread), so a
+version committed by any replica on the same database is listed by the next
+request; only the body built from the same versions is reused.
+
+Everything else goes to the Starlette app, unchanged: a request with an
+``Authorization`` header (its token must be checked, and a bad one is a 401
+even for a public module), a ``Range``, a private module (never remembered,
+so a private byte never leaves without a token), anything not yet
+answered, every error, a blob the store lost (the entry is dropped and the
+slow path reports it), and bodies over :data:`~registry.protocol.WHOLE_BODY`
+bytes (streamed there). Requests answered here are logged by
+:func:`registry.accesslog.log_access` as the slow path's are.
+
+Memory: at most :data:`MAX_ENTRIES` paths (oldest dropped first) and
+:data:`BLOB_BUDGET` bytes of blobs per process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import State
+from starlette.responses import Response
+from starlette.types import Scope, Send
+
+from wgtpm import version as _v
+
+from ._errors import RegistryError
+from .accesslog import log_access
+from .service import Registry
+
+__all__ = ["BLOB_BUDGET", "MAX_BLOB", "MAX_ENTRIES", "FastPath", "ProtocolCache"]
+
+MAX_ENTRIES = 20_000  # remembered request paths (about 1 KiB each)
+MAX_BLOB = 1 << 20  # blobs up to this size are kept in memory
+BLOB_BUDGET = 64 << 20  # bytes of blobs kept in memory, in all
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A remembered 200: its headers (GET and HEAD alike), the 304's headers, and its body
+    (``body``, or the blob ``sha256`` of ``size`` bytes)."""
+
+    etag: str
+    headers: list[tuple[bytes, bytes]]
+    not_modified: list[tuple[bytes, bytes]]
+    body: bytes | None = None
+    sha256: str = ""
+    size: int = 0
+
+    @classmethod
+    def of(
+        cls,
+        headers: dict[str, str],
+        content_type: str,
+        *,
+        body: bytes | None = None,
+        sha256: str = "",
+        size: int = 0,
+    ) -> Answer:
+        """The answer the slow path sends with ``headers`` (ETag first, Content-Length last)."""
+        bare = {k: v for k, v in headers.items() if k != "Content-Length"}
+        return cls(
+            headers["ETag"],
+            Response(status_code=200, headers=headers, media_type=content_type).raw_headers,
+            Response(status_code=304, headers=bare).raw_headers,
+            body,
+            sha256,
+            size,
+        )
+
+
+def matches(if_none_match: str | None, etag: str) -> bool:
+    """Whether an ``If-None-Match`` header names ``etag`` (or is ``*``)."""
+    if if_none_match is None:
+        return False
+    return if_none_match.strip() == "*" or etag in [t.strip() for t in if_none_match.split(",")]
+
+
+class ProtocolCache:
+    """What :class:`FastPath` may answer: remembered answers by path, hosted public modules'
+    list paths, and small blobs."""
+
+    def __init__(self) -> None:
+        self.answers: dict[str, Answer] = {}
+        self.lists: dict[str, str] = {}  # request path of @v/list -> module
+        self._list_bodies: dict[str, tuple[tuple[str, ...], Answer]] = {}
+        self._blobs: OrderedDict[str, bytes] = OrderedDict()
+        self._blob_bytes = 0
+
+    def remember(self, path: str, answer: Answer) -> None:
+        """Answer GET and HEAD of ``path`` with ``answer`` from now on (a committed version's
+        content of a public module: it never changes)."""
+        self.answers[path] = answer
+        if len(self.answers) > MAX_ENTRIES:
+            del self.answers[next(iter(self.answers))]
+
+    def remember_list(self, path: str, module: str) -> None:
+        """``path`` is the ``@v/list`` of ``module``, hosted here and public."""
+        self.lists[path] = module
+        if len(self.lists) > MAX_ENTRIES:
+            del self.lists[next(iter(self.lists))]
+
+    def forget(self, path: str) -> None:
+        self.answers.pop(path, None)
+
+    def blob(self, sha256: str) -> bytes | None:
+        data = self._blobs.get(sha256)
+        if data is not None:
+            self._blobs.move_to_end(sha256)
+        return data
+
+    def keep_blob(self, sha256: str, data: bytes) -> None:
+        if len(data) > MAX_BLOB or sha256 in self._blobs:
+            return
+        self._blobs[sha256] = data
+        self._blob_bytes += len(data)
+        while self._blob_bytes > BLOB_BUDGET:
+            _, old = self._blobs.popitem(last=False)
+            self._blob_bytes -= len(old)
+
+    def list_answer(self, module: str, versions: list[str]) -> Answer:
+        """The ``@v/list`` answer for ``versions`` (committed, any order), reused while they
+        stay the same."""
+        key = tuple(sorted(versions))
+        had = self._list_bodies.get(module)
+        if had is not None and had[0] == key:
+            return had[1]
+        body = "".join(
+            v + "\n" for v in _v.sort_versions(list(key)) if not _v.is_pseudo(v)
+        ).encode()
+        headers = {
+            "ETag": f'"{hashlib.sha256(body).hexdigest()}"',
+            "Cache-Control": "no-cache",
+            "Content-Length": str(len(body)),
+        }
+        answer = Answer.of(headers, "text/plain", body=body)
+        self._list_bodies[module] = (key, answer)
+        if len(self._list_bodies) > MAX_ENTRIES:
+            del self._list_bodies[next(iter(self._list_bodies))]
+        return answer
+
+
+class FastPath:
+    """Answers what :class:`ProtocolCache` holds (:meth:`answer`), ahead of the app whose
+    ``state`` holds the registry."""
+
+    def __init__(self, cache: ProtocolCache, state: State) -> None:
+        self.cache = cache
+        self.state = state
+
+    async def answer(self, scope: Scope, send: Send) -> bool:
+        """Answer the HTTP request ``scope`` if it may; ``False`` when the app must (nothing
+        was sent then)."""
+        path = scope["path"]
+        answer = self.cache.answers.get(path)
+        if answer is None and path not in self.cache.lists:
+            return False
+        start = time.perf_counter()
+        if scope["method"] not in ("GET", "HEAD") or scope.get("root_path"):
+            return False
+        inm = ua = None
+        for k, v in scope["headers"]:
+            if k == b"authorization" or k == b"range":
+                return False
+            if k == b"if-none-match" and inm is None:
+                inm = v.decode("latin-1")
+            elif k == b"user-agent":
+                ua = v.decode("latin-1")
+        if answer is None:
+            answer = await self._list(path)
+            if answer is None:
+                return False
+        status, headers, body = 200, answer.headers, answer.body
+        if matches(inm, answer.etag):
+            status, headers, body = 304, answer.not_modified, b""
+        elif scope["method"] == "HEAD":
+            body = b""
+        elif body is None:
+            body = self.cache.blob(answer.sha256)
+            if body is None:
+                body = await self._read(path, answer)
+                if body is None:
+                    return False
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+        client = scope.get("client")
+        log_access(
+            scope["method"], path, status, len(body), start, client[0] if client else None, ua=ua
+        )
+        return True
+
+    async def _read(self, path: str, answer: Answer) -> bytes | None:
+        reg: Registry = self.state.registry
+        try:
+            data = await run_in_threadpool(_read_blob, reg, answer.sha256, answer.size)
+        except (RegistryError, OSError):
+            self.cache.forget(path)  # the slow path reports what went wrong
+            return None
+        self.cache.keep_blob(answer.sha256, data)
+        return data
+
+    async def _list(self, path: str) -> Answer | None:
+        module = self.cache.lists[path]
+        meta = self.state.registry.meta
+        try:  # a local database (SQLite) answers faster than a hop to a worker thread
+            if getattr(meta, "local", False):
+                vs = meta.list_versions(module)
+            else:
+                vs = await run_in_threadpool(meta.list_versions, module)
+        except RegistryError:
+            return None  # the slow path reports it
+        return self.cache.list_answer(module, vs)
+
+
+def _read_blob(reg: Registry, sha256: str, size: int) -> bytes:
+    data = b"".join(reg.blobs.get(sha256, 0, size))
+    if len(data) != size:
+        raise OSError(f"blob {sha256} is not {size} bytes")
+    return data
