@@ -580,18 +580,9 @@ class SqlMetadataStore(MetadataStore):
         return [r[0] for r in self._fetch("versions", module=module)]
 
     def _version_query(self) -> sa.Select[Any]:
-        return sa.select(
-            versions.c.id,
-            modules.c.path,
-            versions.c.version,
-            versions.c.h1,
-            versions.c.mod_h1,
-            versions.c.index_sha256,
-            versions.c.time,
-            versions.c.commit,
-            modules.c.private,
-            versions.c.created,
-        ).join(modules, versions.c.module_id == modules.c.id)
+        return sa.select(versions.c.id, *_VERSION_COLS).join(
+            modules, versions.c.module_id == modules.c.id
+        )
 
     @staticmethod
     def _version_record(row: Any) -> VersionRecord:
