@@ -65,9 +65,9 @@ INLINE_MAX = 4 << 20
 QUEUE_CHUNKS = 512  # received chunks that may wait for the writer (about 32 MiB)
 #: Files at least this large come as parallel ranges from a server that honours Range
 #: (one connection is often capped well below the line's speed).
-RANGED_MIN = 64 << 20
+RANGED_MIN = 32 << 20
 #: The smallest range (ranges are whole MiB; ``FetchOptions.ranges`` at most per file).
-RANGE_MIN = 16 << 20
+RANGE_MIN = 8 << 20
 #: Bytes read back from the page cache per hash update while ranges fill a file.
 HASH_READ = 4 << 20
 MOD_SUFFIX = "/wgt.mod"
@@ -254,11 +254,15 @@ class Fetcher:
             return tree
         label = f"{path}@{version}"
         total = sum(e.size for e in missing)
-        # Ranges share the jobs: files enough to keep them busy need no splitting (each
-        # connection costs CPU, and a range file is copied once more before the rename).
+        # Large files as many as the jobs keep them busy and need no splitting (each
+        # connection costs CPU); fewer share about twice the jobs' connections in ranges.
         large = sum(1 for e in missing if e.size >= RANGED_MIN)
         with self._done_lock:
-            self._ranges[label] = min(self.opts.ranges, self.opts.jobs // max(1, large))
+            self._ranges[label] = (
+                1
+                if large >= self.opts.jobs
+                else min(self.opts.ranges, 2 * self.opts.jobs // max(1, large))
+            )
         self.progress.start(label, total)
         ok = False
         try:
