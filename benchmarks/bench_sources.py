@@ -36,7 +36,6 @@ Run: ``.venv/bin/python benchmarks/bench_sources.py [--runs 3] [--only big small
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import random
 import resource
@@ -187,21 +186,6 @@ class Net:
 REALISTIC = Net(0.040, 0.080, 50e6)
 
 
-class Cdn(CdnServer):
-    """The test CDN, remembering each blob's sha256 (the GitHub server puts an asset on
-    every download request; hashing 40 MiB each time would be the server's cost)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._digests: dict[int, str] = {}
-
-    def put(self, data: bytes, name: str = "blob", *, digest: str | None = None) -> str:
-        if digest is None:
-            digest = self._digests.get(id(data)) or hashlib.sha256(data).hexdigest()
-            self._digests[id(data)] = digest
-        return super().put(data, name, digest=digest)
-
-
 class Tree(ProxyTreeServer):
     """The proxy-protocol tree server, holding each file's bytes once read (so that a
     client asking for many ranges does not make it read the file again each time)."""
@@ -252,7 +236,7 @@ def compare(
     tmp: Path, runs: int, name: str, files: dict[str, bytes], nets: list[Net], aria: bool
 ) -> None:
     """wgtpm against snapshot_download (and aria2c) of ``files`` under each of ``nets``."""
-    with Cdn() as cdn, HuggingFaceServer(cdn) as hf:
+    with CdnServer() as cdn, HuggingFaceServer(cdn) as hf:
         total = sum(len(d) for d in files.values())
         repo = hf.repo("bench", name)
         commit = repo.commit(files)
@@ -278,7 +262,7 @@ def github(tmp: Path, runs: int, files: dict[str, bytes]) -> None:
     """wgtpm against aria2c of the same files as the assets of a GitHub release."""
     assets = {p.replace("/", "--"): d for p, d in files.items()}
     total = sum(len(d) for d in assets.values())
-    with Cdn() as cdn, GitHubServer(cdn) as gh:
+    with CdnServer() as cdn, GitHubServer(cdn) as gh:
         gh.repo("bench", "big").release("v0.1.0", assets)
         run = Runner(tmp, "")
         urls = [f"{gh.url}/bench/big/releases/download/v0.1.0/{n}" for n in assets]
