@@ -352,12 +352,15 @@ def retry_after(headers: Mapping[str, str]) -> float | None:
 
 
 def _import_httpx() -> Any:
-    """``import httpx`` without its command-line client.
+    """``import httpx`` (and httpcore) without the parts wgtpm never uses.
 
     The httpx package imports ``httpx._main`` (click, pygments, rich) whenever
     those happen to be installed, which costs about 40 ms a start; wgtpm never
     runs that client, so a stand-in takes its place unless the real one is
-    already loaded.
+    already loaded. httpcore imports ``trio`` when it is installed (selenium
+    brings it), about 130 ms, only to support trio's event loop, which wgtpm's
+    synchronous client never runs: while httpcore is first imported, ``trio``
+    is kept out unless something has imported it already.
     """
     if "httpx" not in sys.modules and "httpx._main" not in sys.modules:
         stub = types.ModuleType("httpx._main")
@@ -367,8 +370,15 @@ def _import_httpx() -> Any:
 
         stub.main = main  # type: ignore[attr-defined]
         sys.modules["httpx._main"] = stub
-    import httpx
-
+    keep_out = "httpcore" not in sys.modules and "trio" not in sys.modules
+    if keep_out:
+        sys.modules["trio"] = None  # type: ignore[assignment]  # makes `import trio` fail
+    try:
+        import httpcore  # noqa: F401
+        import httpx
+    finally:
+        if keep_out:
+            del sys.modules["trio"]
     return httpx
 
 

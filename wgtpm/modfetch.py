@@ -10,7 +10,10 @@ the cache (which stores them). For each module version it
 3. downloads each file (all of them, or those matching ``select`` globs) to
    ``tmp/<sha256>.partial``, hashing while it streams, resuming with HTTP
    Range after a cut, and renames it into ``blobs/`` only when size and
-   sha256 match the index; then links it into the module tree.
+   sha256 match the index (after an fsync); then links it into the module
+   tree. A file of :data:`RANGED_MIN` bytes or more comes as parallel ranges
+   written in place, each range resumable on its own (:class:`_Ranges`), and
+   is hashed in order as the ranges fill it.
 
 Hashes that wgt.sum does not have yet are handed to a :class:`SumChecker`,
 which records them (``wgtpm get``) or refuses (``-mod=readonly``). Checking
