@@ -221,3 +221,48 @@ def test_files_enough_to_keep_the_jobs_busy_are_not_split(
         assert r.code == 0, r.err
         assert not closed_ranges(srv)  # two jobs, two large files: one stream each
     got_it()
+
+
+def _journal(start: int, n: int) -> None:
+    tmp = Cache().root / "tmp"
+    (tmp / f"{SHA}.partial.{start}").write_bytes(b"%020d" % n)
+
+
+def test_journals_that_count_bytes_never_written_end_in_a_clean_download(
+    wgtpm, big, project, monkeypatch
+) -> None:
+    # a power cut may keep a journal while losing the bytes it counts: they read as zeros
+    tmp = Cache().root / "tmp"
+    tmp.mkdir(parents=True)
+    with open(tmp / f"{SHA}.partial", "wb") as f:
+        f.write(BIG[: 4 << 20])
+        f.truncate(len(BIG))
+    for start in range(0, len(BIG), 4 << 20):
+        _journal(start, 4 << 20)
+    with ProxyTreeServer(big.root) as srv:
+        monkeypatch.setenv("WGTPROXY", srv.url)
+        r = wgtpm("get", f"{MOD}@v0.1.0", cwd=project)
+        assert r.code == 0, r.err
+    got_it()
+
+
+def test_a_ranged_partial_goes_on_as_one_stream_from_its_contiguous_bytes(
+    wgtpm, big, project, monkeypatch
+) -> None:
+    # killed while in ranges; the next run streams (the server now ignores Range)
+    tmp = Cache().root / "tmp"
+    tmp.mkdir(parents=True)
+    with open(tmp / f"{SHA}.partial", "wb") as f:
+        f.write(BIG[: 6 << 20])
+        f.seek(8 << 20)
+        f.write(BIG[8 << 20 : 9 << 20])
+    _journal(0, 4 << 20)
+    _journal(4 << 20, 2 << 20)
+    _journal(8 << 20, 1 << 20)
+    _journal(12 << 20, 0)
+    with _IgnoresRange(big.root) as srv:
+        monkeypatch.setenv("WGTPROXY", srv.url)
+        r = wgtpm("get", f"{MOD}@v0.1.0", cwd=project)
+        assert r.code == 0, r.err
+        assert [s.header("range") for s in srv.log.where(path=FILE_PATH)][-1] == "bytes=6291456-"
+    got_it()
