@@ -335,10 +335,8 @@ class Fetcher:
         version: str,
         e: _index.IndexEntry,
         label: str,
-        limit: int | None = None,
     ) -> bool:
-        """Fill ``part`` from ``req`` (up to byte ``limit``, when given, with a ranged
-        request), resuming after cuts; whether any bytes were resumed."""
+        """Fill ``part`` from ``req``, resuming after cuts; whether any bytes were resumed."""
         policy = self.opts.resume_policy
         attempt = 0
         resumed = False
@@ -352,9 +350,7 @@ class Fetcher:
                     elif req.url.startswith("file:"):
                         self._copy_local(req.url, part, path, version, e, label)
                     else:
-                        self._stream_http(
-                            req.url, dict(req.headers), part, path, version, e, label, limit
-                        )
+                        self._stream_http(req.url, dict(req.headers), part, path, version, e, label)
                 finally:
                     part.close()
                 return resumed
@@ -412,24 +408,18 @@ class Fetcher:
         version: str,
         e: _index.IndexEntry,
         label: str,
-        limit: int | None = None,
     ) -> None:
         import httpx
 
         from .httpclient import HTTPStatusError, TransportError
 
-        end = e.size if limit is None else limit
+        end = e.size
         if part.have >= end:
             return
         try:
             # identity encoding: Range offsets and the sha256 are about the stored bytes
             hdrs = {"Accept-Encoding": "identity", **headers}
-            offset = part.have
-            if end < e.size:
-                hdrs["Range"], offset = f"bytes={part.have}-{end - 1}", 0
-            with self.http().stream(url, headers=hdrs, offset=offset) as resp:
-                if end < e.size and resp.status_code != 206:
-                    raise _NoRanges("the server does not honour Range")
+            with self.http().stream(url, headers=hdrs, offset=part.have) as resp:
                 if part.have and resp.status_code == 200:  # the server ignored Range: start over
                     part.restart()
                 elif resp.status_code == 206 and not _range_starts_at(
@@ -441,8 +431,6 @@ class Fetcher:
                 since, got = time.monotonic(), 0
                 for chunk in resp.iter_bytes():
                     _interrupt.check()
-                    if end < e.size and part.have + len(chunk) > end:
-                        raise _NoRanges("the server sent more than the range asked for")
                     part.write(chunk, path, version, e)
                     self._advance(label, len(chunk))
                     got += len(chunk)
