@@ -466,7 +466,7 @@ class Fetcher:
         """Fill ``part``: as up to ``ranges`` parallel ranges where that pays and the server
         allows it, else as one stream; whether any bytes were resumed."""
         http = req.body is None and req.url.startswith(("http:", "https:"))
-        journals = _Ranges.journals(part.path)
+        journals = _Ranges.present(part.path)
         if not http or ((ranges < 2 or e.size < RANGED_MIN) and not journals):
             _Ranges.settle(part.path)
             return self._transfer(req, part, path, version, e, label)
@@ -641,6 +641,12 @@ class _Ranges:
     # ---- the state on disk ---------------------------------------------
 
     @staticmethod
+    def present(part: Path) -> bool:
+        """Whether ``part`` is a ranged partial file (its first range's journal exists;
+        a look at one name, not a listing of the folder, as it is asked for every file)."""
+        return part.with_name(f"{part.name}.0").exists()
+
+    @staticmethod
     def journals(part: Path) -> dict[int, int]:
         """``{start: bytes}`` of the journals beside ``part`` (a malformed one counts 0)."""
         out: dict[int, int] = {}
@@ -667,7 +673,7 @@ class _Ranges:
     def settle(cls, part: Path) -> None:
         """Turn a ranged partial file back into a plain one: keep only the bytes
         contiguous from the start (the ranges' journals say which), drop the journals."""
-        journals = cls.journals(part)
+        journals = cls.journals(part) if cls.present(part) else {}
         if not journals:
             return
         prefix = 0
