@@ -17,14 +17,20 @@ Repositories and networks (issue 15's table):
 2. ``small``: 500 files of 10 KB, with 40 ms per request and 80 ms per connection, and
    with 40 ms per request and connections free;
 3. ``one``: a single 256 MiB LFS file on the realistic network above, where one
-   connection's cap is the limit (wgtpm fetches files of 64 MiB and up as ranges).
+   connection's cap is the limit (wgtpm fetches files of 32 MiB and up as ranges);
+4. ``gh``: the ``big`` files as the assets of a GitHub release (tests/servers/github.py,
+   asset downloads redirected to the CDN), and ``proxy``: the same files as a module
+   in a proxy-protocol tree (``WGTPROXY``), each on the realistic network, against
+   ``aria2c`` fetching the same asset or file URLs.
 
 Printed: each command's range of times over the runs, the ratio of the best times and
-the range of the per-run ratios. The servers run in threads of this process and hold
-the repositories in memory (about 320 MB at the peak); on a 2-core machine they take
-CPU from the clients, so ratios are noisy: run it on a quiet machine.
+the range of the per-run ratios, and the CPU seconds each command took (its own, and
+the servers' meanwhile). The servers run in threads of this process (so their CPU is
+this process's) and hold the repositories in memory (about 320 MB at the peak); on a
+2-core machine they take CPU from the clients, so ratios are noisy: run it on a quiet
+machine, and look at the load it prints.
 
-Run: ``.venv/bin/python benchmarks/bench_sources.py [--runs 3] [--only big small one]``
+Run: ``.venv/bin/python benchmarks/bench_sources.py [--runs 3] [--only big small one gh proxy]``
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import resource
 import shutil
 import subprocess
 import sys
@@ -44,8 +51,11 @@ from urllib.parse import quote
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.servers import CdnServer, LoopbackServer
+from tests.servers import CdnServer, LoopbackServer, Request, Response, serve_bytes
+from tests.servers.github import GitHubServer
 from tests.servers.huggingface import HuggingFaceServer
+from tests.servers.proxytree import ProxyTreeServer
+from wgtpm.proxytree import ProxyTree
 
 MiB = 1 << 20
 SNAPSHOT = (
@@ -102,13 +112,15 @@ class Runner:
         os.sync()
         return d
 
-    def wgtpm(self, repo: str) -> float:
+    def wgtpm(self, module: str, **env_extra: str) -> float:
+        """``wgtpm get -q module@v0.1.0`` in a new project with an empty cache."""
         work = self._fresh("wgtpm")
         proj = work / "app"
         proj.mkdir()
         (proj / "wgt.mod").write_text("module example.com/app\n")
         env = {**self.env, "WGTPM_CACHE": str(work / "cache"), "HF_HOME": str(work / "hf")}
-        cmd = [sys.executable, "-m", "wgtpm", "get", "-q", f"hf.co/{repo}@v0.1.0"]
+        env.update(env_extra)
+        cmd = [sys.executable, "-m", "wgtpm", "get", "-q", f"{module}@v0.1.0"]
         return _timed(cmd, proj, env)
 
     def snapshot(self, repo: str) -> float:
@@ -126,10 +138,21 @@ class Runner:
         return _timed(cmd, work, self.env)
 
 
+#: CPU seconds of the last command timed: (its own, the servers' in this process meanwhile).
+LAST_CPU: list[tuple[float, float]] = []
+
+
+def _cpu(who: int) -> float:
+    r = resource.getrusage(who)
+    return r.ru_utime + r.ru_stime
+
+
 def _timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> float:
+    own, servers = _cpu(resource.RUSAGE_CHILDREN), _cpu(resource.RUSAGE_SELF)
     t0 = time.perf_counter()
     out = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
     took = time.perf_counter() - t0
+    LAST_CPU.append((_cpu(resource.RUSAGE_CHILDREN) - own, _cpu(resource.RUSAGE_SELF) - servers))
     if out.returncode != 0:
         sys.exit(f"{' '.join(cmd)} failed:\n{out.stderr}")
     return took
@@ -163,6 +186,52 @@ class Net:
 REALISTIC = Net(0.040, 0.080, 50e6)
 
 
+class Tree(ProxyTreeServer):
+    """The proxy-protocol tree server, holding each file's bytes once read (so that a
+    client asking for many ranges does not make it read the file again each time)."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self._files: dict[str, bytes] = {}
+
+    def route(self, req: Request) -> Response:
+        if req.path.endswith(".bin") or req.path.endswith(".safetensors"):
+            data = self._files.get(req.path)
+            if data is None:
+                data = self._files[req.path] = (self.root / req.path.lstrip("/")).read_bytes()
+            return serve_bytes(req, data)
+        return super().route(req)
+
+
+def race(
+    runs: int,
+    title: str,
+    nets: list[Net],
+    servers: list[LoopbackServer],
+    cmds: dict[str, Callable[[], float]],
+    total: int,
+) -> None:
+    """Time ``cmds`` (wgtpm first) in turns under each of ``nets`` and print the ratios."""
+    names = list(cmds)
+    for net in nets:
+        net.apply(*servers)
+        LAST_CPU.clear()
+        times = times_of(runs, *cmds.values())
+        cpu = [LAST_CPU[i :: len(names)] for i in range(len(names))]
+        print(f"{title}, {total / 1e6:.0f} MB, {net} (load {os.getloadavg()[0]:.1f}):")
+        ours = min(times[0])
+        for i, name in enumerate(names):
+            own = min(c[0] for c in cpu[i])
+            srv = min(c[1] for c in cpu[i])
+            line = f"  {name} {_range(times[i])} ({total / MiB / min(times[i]):.0f} MiB/s best; CPU {own:.2f}s + servers {srv:.2f}s)"
+            if i:
+                line += (
+                    f": wgtpm / {name.split()[0]} {ours / min(times[i]):.2f}x (best), "
+                    f"{_ratios(times[0], times[i])} (per run)"
+                )
+            print(line)
+
+
 def compare(
     tmp: Path, runs: int, name: str, files: dict[str, bytes], nets: list[Net], aria: bool
 ) -> None:
@@ -180,27 +249,42 @@ def compare(
             for p in repo.commits[commit].files
             if not p.startswith(".")
         ]
-        for net in nets:
-            net.apply(hf, cdn)
-            fns = [lambda: run.wgtpm(f"bench/{name}"), lambda: run.snapshot(f"bench/{name}")]
-            if aria and shutil.which("aria2c"):
-                fns.append(lambda: run.aria2(urls))
-            times = times_of(runs, *fns)
-            ours, peer = min(times[0]), min(times[1])
-            print(f"{len(urls)} files, {total / 1e6:.0f} MB, {net}:")
-            print(
-                f"  wgtpm {_range(times[0])}, snapshot_download {_range(times[1])}: "
-                f"ratio {ours / peer:.2f}x (best), {_ratios(times[0], times[1])} (per run)"
-            )
-            if len(times) > 2:
-                print(
-                    f"  aria2c (8 connections per file, checks nothing) {_range(times[2])}: "
-                    f"wgtpm / aria2c {ours / min(times[2]):.2f}x"
-                )
-            print(
-                f"  wgtpm {total / MiB / ours:.0f} MiB/s, snapshot_download "
-                f"{total / MiB / peer:.0f} MiB/s"
-            )
+        cmds = {
+            "wgtpm": lambda: run.wgtpm(f"hf.co/bench/{name}"),
+            "snapshot_download": lambda: run.snapshot(f"bench/{name}"),
+        }
+        if aria and shutil.which("aria2c"):
+            cmds["aria2c (8 connections per file, checks nothing)"] = lambda: run.aria2(urls)
+        race(runs, f"Hugging Face, {len(urls)} files", nets, [hf, cdn], cmds, total)
+
+
+def github(tmp: Path, runs: int, files: dict[str, bytes]) -> None:
+    """wgtpm against aria2c of the same files as the assets of a GitHub release."""
+    assets = {p.replace("/", "--"): d for p, d in files.items()}
+    total = sum(len(d) for d in assets.values())
+    with CdnServer() as cdn, GitHubServer(cdn) as gh:
+        gh.repo("bench", "big").release("v0.1.0", assets)
+        run = Runner(tmp, "")
+        urls = [f"{gh.url}/bench/big/releases/download/v0.1.0/{n}" for n in assets]
+        cmds = {"wgtpm": lambda: run.wgtpm("github.com/bench/big", GITHUB_API_URL=gh.url)}
+        if shutil.which("aria2c"):
+            cmds["aria2c (8 connections per file, checks nothing)"] = lambda: run.aria2(urls)
+        race(runs, f"GitHub release, {len(assets)} assets", [REALISTIC], [gh, cdn], cmds, total)
+
+
+def proxy(tmp: Path, runs: int, files: dict[str, bytes]) -> None:
+    """wgtpm against aria2c of the same files as a module in a proxy-protocol tree."""
+    tree = ProxyTree(tmp / "tree")
+    mod = "example.com/big"
+    tree.add(mod, "v0.1.0", {"wgt.mod": f"module {mod}\n".encode(), **files})
+    total = sum(len(d) for d in files.values())
+    with Tree(tree.root) as srv:
+        run = Runner(tmp, "")
+        urls = [f"{srv.url}/{mod}/@v/v0.1.0/{quote(p)}" for p in files]
+        cmds = {"wgtpm": lambda: run.wgtpm(mod, WGTPROXY=srv.url)}
+        if shutil.which("aria2c"):
+            cmds["aria2c (8 connections per file, checks nothing)"] = lambda: run.aria2(urls)
+        race(runs, f"proxy protocol, {len(files)} files", [REALISTIC], [srv], cmds, total)
 
 
 def _range(ts: list[float]) -> str:
@@ -224,9 +308,8 @@ def times_of(runs: int, *fns: Callable[[], float]) -> list[list[float]]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3, help="runs of each command, taken in turns")
-    ap.add_argument(
-        "--only", nargs="*", default=["big", "small", "one"], choices=["big", "small", "one"]
-    )
+    every = ["big", "small", "one", "gh", "proxy"]
+    ap.add_argument("--only", nargs="*", default=every, choices=every)
     args = ap.parse_args()
     t0 = time.perf_counter()
     print(
@@ -241,6 +324,10 @@ def main() -> None:
         if "small" in args.only:
             nets = [Net(0.040, 0.080), Net(0.040)]
             compare(Path(d), args.runs, "small", small_repo(random.Random(2)), nets, False)
+        if "gh" in args.only:
+            github(Path(d), args.runs, big_repo(random.Random(1)))
+        if "proxy" in args.only:
+            proxy(Path(d), args.runs, big_repo(random.Random(1)))
     print(f"(took {time.perf_counter() - t0:.0f}s)")
 
 

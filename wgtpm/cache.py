@@ -9,7 +9,8 @@ Layout under ``$WGTPM_CACHE`` (default: the platform's user cache dir)::
         v0.1.0.info .mod .index.json  verified metadata
         v0.1.0 -> ../../../../mod/github.com/acme/xor@v0.1.0
     meta/github.com/acme/xor/list.json  what a source said, with the time it said it (TTL)
-    tmp/                              partial downloads (<sha256>.partial) and their locks
+    tmp/                              partial downloads (<sha256>.partial), the journals of
+                                      their ranges (<sha256>.partial.<start>) and their locks
     sumdb/sum.example.com/            one folder per checksum database (WGTSUMDB), by name
         latest                        the latest signed tree head seen (kept by clean and gc)
         latest.lock                   taken to replace latest (compare-and-swap)

@@ -108,6 +108,13 @@ MAX_METADATA = 16 << 20
 #: The most bytes read of an error response's body (the message shows less).
 MAX_ERROR_BODY = 64 << 10
 
+#: Bytes asked of the socket per read while a download's body streams (:meth:`HttpClient.stream`).
+#: httpcore asks 64 KiB, which costs a pass through h11 and httpx per 64 KiB; a download
+#: of an identity-encoded body reads up to this much at once instead. Bodies read whole
+#: (:meth:`HttpClient.get`) keep 64 KiB reads, so one gzip read inflates at most that much
+#: before ``limit`` is checked.
+DOWNLOAD_READ = 1 << 20
+
 #: Headers that may follow a redirect to another origin; all others are dropped.
 SAFE_HEADERS = frozenset({"accept", "accept-encoding", "range", "user-agent"})
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
@@ -353,12 +360,15 @@ def retry_after(headers: Mapping[str, str]) -> float | None:
 
 
 def _import_httpx() -> Any:
-    """``import httpx`` without its command-line client.
+    """``import httpx`` (and httpcore) without the parts wgtpm never uses.
 
     The httpx package imports ``httpx._main`` (click, pygments, rich) whenever
     those happen to be installed, which costs about 40 ms a start; wgtpm never
     runs that client, so a stand-in takes its place unless the real one is
-    already loaded.
+    already loaded. httpcore imports ``trio`` when it is installed (selenium
+    brings it), about 130 ms, only to support trio's event loop, which wgtpm's
+    synchronous client never runs: while httpcore is first imported, ``trio``
+    is kept out unless something has imported it already.
     """
     if "httpx" not in sys.modules and "httpx._main" not in sys.modules:
         stub = types.ModuleType("httpx._main")
@@ -368,8 +378,15 @@ def _import_httpx() -> Any:
 
         stub.main = main  # type: ignore[attr-defined]
         sys.modules["httpx._main"] = stub
-    import httpx
-
+    keep_out = "httpcore" not in sys.modules and "trio" not in sys.modules
+    if keep_out:
+        sys.modules["trio"] = None  # type: ignore[assignment]  # makes `import trio` fail
+    try:
+        import httpcore  # noqa: F401
+        import httpx
+    finally:
+        if keep_out:
+            del sys.modules["trio"]
     return httpx
 
 
@@ -381,12 +398,15 @@ class HttpClient:
 
         self.opts = opts or HttpOptions()
         self._policy = self.opts.policy
+        from . import _httptransport
+
+        limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
         self._client = httpx.Client(
             follow_redirects=False,
             timeout=httpx.Timeout(self.opts.timeout, connect=min(10.0, self.opts.timeout)),
-            transport=transport,
+            transport=transport if transport is not None else _httptransport.transport(limits),
             headers={"User-Agent": self.opts.user_agent},
-            limits=httpx.Limits(max_connections=64, max_keepalive_connections=64),
+            limits=limits,
         )
         self._watch = _Watch(self.opts)
 
@@ -578,7 +598,9 @@ class HttpClient:
         """GET ``url`` for streaming, from byte ``offset``; yields a 200 or 206 response.
 
         Retries happen only before the body starts; a cut in the middle of
-        the body is the caller's to resume with a new ``offset``.
+        the body is the caller's to resume with a new ``offset``. An
+        identity-encoded body is read :data:`DOWNLOAD_READ` bytes at a time
+        (as the socket has them), so ``iter_bytes`` yields chunks up to that size.
         """
         hdrs = dict(headers or {})
         if offset:
@@ -598,7 +620,19 @@ class HttpClient:
                 continue
             with stack:
                 if resp.status_code in (200, 206):
-                    yield resp
+                    from ._httptransport import Stream
+
+                    net = resp.extensions.get("network_stream")
+                    encoding = resp.headers.get("content-encoding", "identity").strip().lower()
+                    if not isinstance(net, Stream) or encoding not in ("", "identity"):
+                        net = None
+                    if net is not None:
+                        net.read_size = DOWNLOAD_READ
+                    try:
+                        yield resp
+                    finally:
+                        if net is not None:
+                            net.read_size = 0  # the connection goes back to the pool
                     return
                 body = _read_capped(resp, MAX_ERROR_BODY, None, 0.0, cut=True)
                 if not self._retryable(resp.status_code) or attempt >= self.opts.retries:

@@ -10,7 +10,10 @@ the cache (which stores them). For each module version it
 3. downloads each file (all of them, or those matching ``select`` globs) to
    ``tmp/<sha256>.partial``, hashing while it streams, resuming with HTTP
    Range after a cut, and renames it into ``blobs/`` only when size and
-   sha256 match the index; then links it into the module tree.
+   sha256 match the index (after an fsync); then links it into the module
+   tree. A file of :data:`RANGED_MIN` bytes or more comes as parallel ranges
+   written in place, each range resumable on its own (:class:`_Ranges`), and
+   is hashed in order as the ranges fill it.
 
 Hashes that wgt.sum does not have yet are handed to a :class:`SumChecker`,
 which records them (``wgtpm get``) or refuses (``-mod=readonly``). Checking
@@ -65,9 +68,11 @@ INLINE_MAX = 4 << 20
 QUEUE_CHUNKS = 512  # received chunks that may wait for the writer (about 32 MiB)
 #: Files at least this large come as parallel ranges from a server that honours Range
 #: (one connection is often capped well below the line's speed).
-RANGED_MIN = 64 << 20
+RANGED_MIN = 32 << 20
 #: The smallest range (ranges are whole MiB; ``FetchOptions.ranges`` at most per file).
-RANGE_MIN = 16 << 20
+RANGE_MIN = 8 << 20
+#: Bytes read back from the page cache per hash update while ranges fill a file.
+HASH_READ = 4 << 20
 MOD_SUFFIX = "/wgt.mod"
 
 
@@ -253,11 +258,15 @@ class Fetcher:
             return tree
         label = f"{path}@{version}"
         total = sum(e.size for e in missing)
-        # Ranges share the jobs: files enough to keep them busy need no splitting (each
-        # connection costs CPU, and a range file is copied once more before the rename).
+        # Large files as many as the jobs keep them busy and need no splitting (each
+        # connection costs CPU); fewer share about twice the jobs' connections in ranges.
         large = sum(1 for e in missing if e.size >= RANGED_MIN)
         with self._done_lock:
-            self._ranges[label] = min(self.opts.ranges, self.opts.jobs // max(1, large))
+            self._ranges[label] = (
+                1
+                if large >= self.opts.jobs
+                else min(self.opts.ranges, 2 * self.opts.jobs // max(1, large))
+            )
         self.progress.start(label, total)
         ok = False
         try:
@@ -319,13 +328,13 @@ class Fetcher:
             # The bytes kept from before (a partial file left by another run, or the
             # part before a cut) may be the junk, not the source: once more from byte 0.
             part.discard()
-            self._drop_segments(e.sha256)
+            _Ranges.drop_journals(part.path)
             part = _Partial(self.cache.partial_path(e.sha256), e.size)
             self._transfer(req, part, path, version, e, label)
         if not part.matches(e):
             have, got = part.have, part.h.hexdigest()
             part.discard()
-            self._drop_segments(e.sha256)
+            _Ranges.drop_journals(part.path)
             raise VerifyError(
                 path,
                 version,
@@ -343,10 +352,8 @@ class Fetcher:
         version: str,
         e: _index.IndexEntry,
         label: str,
-        limit: int | None = None,
     ) -> bool:
-        """Fill ``part`` from ``req`` (up to byte ``limit``, when given, with a ranged
-        request), resuming after cuts; whether any bytes were resumed."""
+        """Fill ``part`` from ``req``, resuming after cuts; whether any bytes were resumed."""
         policy = self.opts.resume_policy
         attempt = 0
         resumed = False
@@ -360,9 +367,7 @@ class Fetcher:
                     elif req.url.startswith("file:"):
                         self._copy_local(req.url, part, path, version, e, label)
                     else:
-                        self._stream_http(
-                            req.url, dict(req.headers), part, path, version, e, label, limit
-                        )
+                        self._stream_http(req.url, dict(req.headers), part, path, version, e, label)
                 finally:
                     part.close()
                 return resumed
@@ -420,24 +425,18 @@ class Fetcher:
         version: str,
         e: _index.IndexEntry,
         label: str,
-        limit: int | None = None,
     ) -> None:
         import httpx
 
         from .httpclient import HTTPStatusError, TransportError
 
-        end = e.size if limit is None else limit
+        end = e.size
         if part.have >= end:
             return
         try:
             # identity encoding: Range offsets and the sha256 are about the stored bytes
             hdrs = {"Accept-Encoding": "identity", **headers}
-            offset = part.have
-            if end < e.size:
-                hdrs["Range"], offset = f"bytes={part.have}-{end - 1}", 0
-            with self.http().stream(url, headers=hdrs, offset=offset) as resp:
-                if end < e.size and resp.status_code != 206:
-                    raise _NoRanges("the server does not honour Range")
+            with self.http().stream(url, headers=hdrs, offset=part.have) as resp:
                 if part.have and resp.status_code == 200:  # the server ignored Range: start over
                     part.restart()
                 elif resp.status_code == 206 and not _range_starts_at(
@@ -449,8 +448,6 @@ class Fetcher:
                 since, got = time.monotonic(), 0
                 for chunk in resp.iter_bytes():
                     _interrupt.check()
-                    if end < e.size and part.have + len(chunk) > end:
-                        raise _NoRanges("the server sent more than the range asked for")
                     part.write(chunk, path, version, e)
                     self._advance(label, len(chunk))
                     got += len(chunk)
@@ -486,12 +483,14 @@ class Fetcher:
         """Fill ``part``: as up to ``ranges`` parallel ranges where that pays and the server
         allows it, else as one stream; whether any bytes were resumed."""
         http = req.body is None and req.url.startswith(("http:", "https:"))
-        if not http or ranges < 2 or e.size < RANGED_MIN:
+        journals = _Ranges.present(part.path)
+        if not http or ((ranges < 2 or e.size < RANGED_MIN) and not journals):
+            _Ranges.settle(part.path)
             return self._transfer(req, part, path, version, e, label)
         try:
-            return self._transfer_ranged(req, part, path, version, e, label, ranges)
+            return self._transfer_ranged(req, part, path, version, e, label, max(2, ranges))
         except _NoRanges:
-            self._drop_segments(e.sha256)  # one stream from what the file holds in order
+            _Ranges.settle(part.path)  # one stream from what the file holds in order
             return self._transfer(req, part, path, version, e, label) or part.have > 0
 
     def _transfer_ranged(
@@ -504,100 +503,80 @@ class Fetcher:
         label: str,
         ranges: int,
     ) -> bool:
-        """Fetch ``e`` as ranges of a fixed grid: the range holding ``part.have`` streams
-        into ``part`` itself; each later range into its own file beside it
-        (``<sha256>.partial.<start>``, resumable on its own), appended to ``part`` (and
-        so hashed) in order as the ranges before it are done.
+        """Fetch ``e`` as parallel ranges written in place into ``part``'s file.
 
+        Each range's thread writes its bytes at their offsets and then records how
+        many it has in the range's journal (``<sha256>.partial.<start>``, 20 digits),
+        so a killed download resumes every range where it stopped. This thread hashes
+        the file in order as the ranges fill it (from the page cache, while the
+        download goes on), so the hash is done soon after the last byte arrives.
         A server that answers a range with anything but that range raises
         :class:`_NoRanges` (the caller goes on with one stream).
         """
-        part.load()
-        cell = _range_size(e.size, ranges)
-        first_end = min(e.size, (part.have // cell + 1) * cell)
-        segs = [(s, min(s + cell, e.size)) for s in range(first_end, e.size, cell)]
-        if not segs:
-            return self._transfer(req, part, path, version, e, label)
-        self._drop_segments(e.sha256, keep={s for s, _ in segs})  # merged before a crash
-        resumed = part.have > 0 or any(self._segment(e.sha256, s).exists() for s, _ in segs)
+        state = _Ranges.open(part.path, e.size, _range_size(e.size, ranges))
+        resumed = state.resumed
         stop = threading.Event()
-        done = [threading.Event() for _ in segs]
-        errors: list[BaseException | None] = [None] * len(segs)
+        errors: list[BaseException] = []
 
         def fetch(i: int) -> None:
             try:
-                self._fetch_segment(req, segs[i], stop, path, version, e, label)
-            except BaseException as exc:  # handed to the thread that merges
-                errors[i] = exc
+                self._fetch_range(req, state, i, stop, path, version, e, label)
+            except BaseException as exc:  # handed to the thread that hashes
+                errors.append(exc)
                 stop.set()
             finally:
-                done[i].set()
+                state.wake()
 
-        threads = [threading.Thread(target=fetch, args=(i,), daemon=True) for i in range(len(segs))]
+        for i in range(len(state.segs)):
+            self._advance(label, state.done[i])
+        threads = [
+            threading.Thread(target=fetch, args=(i,), daemon=True)
+            for i in range(len(state.segs))
+            if state.done[i] < state.length(i)
+        ]
         for th in threads:
             th.start()
         try:
-            resumed = self._transfer(req, part, path, version, e, label, first_end) or resumed
-            for i, (start, end) in enumerate(segs):
-                while not done[i].wait(0.1):
-                    _interrupt.check()
-                err = next((x for x in errors if x is not None), None)
-                if err is not None:
-                    raise err
-                self._merge(part, start, end, path, version, e)
+            h = hashlib.sha256()
+            state.hash_in_order(h, errors)
+            state.finish()
         finally:
             stop.set()
+            state.wake()
             if not _interrupt.CANCEL.is_set():
-                for th in threads:  # nothing may write a range file once we go on
+                for th in threads:  # nothing may write the file once we go on
                     th.join()
+            state.close()
+        part.adopt(h, e.size)
+        _Ranges.drop_journals(part.path)
         return resumed
 
-    def _segment(self, sha256: str, start: int) -> Path:
-        p = self.cache.partial_path(sha256)
-        return p.with_name(f"{p.name}.{start}")
-
-    def _drop_segments(self, sha256: str, keep: set[int] | None = None) -> None:
-        """Remove the range files of ``sha256`` (but those starting at ``keep``)."""
-        p = self.cache.partial_path(sha256)
-        for q in p.parent.glob(f"{p.name}.*"):
-            start = q.name[len(p.name) + 1 :]
-            if start.isdigit() and int(start) not in (keep or set()):
-                with contextlib.suppress(FileNotFoundError):
-                    q.unlink()
-
-    def _fetch_segment(
+    def _fetch_range(
         self,
         req: FileRequest,
-        seg: tuple[int, int],
+        state: _Ranges,
+        i: int,
         stop: threading.Event,
         path: str,
         version: str,
         e: _index.IndexEntry,
         label: str,
     ) -> None:
-        """Fill the range file of ``seg`` (``[start, end)``), resuming after cuts."""
+        """Fill range ``i`` of ``state`` in place, resuming after cuts."""
         import httpx
 
         from .httpclient import HTTPStatusError, TransportError
 
-        start, end = seg
-        where = self._segment(e.sha256, start)
+        start, end = state.segs[i]
         policy = self.opts.resume_policy
-        first = True
         for attempt in policy.attempts_range():
             try:
-                have = where.stat().st_size if where.exists() else 0
-                if have > end - start:
-                    where.unlink()
-                    have = 0
-                if first:
-                    self._advance(label, have)
-                    first = False
+                have = state.done[i]
                 if have == end - start:
                     return
                 hdrs = {"Accept-Encoding": "identity", **req.headers}
                 hdrs["Range"] = f"bytes={start + have}-{end - 1}"
-                with self.http().stream(req.url, headers=hdrs) as resp, open(where, "ab") as f:
+                with self.http().stream(req.url, headers=hdrs) as resp:
                     want = f"bytes {start + have}-{end - 1}/{e.size}"
                     if resp.status_code != 206 or resp.headers.get("content-range") != want:
                         raise _NoRanges("the server answered a range with something else")
@@ -606,10 +585,9 @@ class Fetcher:
                         _interrupt.check()
                         if stop.is_set():
                             return
-                        if have + len(chunk) > end - start:
+                        if state.done[i] + len(chunk) > end - start:
                             raise _NoRanges("the server sent more than the range asked for")
-                        f.write(chunk)
-                        have += len(chunk)
+                        state.write(i, chunk)
                         got += len(chunk)
                         self._advance(label, len(chunk))
                         elapsed = time.monotonic() - since
@@ -619,8 +597,10 @@ class Fetcher:
                                     f"slower than {self.opts.min_rate} bytes/s; reconnecting"
                                 )
                             since, got = time.monotonic(), 0
-                if have < end - start:
-                    raise _Cut(f"connection closed after {have} of {end - start} bytes of a range")
+                if state.done[i] < end - start:
+                    raise _Cut(
+                        f"connection closed after {state.done[i]} of {end - start} bytes of a range"
+                    )
                 return
             except HTTPStatusError as exc:
                 if exc.status in (404, 410):
@@ -635,7 +615,7 @@ class Fetcher:
             except OSError as exc:
                 from .cache import _disk_error
 
-                raise _disk_error(exc, where) from exc
+                raise _disk_error(exc, state.path) from exc
             _interrupt.check()
             if stop.is_set():
                 return
@@ -648,32 +628,209 @@ class Fetcher:
                 ) from err
             _interrupt.sleep(policy.wait_for(attempt) or 0.0)
 
-    def _merge(
-        self, part: _Partial, start: int, end: int, path: str, version: str, e: _index.IndexEntry
-    ) -> None:
-        """Append range ``[start, end)`` from its file to ``part`` (hashing it), then drop
-        the file. After a crash in the middle, ``part`` may already hold some of it."""
-        where = self._segment(e.sha256, start)
-        if part.have < end:
-            part.open()
-            try:
-                with open(where, "rb") as f:
-                    f.seek(part.have - start)
-                    while chunk := f.read(CHUNK):
-                        _interrupt.check()
-                        part.write(chunk, path, version, e)
-            except FileNotFoundError as exc:
-                raise _NoRanges(f"the file of range {start}-{end - 1} is gone") from exc
-            except OSError as exc:
-                from .cache import _disk_error
 
-                raise _disk_error(exc, where) from exc
-            finally:
-                part.close()
-            if part.have != end:  # cannot happen with a complete range file
-                raise _NoRanges(f"a range file holds {part.have - start} of {end - start} bytes")
+class _Ranges:
+    """A file being filled as parallel ranges, in place: the file and each range's journal.
+
+    On disk: ``<sha256>.partial`` holds every byte at its offset (holes where
+    nothing has come yet) and ``<sha256>.partial.<start>`` holds, as 20 digits,
+    how many bytes of the range starting at ``start`` are in the file. A
+    journal is written after the bytes it counts, so after a crash it may count
+    too few (those bytes come again), never too many. The grid of a download
+    that resumes is the one its journals name, whatever the grid would be now.
+    """
+
+    JOURNAL_WIDTH = 20
+
+    def __init__(self, path: Path, size: int, segs: list[tuple[int, int]], done: list[int]) -> None:
+        self.path = path
+        self.size = size
+        self.segs = segs
+        self.done = done
+        self.resumed = any(done)
+        self._cond = threading.Condition()
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._rf = open(path, "rb", buffering=0)
+        self._jfd = [os.open(self._journal(s), os.O_RDWR | os.O_CREAT, 0o644) for s, _ in segs]
+        if os.fstat(self._fd).st_size > size:
+            os.ftruncate(self._fd, size)
+
+    # ---- the state on disk ---------------------------------------------
+
+    @staticmethod
+    def present(part: Path) -> bool:
+        """Whether ``part`` is a ranged partial file (its first range's journal exists;
+        a look at one name, not a listing of the folder, as it is asked for every file)."""
+        return part.with_name(f"{part.name}.0").exists()
+
+    @staticmethod
+    def journals(part: Path) -> dict[int, int]:
+        """``{start: bytes}`` of the journals beside ``part`` (a malformed one counts 0)."""
+        out: dict[int, int] = {}
+        for q in part.parent.glob(f"{part.name}.*"):
+            start = q.name[len(part.name) + 1 :]
+            if not start.isdigit():
+                continue
+            try:
+                raw = q.read_bytes()
+            except FileNotFoundError:
+                continue
+            n = raw.decode("ascii", "replace")
+            ok = len(raw) == _Ranges.JOURNAL_WIDTH and n.isdigit()
+            out[int(start)] = int(n) if ok else 0
+        return out
+
+    @classmethod
+    def drop_journals(cls, part: Path) -> None:
+        for start in cls.journals(part):
+            with contextlib.suppress(FileNotFoundError):
+                part.with_name(f"{part.name}.{start}").unlink()
+
+    @classmethod
+    def settle(cls, part: Path) -> None:
+        """Turn a ranged partial file back into a plain one: keep only the bytes
+        contiguous from the start (the ranges' journals say which), drop the journals."""
+        journals = cls.journals(part) if cls.present(part) else {}
+        if not journals:
+            return
+        prefix = 0
+        for start in sorted(journals):
+            if start != prefix:
+                break
+            prefix += journals[start]
+            nxt = min((s for s in journals if s > start), default=None)
+            if nxt is None or prefix != nxt:
+                break
         with contextlib.suppress(FileNotFoundError):
-            where.unlink()
+            if part.stat().st_size > prefix:
+                os.truncate(part, prefix)
+        cls.drop_journals(part)
+
+    @classmethod
+    def open(cls, part: Path, size: int, cell: int) -> _Ranges:
+        """The ranges of a download of ``size`` bytes into ``part``: those of its journals
+        when it resumes, else a grid of ``cell`` bytes (a plain partial file's bytes kept)."""
+        journals = {s: n for s, n in cls.journals(part).items() if s < size}
+        if journals and 0 in journals:
+            starts = sorted(journals)
+            segs = [(s, nxt) for s, nxt in zip(starts, [*starts[1:], size], strict=True)]
+            done = [min(journals[s], b - s) for s, b in segs]
+        else:
+            if journals:  # no journal for byte 0: what the file holds cannot be placed
+                cls.drop_journals(part)
+                with contextlib.suppress(FileNotFoundError):
+                    os.truncate(part, 0)
+            try:
+                have = min(part.stat().st_size, size)  # a plain partial file: its prefix
+            except FileNotFoundError:
+                have = 0
+            segs = [(s, min(s + cell, size)) for s in range(0, size, cell)]
+            done = [max(0, min(have - s, b - s)) for s, b in segs]
+        state = cls(part, size, segs, done)
+        for i in range(len(segs)):
+            state._record(i)
+        return state
+
+    def _journal(self, start: int) -> Path:
+        return self.path.with_name(f"{self.path.name}.{start}")
+
+    def _record(self, i: int) -> None:
+        os.pwrite(self._jfd[i], b"%020d" % self.done[i], 0)
+
+    def length(self, i: int) -> int:
+        s, b = self.segs[i]
+        return b - s
+
+    # ---- filling and hashing --------------------------------------------
+
+    def write(self, i: int, chunk: bytes) -> None:
+        """Put ``chunk`` next in range ``i``, then count it in the journal."""
+        view = memoryview(chunk)
+        at = self.segs[i][0] + self.done[i]
+        while view:
+            n = os.pwrite(self._fd, view, at)
+            view, at = view[n:], at + n
+        with self._cond:
+            self.done[i] += len(chunk)
+            self._cond.notify_all()
+        self._record(i)
+
+    def wake(self) -> None:
+        with self._cond:
+            self._cond.notify_all()
+
+    def hash_in_order(self, h: hashlib._Hash, errors: list[BaseException]) -> None:
+        """Hash the file into ``h`` from byte 0 as the ranges fill it; raises the first
+        error of a range's thread. Every ``SYNC_EVERY`` bytes hashed, the bytes are
+        pushed to disk in the background so the final fsync has little left to do."""
+        buf = bytearray(HASH_READ)
+        view = memoryview(buf)
+        pos = i = 0
+        unsynced = 0
+        syncer = _Syncer(self._fd)
+        try:
+            while pos < self.size:
+                with self._cond:
+                    while not errors and self.segs[i][0] + self.done[i] <= pos:
+                        self._cond.wait(0.1)
+                        _interrupt.check()
+                    if errors:
+                        raise errors[0]
+                    avail = self.segs[i][0] + self.done[i]
+                while pos < avail:
+                    self._rf.seek(pos)
+                    n = self._rf.readinto(view[: min(HASH_READ, avail - pos)]) or 0
+                    if n <= 0:
+                        raise _NoRanges("the partial file is shorter than its journals say")
+                    h.update(view[:n])
+                    pos += n
+                    unsynced += n
+                    if unsynced >= SYNC_EVERY:
+                        syncer.kick()
+                        unsynced = 0
+                if pos >= self.segs[i][1]:
+                    i += 1
+        finally:
+            syncer.stop()
+
+    def finish(self) -> None:
+        """Push the whole file to disk (before it may be renamed into place)."""
+        os.fsync(self._fd)
+
+    def close(self) -> None:
+        self._rf.close()
+        os.close(self._fd)
+        for fd in self._jfd:
+            os.close(fd)
+
+
+class _Syncer:
+    """Pushes a file's written bytes to disk on a background thread when kicked."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._q: queue.Queue[int | None] = queue.Queue(maxsize=1)
+        self._thread: threading.Thread | None = None
+
+    def kick(self) -> None:
+        if not hasattr(os, "fdatasync"):
+            return
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, daemon=True)
+            self._thread.start()
+        with contextlib.suppress(queue.Full):
+            self._q.put_nowait(self._fd)
+
+    def _run(self) -> None:
+        while (fd := self._q.get()) is not None:
+            with contextlib.suppress(OSError):  # the final fsync reports errors
+                os.fdatasync(fd)
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._q.put(None)
+            self._thread.join()
+            self._thread = None
 
 
 class _Partial:
@@ -780,6 +937,10 @@ class _Partial:
         else:
             self._q.put(chunk)
         self.have += len(chunk)
+
+    def adopt(self, h: hashlib._Hash, have: int) -> None:
+        """Take the hash of the file's first ``have`` bytes, computed elsewhere (ranges)."""
+        self.h, self.have, self._hashed = h, have, True
 
     def restart(self) -> None:
         self._stop()

@@ -320,6 +320,9 @@ def serve_bytes(req: Request, data: bytes, headers: dict[str, str] | None = None
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # socketserver's default backlog of 5 drops the SYNs of a client that opens dozens of
+    # connections at once, and the kernel resends them a second later; real servers queue more.
+    request_queue_size = 128
     owner: LoopbackServer
 
     def handle_error(self, request: Any, client_address: Any) -> None:

@@ -53,6 +53,7 @@ credentials"; private repositories are 404 without the token, as on GitHub.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
@@ -84,6 +85,11 @@ class GhAsset:
     digest: bool = True  # GitHub has listed "sha256:..." digests since 2025; older assets have none
     state: str = "uploaded"  # "starter": an upload that failed half-way (GitHub: "can be deleted")
     label: str | None = None
+
+    @functools.cached_property
+    def sha256(self) -> str:
+        """The sha256 of ``data``, computed once (GitHub stores it; it does not hash per listing)."""
+        return hashlib.sha256(self.data).hexdigest()
 
 
 @dataclass
@@ -592,7 +598,7 @@ class GitHubServer(LoopbackServer):
             for a in r.assets:
                 if str(a.id) == asset_id:
                     if req.header("accept") == "application/octet-stream":
-                        return Response.redirect(self.cdn.put(a.data, a.name))
+                        return Response.redirect(self.cdn.put(a.data, a.name, digest=a.sha256))
                     return Response.json(self._asset_json(repo, r, a))
         return _not_found()
 
@@ -605,7 +611,7 @@ class GitHubServer(LoopbackServer):
             if r.tag_name == tag and not r.draft:
                 for a in r.assets:
                     if a.name == name:
-                        return Response.redirect(self.cdn.put(a.data, a.name))
+                        return Response.redirect(self.cdn.put(a.data, a.name, digest=a.sha256))
         return _not_found()
 
     def _page(self, req: Request, items: list[dict[str, Any]]) -> Response:
@@ -684,7 +690,7 @@ class GitHubServer(LoopbackServer):
             "state": a.state,
             "content_type": a.content_type,
             "size": len(a.data),
-            "digest": "sha256:" + hashlib.sha256(a.data).hexdigest() if a.digest else None,
+            "digest": "sha256:" + a.sha256 if a.digest else None,
             "download_count": 0,
             "created_at": _iso(r.created_at),
             "updated_at": _iso(r.created_at),
