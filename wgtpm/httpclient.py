@@ -551,16 +551,7 @@ class HttpClient:
                 with self._send(method, url, headers, params) as resp:
                     if resp.status_code in ok:
                         body = _read_capped(resp, limit, deadline, self.opts.deadline)
-                        return httpx.Response(
-                            resp.status_code,
-                            headers=[
-                                (k, v)
-                                for k, v in resp.headers.multi_items()
-                                if k.lower() not in ("content-encoding", "content-length")
-                            ],
-                            content=body,
-                            request=resp.request,
-                        )
+                        return _buffered(resp, body)
                     body = _read_capped(
                         resp, MAX_ERROR_BODY, deadline, self.opts.deadline, cut=True
                     )
@@ -706,21 +697,30 @@ class HttpClient:
                 if not (
                     retry and self._retryable(resp.status_code) and attempt < self.opts.retries
                 ):
-                    return httpx.Response(
-                        resp.status_code,
-                        headers=[
-                            (k, v)
-                            for k, v in resp.headers.multi_items()
-                            if k.lower() not in ("content-encoding", "content-length")
-                        ],
-                        content=data,
-                        request=resp.request,
-                    )
+                    return _buffered(resp, data)
                 rh, why = resp.headers, f"HTTP {resp.status_code}"
             finally:
                 self._watch.end(live)
             self._sleep(attempt, rh, url, why, method)
             attempt += 1
+
+
+def _buffered(resp: httpx.Response, body: bytes) -> httpx.Response:
+    """``resp`` with ``body``, its (decoded) bytes, read: what :meth:`HttpClient.get` and
+    :meth:`HttpClient.send` return. The encoding and length headers of the wire are dropped,
+    since ``body`` is already decoded."""
+    import httpx
+
+    return httpx.Response(
+        resp.status_code,
+        headers=[
+            (k, v)
+            for k, v in resp.headers.multi_items()
+            if k.lower() not in ("content-encoding", "content-length")
+        ],
+        content=body,
+        request=resp.request,
+    )
 
 
 def _read_capped(
