@@ -108,6 +108,7 @@ class Runner:
         env.update(HF_HUB_DISABLE_TELEMETRY="1", HF_HUB_DISABLE_PROGRESS_BARS="1")
         for var in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "NETRC", "WGTFLAGS", "WGTSUMDB"):
             env.pop(var, None)
+        env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed wgtpm has its bytecode compiled
         self.env = env
 
     def _fresh(self) -> Path:
