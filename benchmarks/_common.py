@@ -1,15 +1,21 @@
-"""Shared pieces of the benchmarks: a fast static file server on loopback, timing."""
+"""Shared pieces of the benchmarks: a fast static file server on loopback, timing, peak
+memory of a command, publishing files from disk into a proxy tree."""
 
 from __future__ import annotations
 
 import os
+import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from wgtpm._fs import sha256_file
+from wgtpm.index import IndexEntry, ReleaseIndex, build_index
+from wgtpm.proxytree import ProxyTree
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -82,3 +88,50 @@ def report(name: str, ours: float, peer_name: str, peer: float, target: str) -> 
     print(
         f"{name}: wgtpm {ours:.3f}s, {peer_name} {peer:.3f}s, ratio {ours / peer:.2f}x ({target})"
     )
+
+
+def peak_rss(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, float]:
+    """Run ``cmd``; return its peak resident set in bytes and its wall time in seconds.
+
+    The peak is the kernel's ``ru_maxrss`` of this one child (and of any children it
+    waited for), taken with ``wait4``, not polled, so a short spike is not missed.
+    """
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert p.stderr is not None
+    err = p.stderr.read()
+    p.stderr.close()
+    _, status, usage = os.wait4(p.pid, 0)
+    took = time.perf_counter() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
+    if p.returncode != 0:
+        raise SystemExit(
+            f"{' '.join(cmd)} failed ({p.returncode}):\n{err.decode(errors='replace')}"
+        )
+    return usage.ru_maxrss * 1024, took
+
+
+def publish_files(
+    tree: ProxyTree, module: str, version: str, files: Mapping[str, Path]
+) -> ReleaseIndex:
+    """Publish files already on disk (logical path -> file, ``wgt.mod`` included) into ``tree``.
+
+    Each file is hashed as it streams, so a release of several GiB never sits in memory
+    (``ProxyTree.add`` takes the files' bytes).
+    """
+    entries = [IndexEntry(p, f.stat().st_size, sha256_file(f)) for p, f in sorted(files.items())]
+    idx = build_index(module, version, entries)
+    tree.put(module, version, idx.to_json(), files)
+    return idx
+
+
+def times_in_turns(runs: int, *fns: Callable[[], object]) -> list[list[float]]:
+    """Every time (seconds) of each of ``fns`` over ``runs`` rounds, taken in turns so
+    that all of them meet the same machine."""
+    out: list[list[float]] = [[] for _ in fns]
+    for _ in range(runs):
+        for i, fn in enumerate(fns):
+            t0 = time.perf_counter()
+            fn()
+            out[i].append(time.perf_counter() - t0)
+    return out

@@ -65,7 +65,10 @@ SYNC_EVERY = 8 << 20
 #: Files up to this size are written and hashed by the receiving thread itself: a
 #: writer thread (overlapping hashing with receiving) pays off only for large files.
 INLINE_MAX = 4 << 20
-QUEUE_CHUNKS = 512  # received chunks that may wait for the writer (about 32 MiB)
+#: Received bytes that may wait for the writer thread of one file (or range): the bound
+#: on its memory whatever the file's size and however the source reads (64 KiB from
+#: HTTP, 1 MiB from ``file://`` and from range files being merged).
+QUEUE_BYTES = 32 << 20
 #: Files at least this large come as parallel ranges from a server that honours Range
 #: (one connection is often capped well below the line's speed).
 RANGED_MIN = 32 << 20
@@ -833,6 +836,29 @@ class _Syncer:
             self._thread = None
 
 
+class _ByteQueue(queue.Queue[bytes | None]):
+    """A queue of chunks bounded by the bytes it holds (``maxsize`` is in bytes), not by
+    their number: a source read 1 MiB at a time must not pile up hundreds of MiB behind
+    a slower disk. A put waits while ``maxsize`` bytes or more are held, so at most
+    ``maxsize`` plus one chunk are. ``None`` (the end) counts as one byte."""
+
+    def _init(self, maxsize: int) -> None:
+        super()._init(maxsize)
+        self.held = 0
+
+    def _qsize(self) -> int:
+        return self.held
+
+    def _put(self, item: bytes | None) -> None:
+        super()._put(item)
+        self.held += len(item) if item else 1
+
+    def _get(self) -> bytes | None:
+        item = super()._get()
+        self.held -= len(item) if item else 1
+        return item
+
+
 class _Partial:
     """A partial download: the file, how much of it there is, and the hash of that much.
 
@@ -853,7 +879,7 @@ class _Partial:
         self.have = 0  # bytes accepted (written or queued)
         self._f: BinaryIO | None = None
         self._hashed = False
-        self._q: queue.Queue[bytes | None] | None = None
+        self._q: _ByteQueue | None = None
         self._worker: threading.Thread | None = None
         self._sync_q: queue.Queue[int | None] | None = None
         self._syncer: threading.Thread | None = None
@@ -908,7 +934,7 @@ class _Partial:
     def _start(self) -> None:
         if self.size - self.have <= INLINE_MAX:
             return  # write() writes and hashes itself
-        self._q = queue.Queue(maxsize=QUEUE_CHUNKS)
+        self._q = _ByteQueue(QUEUE_BYTES)
         self._worker = threading.Thread(target=self._drain, daemon=True)
         self._worker.start()
         if self.size - self.have > SYNC_EVERY and hasattr(os, "fdatasync"):

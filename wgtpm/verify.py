@@ -10,13 +10,16 @@ vendored module is checked as a build would check it before use.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from . import dirhash
 from . import index as _index
 from ._errors import WgtpmError
 from ._fs import sha256_file
-from .index import ReleaseIndex
+from .index import IndexEntry, ReleaseIndex
 from .modfetch import matches
 from .modload.buildlist import Fetched
 from .modload.files import MOD
@@ -31,7 +34,7 @@ def verify_build(project: Project) -> list[str]:
     """Problems found, one line each (empty when everything verifies)."""
     if project.opts.vendor:
         return _verify_vendor(project)
-    problems: list[str] = []
+    problems: list[str | _FileCheck] = []
     cache = project.cache
     for m in project.build_list()[1:]:
         origin = project.origin(m)
@@ -62,25 +65,63 @@ def verify_build(project: Project) -> list[str]:
             err = project.sums.mismatch(path, mod_key, dirhash.hash1_bytes({MOD: mod}))
             if err is not None:
                 problems.append(str(err))
-        problems += _verify_tree(m, cache.mod_dir(path, version), idx, project.select_patterns(m))
-    return problems
+        problems += _tree_checks(m, cache.mod_dir(path, version), idx, project.select_patterns(m))
+    checks = [c for c in problems if isinstance(c, _FileCheck)]
+    digests = _hash_files([c.file for c in checks], [c.entry.size for c in checks])
+    modified = {id(c) for c, got in zip(checks, digests, strict=True) if got != c.entry.sha256}
+    return [
+        p if isinstance(p, str) else p.problem()
+        for p in problems
+        if id(p) in modified or isinstance(p, str)
+    ]
 
 
-def _verify_tree(
+class _FileCheck(NamedTuple):
+    """A file of a module tree to hash; its problem, if it does not hash to its entry."""
+
+    module: ModuleVersion
+    file: Path
+    entry: IndexEntry
+
+    def problem(self) -> str:
+        return (
+            f"{self.module}: {self.entry.path} has been modified in the cache "
+            "(run 'wgtpm cache clean' and get it again)"
+        )
+
+
+def _tree_checks(
     m: ModuleVersion, tree: Path, idx: ReleaseIndex, patterns: list[str] | None
-) -> list[str]:
-    """Every selected file of the index must be in the module tree with its sha256."""
-    problems = []
+) -> list[str | _FileCheck]:
+    """Every selected file of the index must be in the module tree with its sha256: a
+    problem for each missing one, a check for each one there."""
+    out: list[str | _FileCheck] = []
     for e in idx.files:
         f = tree / e.path
-        if not f.is_file():
-            if matches(patterns, e.path):
-                problems.append(f"{m}: {e.path} is missing from the cache (run 'wgtpm get')")
-        elif sha256_file(f) != e.sha256:
-            problems.append(
-                f"{m}: {e.path} has been modified in the cache (run 'wgtpm cache clean' and get it again)"
-            )
-    return problems
+        if f.is_file():
+            out.append(_FileCheck(m, f, e))
+        elif matches(patterns, e.path):
+            out.append(f"{m}: {e.path} is missing from the cache (run 'wgtpm get')")
+    return out
+
+
+def _hash_files(files: Sequence[Path], sizes: Sequence[int]) -> list[str]:
+    """The hex sha256 of each of ``files`` (their ``sizes`` known beforehand), in order.
+
+    Files hash on one thread per CPU, largest first (hashlib and reads release the GIL,
+    so a sharded checkpoint hashes at the speed of all the cores, not one).
+    """
+    workers = min(len(files), os.cpu_count() or 1)
+    if workers <= 1:
+        return [sha256_file(f) for f in files]
+    from concurrent.futures import ThreadPoolExecutor
+
+    order = sorted(range(len(files)), key=lambda i: -sizes[i])
+    out = [""] * len(files)
+    with ThreadPoolExecutor(workers) as pool:
+        for i, digest in zip(order, pool.map(sha256_file, [files[i] for i in order]), strict=True):
+            out[i] = digest
+    return out
 
 
 def _verify_vendor(project: Project) -> list[str]:

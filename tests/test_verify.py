@@ -1,0 +1,65 @@
+"""``wgtpm verify`` hashes every cached file of the build list, several at once, and reports
+what differs in the order of the build list and of each index, whatever finishes first."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from wgtpm._fs import sha256_file
+from wgtpm.cache import Cache
+from wgtpm.proxytree import ProxyTree
+
+MiB = 1 << 20
+
+
+@pytest.mark.parametrize("size", [0, 1, MiB - 1, MiB, MiB + 1, 3 * MiB + 7])
+def test_sha256_file_across_block_edges(tmp_path: Path, size: int) -> None:
+    data = os.urandom(size)
+    (tmp_path / "f").write_bytes(data)
+    assert sha256_file(tmp_path / "f") == hashlib.sha256(data).hexdigest()
+
+
+def _shards(tag: bytes) -> dict[str, bytes]:
+    """Files of mixed sizes, so that they finish hashing in another order than listed."""
+    return {
+        "a/small.bin": tag * 10,
+        "b/large.bin": tag * (3 * MiB),
+        "c/medium.bin": tag * MiB,
+        "d/tiny.bin": tag,
+    }
+
+
+def _tamper(f: Path, data: bytes) -> None:
+    os.chmod(f, 0o644)
+    f.write_bytes(data)
+
+
+def test_verify_reports_every_changed_file_in_order(
+    wgtpm, tree: ProxyTree, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WGTPROXY", tree.url)
+    for name, tag in (("one", b"1"), ("two", b"2")):
+        tree.add(f"example.com/{name}", "v0.1.0", _shards(tag))
+        assert wgtpm("get", f"example.com/{name}@v0.1.0", cwd=project).code == 0
+    assert wgtpm("verify", cwd=project).out.strip() == "all modules verified"
+    one = Cache().mod_dir("example.com/one", "v0.1.0")
+    two = Cache().mod_dir("example.com/two", "v0.1.0")
+    # Blobs are shared by content: change the ones of "two" only (tag 2).
+    _tamper(two / "d/tiny.bin", b"X")
+    _tamper(two / "b/large.bin", b"2" * (3 * MiB - 1) + b"X")  # the last byte only
+    _tamper(two / "a/small.bin", b"2" * 10)  # the same bytes again: still fine
+    os.chmod(one / "c", 0o755)
+    (one / "c/medium.bin").unlink()
+    r = wgtpm("verify", cwd=project)
+    assert r.code == 1
+    assert r.err.splitlines() == [
+        "example.com/one@v0.1.0: c/medium.bin is missing from the cache (run 'wgtpm get')",
+        "example.com/two@v0.1.0: b/large.bin has been modified in the cache "
+        "(run 'wgtpm cache clean' and get it again)",
+        "example.com/two@v0.1.0: d/tiny.bin has been modified in the cache "
+        "(run 'wgtpm cache clean' and get it again)",
+    ]
