@@ -109,7 +109,8 @@ def registry(data: Path, log: Path, workers: int = 1) -> Iterator[str]:
 
 @contextmanager
 def nginx(root: Path, tmp: Path) -> Iterator[str]:
-    """nginx, one worker, sendfile, keep-alive, serving ``root`` statically."""
+    """nginx, one worker, sendfile, keep-alive, serving ``root`` statically, with an access
+    log as the registry keeps one (buffered, as the registry batches its JSON lines)."""
     port = free_port()
     prefix = tmp / "nginx"
     (prefix / "logs").mkdir(parents=True, exist_ok=True)
@@ -121,7 +122,7 @@ error_log {prefix}/logs/error.log warn;
 pid {prefix}/nginx.pid;
 events {{ worker_connections 1024; }}
 http {{
-    access_log off;
+    access_log {prefix}/logs/access.log combined buffer=64k flush=1s;
     sendfile on;
     tcp_nopush on;
     keepalive_requests 1000000;

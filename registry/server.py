@@ -65,6 +65,7 @@ def serve(
         "lifespan": "on",
         "timeout_graceful_shutdown": graceful_timeout,
         "proxy_headers": True,
+        "server_header": False,
     }
     if workers > 1:
         reg.close()  # each worker opens its own
