@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import socket
 from typing import Any
 
 import httpx
@@ -71,3 +72,10 @@ def publish(
             u = client.put(f"{doc['paths_url']}{m['path']}", content=files[m["path"]], headers=auth)
         assert u.status_code in (200, 201), u.text
     return client.post(doc["commit_url"], headers=auth)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now (for a server started as a process)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

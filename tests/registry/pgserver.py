@@ -19,11 +19,12 @@ import glob
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 from pathlib import Path
 from types import TracebackType
+
+from .helpers import free_port
 
 __all__ = ["PostgresServer", "PostgresUnavailable", "find_bin"]
 
@@ -47,18 +48,12 @@ def find_bin() -> Path:
     raise PostgresUnavailable("no initdb/pg_ctl found (install postgresql or set WGTPM_PG_BIN)")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class PostgresServer:
     """A PostgreSQL cluster of its own, started on enter and removed on exit."""
 
     def __init__(self) -> None:
         self.bin = find_bin()
-        self.port = _free_port()
+        self.port = free_port()
         self.dir = Path(tempfile.mkdtemp(prefix="wgtpm-pg-"))
         self.data = self.dir / "data"
         self._prefix: list[str] = []

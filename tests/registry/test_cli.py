@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,7 +14,7 @@ import httpx
 
 from wgtpm.sumdb import note
 
-from .helpers import publish
+from .helpers import free_port, publish
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -61,12 +60,6 @@ def test_the_command_module_imports_nothing_heavy() -> None:
     assert out.stdout.strip() == "[]", out.stderr
 
 
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_serve_publish_and_stop_on_sigterm(tmp_path: Path) -> None:
     data = tmp_path / "reg"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -87,7 +80,7 @@ def test_serve_publish_and_stop_on_sigterm(tmp_path: Path) -> None:
         check=True,
     )
     vkey = key.stdout.strip().splitlines()[-1]
-    port = _port()
+    port = free_port()
     proc = subprocess.Popen(
         [*wgtpm, "serve", "--port", str(port), "--data", str(data)],
         stderr=subprocess.PIPE,

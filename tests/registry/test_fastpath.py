@@ -13,7 +13,6 @@ import json
 import logging
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -29,7 +28,7 @@ from registry import FolderBlobStore, Registry, open_metadata_store
 from registry.accesslog import configure
 from registry.app import create_app
 
-from .helpers import modtext, publish
+from .helpers import free_port, modtext, publish
 from .test_proxy import UP, upstream  # noqa: F401 - a fixture
 
 M = "example.com/Acme/Fast"
@@ -220,12 +219,6 @@ def test_fast_answers_are_logged_as_slow_ones(reg: Registry) -> None:
     assert lines[2]["path"] == url and lines[2]["ua"] == "pytest"
 
 
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_serve_with_two_workers(tmp_path: Path) -> None:
     data = tmp_path / "reg"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -238,7 +231,7 @@ def test_serve_with_two_workers(tmp_path: Path) -> None:
         check=True,
     )
     token = made.stdout.strip().splitlines()[-1]
-    port = _port()
+    port = free_port()
     proc = subprocess.Popen(
         [*wgtpm, "serve", "--port", str(port), "--data", str(data), "--workers", "2"],
         stderr=subprocess.PIPE,
