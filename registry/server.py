@@ -44,6 +44,8 @@ def serve(
     ``--store`` fails here, with its reason) and closed after uvicorn has drained."""
     import uvicorn
 
+    from ._http import protocol_class
+
     configure()
     reg = open_registry(config)
     log.info(
@@ -66,6 +68,7 @@ def serve(
         "timeout_graceful_shutdown": graceful_timeout,
         "proxy_headers": True,
         "server_header": False,
+        "http": protocol_class(),  # a response's head and body in one write (registry._http)
     }
     if workers > 1:
         reg.close()  # each worker opens its own
