@@ -12,7 +12,7 @@ The layers, bottom up (imports run one way)::
     accesslog, fastpath            JSON access logs; the protocol's answers again without Starlette
     protocol, api, sumdb, web      HTTP: the proxy protocol, the publish API, the checksum
                                    database (Go's sumdb paths), the web page
-    app, config, server            the ASGI app, settings, uvicorn
+    app, config, server, _http     the ASGI app, settings, uvicorn (one write per response head+body)
 
 Start it with ``wgtpm registry serve``; the publish API and the checksum
 database are specified in ``registry/api.md``.
