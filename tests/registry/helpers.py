@@ -5,6 +5,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import socket
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -79,3 +82,18 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+_REGISTRY = (sys.executable, "-m", "wgtpm", "registry")
+
+
+def registry_token(data: Path, prefix: str, env: dict[str, str]) -> str:
+    """A new publish token for ``prefix`` from ``wgtpm registry token create`` (its last line)."""
+    made = subprocess.run(
+        [*_REGISTRY, "token", "create", "--data", str(data), "--prefix", prefix],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    return made.stdout.strip().splitlines()[-1]

@@ -14,7 +14,7 @@ import httpx
 
 from wgtpm.sumdb import note
 
-from .helpers import free_port, publish
+from .helpers import free_port, publish, registry_token
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -64,14 +64,7 @@ def test_serve_publish_and_stop_on_sigterm(tmp_path: Path) -> None:
     data = tmp_path / "reg"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     wgtpm = [sys.executable, "-m", "wgtpm", "registry"]
-    made = subprocess.run(
-        [*wgtpm, "token", "create", "--data", str(data), "--prefix", "example.com"],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=True,
-    )
-    token = made.stdout.strip().splitlines()[-1]
+    token = registry_token(data, "example.com", env)
     key = subprocess.run(
         [*wgtpm, "key", "--data", str(data), "--sumdb-name", "sum.test"],
         capture_output=True,

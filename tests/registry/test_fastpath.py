@@ -28,7 +28,7 @@ from registry import FolderBlobStore, Registry, open_metadata_store
 from registry.accesslog import configure
 from registry.app import create_app
 
-from .helpers import free_port, modtext, publish
+from .helpers import free_port, modtext, publish, registry_token
 from .test_proxy import UP, upstream  # noqa: F401 - a fixture
 
 M = "example.com/Acme/Fast"
@@ -223,14 +223,7 @@ def test_serve_with_two_workers(tmp_path: Path) -> None:
     data = tmp_path / "reg"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     wgtpm = [sys.executable, "-m", "wgtpm", "registry"]
-    made = subprocess.run(
-        [*wgtpm, "token", "create", "--data", str(data), "--prefix", "example.com"],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=True,
-    )
-    token = made.stdout.strip().splitlines()[-1]
+    token = registry_token(data, "example.com", env)
     port = free_port()
     proc = subprocess.Popen(
         [*wgtpm, "serve", "--port", str(port), "--data", str(data), "--workers", "2"],
