@@ -17,6 +17,11 @@ from wgtpm._fs import sha256_file
 from wgtpm.index import IndexEntry, ReleaseIndex, build_index
 from wgtpm.proxytree import ProxyTree
 
+# The commands a benchmark starts run this checkout's wgtpm, not the one the venv's
+# editable install points at, so a worktree measures its own code.
+ROOT = Path(__file__).resolve().parents[1]
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+
 
 class _Handler(BaseHTTPRequestHandler):
     root: Path

@@ -41,7 +41,7 @@ import time
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-sys.path.insert(0, str(ROOT := Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import peak_rss, publish_files, static_server
 
@@ -109,7 +109,6 @@ class Runner:
         for var in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "NETRC", "WGTFLAGS", "WGTSUMDB"):
             env.pop(var, None)
         env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed wgtpm has its bytecode compiled
-        env["PYTHONPATH"] = str(ROOT)  # this checkout's wgtpm, not an installed one
         self.env = env
 
     def _fresh(self) -> Path:

@@ -48,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import httpx
 
+import benchmarks._common  # noqa: F401 - the servers it starts run this checkout's wgtpm
 from wgtpm.index import IndexEntry, build_index
 from wgtpm.proxytree import ProxyTree
 

@@ -32,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(ROOT := Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import publish_files, times_in_turns
 from wgtpm.proxytree import ProxyTree
@@ -72,7 +72,6 @@ def make_module(tmp: Path, name: str, size_mib: int, count: int) -> tuple[Path, 
         **os.environ,
         "WGTPM_CACHE": str(tmp / "cache"),
         "WGTPROXY": tree.url,
-        "PYTHONPATH": str(ROOT),
     }
     run([sys.executable, "-m", "wgtpm", "get", "-q", f"example.com/{name}@v0.1.0"], proj, env)
     cached = sorted(
@@ -86,7 +85,6 @@ def compare(tmp: Path, name: str, size_mib: int, count: int, runs: int) -> None:
     proj, cached = make_module(tmp, name, size_mib, count)
     env = {**os.environ, "WGTPM_CACHE": str(tmp / "cache"), "WGTPROXY": "off"}
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed wgtpm has its bytecode compiled
-    env["PYTHONPATH"] = str(ROOT)  # this checkout's wgtpm, not an installed one
     wgtpm = [sys.executable, "-m", "wgtpm", "verify"]
     openssl = ["openssl", "dgst", "-sha256", *map(str, cached)]
     run(wgtpm, proj, env)  # warm: the page cache, and the bytecode
