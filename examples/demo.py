@@ -35,6 +35,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -141,6 +142,17 @@ def start_registry(port: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
         raise SystemExit("demo failed: the registry did not answer /healthz")
     print(f"registry up at {url} (its log: demo-registry/serve.log)")
     return proc
+
+
+def stop_registry(proc: subprocess.Popen[bytes] | None) -> None:
+    if proc is None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def serve_command(port: int) -> str:
@@ -286,7 +298,9 @@ def republish_refused(work: Path, url: str, token: str, env: dict[str, str]) -> 
     print("# refused: a published version never changes (409 from the registry, naming both h1s)")
 
 
-def tamper_refused(work: Path, app: Path, url: str, env: dict[str, str]) -> None:
+def tamper_refused(
+    work: Path, app: Path, url: str, env: dict[str, str], restart: Callable[[], None]
+) -> None:
     print("\n## 5. Someone changes a byte in the registry's blob folder")
     index = json.loads(get_text(f"{url}/github.com/acme/xor-base/@v/{VERSION}.index.json"))
     sha = next(f["sha256"] for f in index["files"] if f["path"] == "xor/weights.safetensors")
@@ -295,6 +309,8 @@ def tamper_refused(work: Path, app: Path, url: str, env: dict[str, str]) -> None
     print(f"# flipping one byte of {blob.relative_to(ROOT)} (xor-base's weights)")
     blob.chmod(0o644)
     blob.write_bytes(saved[:-1] + bytes([saved[-1] ^ 0xFF]))
+    print("# and restarts the registry, which still held the good bytes in memory")
+    restart()
     try:
         other = work / "another-machine"
         shutil.copytree(app, other, ignore=shutil.ignore_patterns("build", ".paw-cache"))
@@ -416,7 +432,14 @@ def main() -> None:
             sh("wgtpm", "run", "github.com/acme/fruit/fruit", "--input", colour, cwd=app, env=penv)
 
         republish_refused(work, url, acme, env)
-        tamper_refused(work, app, url, penv)
+
+        def restart() -> None:
+            nonlocal server
+            stop_registry(server)
+            server = None
+            server = start_registry(port, base_env)
+
+        tamper_refused(work, app, url, penv, restart)
 
         (app / "demo.env").write_text(
             "# the settings of the demo's tour: . ./demo.env (in demo-consumer/)\n"
@@ -427,12 +450,7 @@ def main() -> None:
             f"export PAW_CACHE_DIR={app / '.paw-cache'}\n"
         )
     finally:
-        if server is not None:
-            server.terminate()
-            try:
-                server.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                server.kill()
+        stop_registry(server)
         shutil.rmtree(work, ignore_errors=True)
     print("\n## 6. The registry is stopped; its data stays in demo-registry/")
     print(f"# demo complete in {time.monotonic() - started:.0f} s. Start the registry again with:")

@@ -236,7 +236,9 @@ class FastPath:
 
 
 def _read_blob(reg: Registry, sha256: str, size: int) -> bytes:
+    """The blob, checked against its address before it is kept in memory (a blob changed on
+    disk is left to the slow path, and to the client's own check)."""
     data = b"".join(reg.blobs.get(sha256, 0, size))
-    if len(data) != size:
-        raise OSError(f"blob {sha256} is not {size} bytes")
+    if len(data) != size or hashlib.sha256(data).hexdigest() != sha256:
+        raise OSError(f"blob {sha256} does not hold its {size} bytes")
     return data

@@ -173,6 +173,25 @@ def test_a_lost_blob_is_reported_by_the_slow_path(reg: Registry) -> None:
     assert url not in app.state.protocol_cache.answers
 
 
+def test_a_blob_changed_on_disk_is_not_kept_in_memory(reg: Registry) -> None:
+    _publish(reg, M, "v1.0.0")
+    app = create_app(registry=reg)
+    url = f"/{E}/@v/v1.0.0.index.json"  # remembered by a HEAD: its blob not yet read
+    assert call(app, url, "HEAD")[0] == 200 and url in app.state.protocol_cache.answers
+    v = reg.meta.get_version(M, "v1.0.0")
+    assert v is not None
+    path = reg.blobs.path(v.index_sha256)  # type: ignore[attr-defined]
+    good = path.read_bytes()
+    os.chmod(path, 0o644)
+    path.write_bytes(good[:-1] + bytes([good[-1] ^ 1]))
+    call(app, url)  # whatever the slow path serves, the client checks it against wgt.sum
+    assert app.state.protocol_cache.blob(v.index_sha256) is None
+    path.write_bytes(good)
+    call(app, url, "HEAD")  # remembered again
+    assert call(app, url)[2] == good
+    assert app.state.protocol_cache.blob(v.index_sha256) == good
+
+
 def test_a_version_published_on_one_replica_is_listed_by_the_other(tmp_path: Path) -> None:
     db, blobs = str(tmp_path / "r.db"), tmp_path / "b"
     a = Registry(open_metadata_store(db), FolderBlobStore(blobs))
