@@ -171,9 +171,18 @@ def make_token(prefix: str, env: dict[str, str]) -> str:
     return out[-1]
 
 
-def publish(pkg: Path, url: str, token: str, env: dict[str, str]) -> None:
-    git_commit(pkg, env)
-    sh(
+def publish(
+    pkg: Path,
+    url: str,
+    token: str,
+    env: dict[str, str],
+    *,
+    message: str = VERSION,
+    check: bool = True,
+) -> subprocess.CompletedProcess[str]:
+    """Commit ``pkg`` (``message``) and ``wgtpm publish --version VERSION --to URL`` it."""
+    git_commit(pkg, env, message)
+    return sh(
         "wgtpm",
         "publish",
         "--version",
@@ -182,6 +191,7 @@ def publish(pkg: Path, url: str, token: str, env: dict[str, str]) -> None:
         url,
         cwd=pkg,
         env={**env, "WGTPM_TOKEN": token},
+        check=check,
     )
 
 
@@ -281,18 +291,7 @@ def republish_refused(work: Path, url: str, token: str, env: dict[str, str]) -> 
     model = pkg / "model.wgt"
     model.write_text(model.read_text().replace("seed 0", "seed 7"))
     print("# the same package with 'seed 7': other weights, so another h1")
-    git_commit(pkg, env, "other weights")
-    r = sh(
-        "wgtpm",
-        "publish",
-        "--version",
-        VERSION,
-        "--to",
-        url,
-        cwd=pkg,
-        env={**env, "WGTPM_TOKEN": token},
-        check=False,
-    )
+    r = publish(pkg, url, token, env, message="other weights", check=False)
     if r.returncode == 0 or r.stderr.count("h1:") < 2:
         raise SystemExit("demo failed: the registry accepted other bytes for a published version")
     print("# refused: a published version never changes (409 from the registry, naming both h1s)")

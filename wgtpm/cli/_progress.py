@@ -28,6 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
 
+from .._report import Silent
+
 __all__ = ["EVERY", "ProgressPrinter", "make_progress"]
 
 #: Seconds between progress lines on a pipe.
@@ -57,7 +59,7 @@ def eta_text(seconds: float) -> str:
     return f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
-class ProgressPrinter:
+class ProgressPrinter(Silent):
     """A :class:`~wgtpm._report.Reporter` for builds (see the module docstring)."""
 
     def __init__(
@@ -124,15 +126,6 @@ class ProgressPrinter:
 
     def warning(self, message: str) -> None:
         self._line(f"wgtpm: warning: {message}")
-
-    def start(self, label: str, total: int) -> None:
-        pass
-
-    def advance(self, label: str, n: int) -> None:
-        pass
-
-    def finish(self, label: str) -> None:
-        pass
 
 
 def make_progress() -> ProgressPrinter:

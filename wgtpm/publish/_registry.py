@@ -24,12 +24,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .._errors import ModuleError, UsageError
+from .._errors import ModuleError
 from .._report import Reporter
 from ..httpclient import Credential, HttpClient, HTTPStatusError, TransportError
 from ..module import escape_path
 from ._http import Answer, file_chunks, send
-from ._target import Published, Release
+from ._target import Published, Release, token_needed
 
 __all__ = ["TOKEN_ENV", "RegistryTarget"]
 
@@ -81,10 +81,11 @@ class RegistryTarget:
 
     def _need_token(self) -> None:
         if not self._token:
-            raise UsageError(
-                f"publishing to {self.name} needs a token: set {TOKEN_ENV} to a publish token "
-                "(wgtpm registry token create --prefix MODULE-PREFIX --scope publish); "
-                "nothing was built or sent"
+            raise token_needed(
+                self.name,
+                TOKEN_ENV,
+                "to a publish token "
+                "(wgtpm registry token create --prefix MODULE-PREFIX --scope publish)",
             )
 
     def publish(self, release: Release, reporter: Reporter) -> Published:

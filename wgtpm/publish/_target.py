@@ -30,12 +30,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from .. import module as _module
+from .. import version as _version
+from .._errors import NotFoundError, UsageError
 from .._report import Reporter
 
-__all__ = ["PublishTarget", "Published", "Release", "tag_for"]
+if TYPE_CHECKING:
+    from ..sources._base import Source
+
+__all__ = [
+    "PublishTarget",
+    "Published",
+    "Release",
+    "listed_versions",
+    "tag_for",
+    "token_needed",
+]
 
 #: Hosts whose module paths name the repository: ``HOST/OWNER/REPO[/DIR][/vN]``.
 REPO_HOSTS = {"github": "github.com", "huggingface": "hf.co"}
@@ -125,3 +137,19 @@ class PublishTarget(Protocol):
     def check(self, release: Release) -> None: ...
 
     def publish(self, release: Release, reporter: Reporter) -> Published: ...
+
+
+def listed_versions(source: Source, module: str) -> list[str]:
+    """The versions ``source`` (a hosted target's read side) lists for ``module``, sorted;
+    ``[]`` when it knows nothing of the module yet."""
+    try:
+        return _version.sort_versions(source.versions(module))
+    except NotFoundError:
+        return []
+
+
+def token_needed(target: str, variable: str, which: str) -> UsageError:
+    """The one line of a target's ``ready()`` without a token: ``set VARIABLE WHICH``."""
+    return UsageError(
+        f"publishing to {target} needs a token: set {variable} {which}; nothing was built or sent"
+    )

@@ -54,7 +54,7 @@ from urllib.parse import quote, urlsplit
 from .. import index as _index
 from .. import module as _module
 from .. import version as _version
-from .._errors import ModuleError, NotFoundError, UsageError
+from .._errors import ModuleError, UsageError
 from .._report import Reporter
 from .._retry import Backoff
 from ..httpclient import Credential, TransportError, origin, redact
@@ -68,7 +68,7 @@ from ..sources.github import (
     asset_problem,
 )
 from ._http import Answer, send
-from ._target import Published, Release
+from ._target import Published, Release, listed_versions, token_needed
 
 if TYPE_CHECKING:
     import httpx
@@ -156,17 +156,15 @@ class GitHubTarget:
 
     def ready(self) -> None:
         if self._cred is None:
-            raise UsageError(
-                f"publishing to {self.name} needs a token: set GITHUB_TOKEN (the github.com "
-                "variable of wgtpm/sources/hosts.py) to a token that can write releases "
-                "(contents: write); nothing was built or sent"
+            raise token_needed(
+                self.name,
+                "GITHUB_TOKEN",
+                "(the github.com variable of wgtpm/sources/hosts.py) to a token that can "
+                "write releases (contents: write)",
             )
 
     def published_versions(self, module: str) -> list[str]:
-        try:
-            return _version.sort_versions(self._source().versions(module))
-        except NotFoundError:
-            return []
+        return listed_versions(self._source(), module)
 
     def check(self, release: Release) -> None:
         tag = self._check_release(release)

@@ -43,13 +43,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import index as _index
 from .. import module as _module
-from .. import version as _version
 from .._errors import ModuleError, NotFoundError, UsageError, WgtpmError
 from .._report import Reporter
 from ..httpclient import Credential, redact
 from ..sources._hosted import git_blob_id, repo_elems
 from ..sources.huggingface import DEFAULT_ENDPOINT, HuggingFaceSource
-from ._target import Published, Release
+from ._target import Published, Release, listed_versions, token_needed
 from .github import local_files
 
 if TYPE_CHECKING:
@@ -93,17 +92,15 @@ class HuggingFaceTarget:
 
     def ready(self) -> None:
         if self._cred is None:
-            raise UsageError(
-                f"publishing to {self.name} needs a token: set HF_TOKEN (the hf.co variable "
-                "of wgtpm/sources/hosts.py) to a Hugging Face token that can write to "
-                f"{self.repo_id}; nothing was built or sent"
+            raise token_needed(
+                self.name,
+                "HF_TOKEN",
+                "(the hf.co variable of wgtpm/sources/hosts.py) to a Hugging Face token that "
+                f"can write to {self.repo_id}",
             )
 
     def published_versions(self, module: str) -> list[str]:
-        try:
-            return _version.sort_versions(self._source().versions(module))
-        except NotFoundError:
-            return []
+        return listed_versions(self._source(), module)
 
     def check(self, release: Release) -> None:
         self._check_release(release)
