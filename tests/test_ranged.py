@@ -19,7 +19,7 @@ import pytest
 
 from tests.servers import Fault, Request, Response, serve_bytes
 from tests.servers.proxytree import ProxyTreeServer
-from wgtpm import modfetch
+from wgtpm import _httptransport, modfetch
 from wgtpm.cache import Cache
 from wgtpm.proxytree import ProxyTree
 
@@ -265,4 +265,76 @@ def test_a_ranged_partial_goes_on_as_one_stream_from_its_contiguous_bytes(
         r = wgtpm("get", f"{MOD}@v0.1.0", cwd=project)
         assert r.code == 0, r.err
         assert [s.header("range") for s in srv.log.where(path=FILE_PATH)][-1] == "bytes=6291456-"
+    got_it()
+
+
+def test_a_slow_line_gets_more_connections(wgtpm, big, project, monkeypatch) -> None:
+    # each connection drips 32 KiB every 20 ms (1.6 MB/s): a 4 MiB range takes 2.6 s,
+    # so ranges asked for well before that came from widening, not from a finished range
+    with ProxyTreeServer(big.root) as srv:
+        srv.inject(Fault.drip(FILE_PATH, delay=0.02, chunk=32 << 10, times=-1))
+        monkeypatch.setenv("WGTPROXY", srv.url)
+        r = wgtpm("get", f"{MOD}@v0.1.0", cwd=project)
+        assert r.code == 0, r.err
+        asked = sorted(s.at for s in srv.log.where(path=FILE_PATH) if s.header("range"))
+    assert len(asked) == 4
+    assert asked[-1] - asked[0] < 1.5, asked  # all four at once, not two then two
+    got_it()
+
+
+class _State:
+    def __init__(self) -> None:
+        self.done = [0, 0]
+
+
+def test_pace_widens_only_while_each_connection_is_slow(monkeypatch) -> None:
+    clock = [100.0]
+    monkeypatch.setattr(modfetch.time, "monotonic", lambda: clock[0])
+    state, running, widened = _State(), [2], []
+
+    def widen(n: int) -> None:
+        widened.append(n)
+        running[0] += n
+
+    pace = modfetch._Pace(state, lambda: running[0], widen)  # type: ignore[arg-type]
+    pace.tick()  # nothing yet: the window has not started (connecting)
+    clock[0] += 1.0
+    state.done[0] = 1 << 20
+    pace.tick()  # first bytes: the window starts now
+    assert widened == []
+    fast = int(modfetch.RANGE_SLOW * 2 * modfetch.PACE_WINDOW * 1.5)
+    clock[0] += modfetch.PACE_WINDOW
+    state.done[0] += fast
+    pace.tick()
+    assert widened == []  # two connections each faster than RANGE_SLOW: enough
+    clock[0] += modfetch.PACE_WINDOW
+    state.done[1] += int(modfetch.RANGE_SLOW * modfetch.PACE_WINDOW)  # half as fast as needed
+    pace.tick()
+    assert widened == [2] and running[0] == 4
+    clock[0] += modfetch.PACE_WINDOW / 2
+    pace.tick()
+    assert widened == [2]  # not before a whole window
+
+
+def test_a_large_body_skips_h11_and_a_cut_in_it_resumes(wgtpm, big, project, monkeypatch) -> None:
+    import h11
+
+    fed = [0]
+    receive = h11.Connection.receive_data
+
+    def counting(self: h11.Connection, data: bytes) -> None:
+        fed[0] += len(data)
+        receive(self, data)
+
+    monkeypatch.setattr(h11.Connection, "receive_data", counting)
+    monkeypatch.setattr(_httptransport, "RAW_MIN", 1 << 20)
+    with ProxyTreeServer(big.root) as srv:
+        srv.inject(Fault.truncate(FILE_PATH, at=0.5, times=1))
+        srv.inject(Fault.reset(FILE_PATH, at=0.7, times=1))
+        monkeypatch.setenv("WGTPROXY", srv.url)
+        r = wgtpm("get", f"{MOD}@v0.1.0", cwd=project)
+        assert r.code == 0, r.err
+        starts = {a for a, _ in closed_ranges(srv)}
+    assert len(starts) > 4  # a cut range went on from where it stopped
+    assert fed[0] < len(BIG) // 4, fed  # the bodies' bytes went past h11
     got_it()

@@ -20,7 +20,9 @@ from typing import Any
 import httpcore
 import httpx
 
-__all__ = ["Backend", "Stream", "Transport", "transport"]
+__all__ = ["RAW_MIN", "Backend", "Stream", "Transport", "transport"]
+
+RAW_MIN = 16 << 20  # bodies of this many bytes or more are read past h11 by a download
 
 
 def transport(limits: httpx.Limits) -> httpx.BaseTransport:
@@ -112,10 +114,14 @@ class Transport(httpx.BaseTransport):
         )
         with _httpx_errors(request):
             resp = self._pool.handle_request(req)
+        net = resp.extensions.get("network_stream")
+        length = _content_length(resp.headers) if request.method != "HEAD" else None
         return httpx.Response(
             status_code=resp.status,
             headers=resp.headers,
-            stream=Body(resp.stream, request),
+            stream=Body(
+                resp.stream, request, net if isinstance(net, Stream) else None, length
+            ),
             extensions=resp.extensions,
         )
 
@@ -130,19 +136,69 @@ class Transport(httpx.BaseTransport):
 
 
 class Body(httpx.SyncByteStream):
-    """A response body of :class:`Transport` (an httpx ``SyncByteStream``)."""
+    """A response body of :class:`Transport` (an httpx ``SyncByteStream``).
 
-    def __init__(self, inner: Any, request: httpx.Request) -> None:
+    A large download's body skips h11. h11 copies every byte it is given twice
+    (into its buffer, then out of it), and on loopback those copies cost as
+    much as hashing the bytes. So once the first chunk of a body of a known
+    length has come through h11 (what h11 buffered beyond the head, or its
+    first read: after it, h11 holds nothing, as it hands over all it holds up
+    to the body's length), and while a download has set its stream's
+    ``read_size``, the rest of a body of at least :data:`RAW_MIN` bytes is
+    read from the socket as it comes, counted against ``Content-Length``. h11
+    then never sees the body end, so httpcore closes the connection instead
+    of pooling it: one new connection per large body, which costs less than
+    the copies.
+    """
+
+    def __init__(
+        self,
+        inner: Any,
+        request: httpx.Request,
+        net: Stream | None = None,
+        length: int | None = None,
+    ) -> None:
         self._inner = inner
         self._request = request
+        self._net = net
+        self._length = length
 
     def __iter__(self) -> Iterator[bytes]:
         with _httpx_errors(self._request):
-            yield from self._inner
+            chunks = iter(self._inner)
+            first = next(chunks, b"")
+            if first:
+                yield first
+            net, length = self._net, self._length
+            if net is None or length is None or not net.read_size or length < RAW_MIN:
+                yield from chunks
+                return
+            left = length - len(first)
+            timeout = self._request.extensions.get("timeout", {}).get("read")
+            while left > 0:
+                chunk = net.read(min(net.read_size, left), timeout)
+                if not chunk:
+                    raise httpcore.RemoteProtocolError(
+                        "peer closed connection without sending complete message body: "
+                        f"received {length - left} bytes, expected {length}"
+                    )
+                left -= len(chunk)
+                yield chunk
 
     def close(self) -> None:
         with _httpx_errors(self._request):
             self._inner.close()
+
+
+def _content_length(headers: list[tuple[bytes, bytes]]) -> int | None:
+    """The body's length from ``Content-Length`` (one value, digits), else None (chunked,
+    unknown, or malformed: then h11 reads the body, and judges it)."""
+    values = [v for k, v in headers if k.lower() == b"content-length"]
+    if len(values) != 1 or not values[0].strip().isdigit():
+        return None
+    if any(k.lower() == b"transfer-encoding" for k, _ in headers):
+        return None
+    return int(values[0])
 
 
 @contextlib.contextmanager

@@ -135,6 +135,7 @@ class Seen:
     headers: tuple[tuple[str, str], ...]
     status: int
     fault: str | None = None
+    at: float = field(default_factory=time.monotonic)  # when it was logged
 
     def header(self, name: str) -> str | None:
         name = name.lower()
