@@ -22,7 +22,7 @@ import httpx
 
 __all__ = ["RAW_MIN", "Backend", "Stream", "Transport", "transport"]
 
-RAW_MIN = 16 << 20  # bodies of this many bytes or more are read past h11 by a download
+RAW_MIN = 64 << 20  # bodies of this many bytes or more are read past h11 by a download
 
 
 def transport(limits: httpx.Limits) -> httpx.BaseTransport:
@@ -147,8 +147,11 @@ class Body(httpx.SyncByteStream):
     ``read_size``, the rest of a body of at least :data:`RAW_MIN` bytes is
     read from the socket as it comes, counted against ``Content-Length``. h11
     then never sees the body end, so httpcore closes the connection instead
-    of pooling it: one new connection per large body, which costs less than
-    the copies.
+    of pooling it: one new connection per large body. At :data:`RAW_MIN` and
+    up that is worth it (1 GiB on loopback: 2.8 s of CPU before, 1.9 s with
+    this and the hashing from a map); below, where a new connection may take
+    longer than the body's copies (a round trip or two on a real network),
+    h11 reads the body as before.
     """
 
     def __init__(
