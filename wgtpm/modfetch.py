@@ -79,7 +79,7 @@ RANGE_MIN = 8 << 20
 #: :data:`RANGE_SLOW` bytes a second over :data:`PACE_WINDOW` seconds (see ``_Pace``).
 RANGES_FIRST = 2
 RANGE_SLOW = 128 << 20
-PACE_WINDOW = 0.25
+PACE_WINDOW = 0.1
 #: Bytes read back from the page cache per hash update while ranges fill a file.
 HASH_READ = 4 << 20
 MOD_SUFFIX = "/wgt.mod"
