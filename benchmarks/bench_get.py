@@ -69,7 +69,6 @@ def noop_get(tmp: Path, rounds: int = 15) -> None:
     proj.mkdir()
     (proj / "wgt.mod").write_text("module example.com/app\n\nrequire (\n" + "".join(reqs) + ")\n")
     env = {**os.environ, "WGTPM_CACHE": str(tmp / "cache"), "WGTPROXY": tree.url}
-    env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed wgtpm has its bytecode compiled
     wgtpm = [sys.executable, "-m", "wgtpm", "get", "-q"]
     run(wgtpm, proj, env)  # fill the cache and wgt.sum
     env["WGTPROXY"] = "off"

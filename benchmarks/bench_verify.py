@@ -84,7 +84,6 @@ def make_module(tmp: Path, name: str, size_mib: int, count: int) -> tuple[Path, 
 def compare(tmp: Path, name: str, size_mib: int, count: int, runs: int) -> None:
     proj, cached = make_module(tmp, name, size_mib, count)
     env = {**os.environ, "WGTPM_CACHE": str(tmp / "cache"), "WGTPROXY": "off"}
-    env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed wgtpm has its bytecode compiled
     wgtpm = [sys.executable, "-m", "wgtpm", "verify"]
     openssl = ["openssl", "dgst", "-sha256", *map(str, cached)]
     run(wgtpm, proj, env)  # warm: the page cache, and the bytecode
