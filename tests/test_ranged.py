@@ -316,7 +316,9 @@ def test_pace_widens_only_while_each_connection_is_slow(monkeypatch) -> None:
     assert widened == [2]  # not before a whole window
 
 
-def test_a_large_body_skips_h11_and_a_cut_in_it_resumes(wgtpm, big, project, monkeypatch) -> None:
+@pytest.fixture
+def h11_fed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The bytes handed to h11, counted; bodies of 1 MiB and up skip it."""
     import h11
 
     fed = [0]
@@ -328,13 +330,65 @@ def test_a_large_body_skips_h11_and_a_cut_in_it_resumes(wgtpm, big, project, mon
 
     monkeypatch.setattr(h11.Connection, "receive_data", counting)
     monkeypatch.setattr(_httptransport, "RAW_MIN", 1 << 20)
-    with ProxyTreeServer(big.root) as srv:
+    return fed
+
+
+@pytest.mark.parametrize("server", [ProxyTreeServer, _IgnoresRange], ids=["ranges", "one stream"])
+def test_a_large_body_skips_h11_and_a_cut_in_it_resumes(
+    wgtpm, big, project, monkeypatch, h11_fed, server
+) -> None:
+    # in ranges the bodies are spliced into the file; one stream reads them past h11
+    spliced = []
+    splice = _httptransport.Stream.splice_into
+
+    def counting(self, fd, offset, count, timeout):  # type: ignore[no-untyped-def]
+        spliced.append(count)
+        return splice(self, fd, offset, count, timeout)
+
+    monkeypatch.setattr(_httptransport.Stream, "splice_into", counting)
+    with server(big.root) as srv:
         srv.inject(Fault.truncate(FILE_PATH, at=0.5, times=1))
         srv.inject(Fault.reset(FILE_PATH, at=0.7, times=1))
         monkeypatch.setenv("WGTPROXY", srv.url)
         r = wgtpm("get", f"{MOD}@v0.1.0", cwd=project)
         assert r.code == 0, r.err
+        asked = [s for s in srv.log.where(path=FILE_PATH) if s.method == "GET"]
+    assert len(asked) > (4 if server is ProxyTreeServer else 1)  # cut bodies went on
+    assert h11_fed[0] < len(BIG) // 4, h11_fed  # the bodies' bytes went past h11
+    assert bool(spliced) == (server is ProxyTreeServer), spliced
+    got_it()
+
+
+def test_a_spliced_range_that_stalls_times_out_and_resumes(
+    wgtpm, big, project, monkeypatch, h11_fed
+) -> None:
+    monkeypatch.setenv("WGTPM_HTTP_TIMEOUT", "1")
+    with ProxyTreeServer(big.root) as srv:
+        # one range's body: 1 MiB, then nothing for 3 s (past the timeout)
+        srv.inject(Fault.drip(FILE_PATH, delay=3.0, chunk=1 << 20, times=1))
+        monkeypatch.setenv("WGTPROXY", srv.url)
+        r = wgtpm("get", f"{MOD}@v0.1.0", cwd=project)
+        assert r.code == 0, r.err
         starts = {a for a, _ in closed_ranges(srv)}
-    assert len(starts) > 4  # a cut range went on from where it stopped
-    assert fed[0] < len(BIG) // 4, fed  # the bodies' bytes went past h11
+    assert len(starts) > 4, starts  # the stalled range went on from its first MiB
+    got_it()
+
+
+class _LongRanges(ProxyTreeServer):
+    """Answers a range with the right Content-Range but a body a MiB longer."""
+
+    def route(self, req: Request) -> Response:
+        resp = super().route(req)
+        if resp.status == 206:
+            return Response(206, resp.headers, resp.body + os.urandom(1 << 20))
+        return resp
+
+
+def test_a_range_longer_than_asked_is_refused_and_the_file_comes_as_one_stream(
+    wgtpm, big, project, monkeypatch, h11_fed
+) -> None:
+    with _LongRanges(big.root) as srv:
+        monkeypatch.setenv("WGTPROXY", srv.url)
+        r = wgtpm("get", f"{MOD}@v0.1.0", cwd=project)
+        assert r.code == 0, r.err  # refused as ranges; fetched as one stream
     got_it()

@@ -14,15 +14,30 @@ Imported only when a client is made (httpx is not imported by a no-op command).
 from __future__ import annotations
 
 import contextlib
+import itertools
+import os
+import select
+import socket
 from collections.abc import Iterator
 from typing import Any
 
 import httpcore
 import httpx
 
-__all__ = ["RAW_MIN", "Backend", "Stream", "Transport", "transport"]
+__all__ = [
+    "PIPE_SIZE",
+    "RAW_MIN",
+    "Backend",
+    "Stream",
+    "TooLong",
+    "Transport",
+    "spliceable",
+    "transport",
+    "write_body",
+]
 
 RAW_MIN = 64 << 20  # bodies of this many bytes or more are read past h11 by a download
+PIPE_SIZE = 1 << 20  # bytes moved per splice of such a body (the pipe's size)
 
 
 def transport(limits: httpx.Limits) -> httpx.BaseTransport:
@@ -65,6 +80,104 @@ class Stream(httpcore.NetworkStream):
 
     def get_extra_info(self, info: str) -> Any:
         return self._inner.get_extra_info(info)
+
+    def splice_into(self, fd: int, offset: int, count: int, timeout: float | None) -> Iterator[int]:
+        """Move the next ``count`` bytes of a plain TCP socket into file ``fd`` at ``offset``
+        without copying them through this process (``splice`` through a pipe: the kernel
+        hands the socket's pages to the pipe, and copies them once into the page cache);
+        yields each count as it lands. A socket error is httpcore's ``ReadError`` (or
+        ``ReadTimeout``); an error writing the file is the ``OSError`` it is."""
+        import fcntl
+
+        sock = self.get_extra_info("socket")
+        r, w = os.pipe()
+        try:
+            with contextlib.suppress(OSError):  # a larger pipe: fewer, larger moves
+                fcntl.fcntl(w, getattr(fcntl, "F_SETPIPE_SZ", 1031), PIPE_SIZE)
+            while count > 0:
+                try:
+                    n = os.splice(
+                        sock.fileno(), w, min(count, PIPE_SIZE), flags=os.SPLICE_F_NONBLOCK
+                    )
+                except BlockingIOError:
+                    if not _readable(sock, timeout):
+                        raise httpcore.ReadTimeout("timed out") from None
+                    continue
+                except OSError as exc:
+                    raise httpcore.ReadError(str(exc)) from exc
+                if n == 0:
+                    raise httpcore.RemoteProtocolError(
+                        f"peer closed connection without sending complete message body: "
+                        f"{count} bytes short"
+                    )
+                left = n
+                while left:
+                    left -= os.splice(r, fd, left, offset_dst=offset + n - left)
+                offset += n
+                count -= n
+                yield n
+        finally:
+            os.close(r)
+            os.close(w)
+
+
+def spliceable(resp: httpx.Response) -> Stream | None:
+    """The stream of a download's response whose body may go straight into a file
+    (:meth:`Stream.splice_into`): a plain TCP socket on Linux, a known body of at least
+    :data:`RAW_MIN` bytes, identity-encoded, with a download's reads set."""
+    net = resp.extensions.get("network_stream")
+    if not isinstance(net, Stream) or not net.read_size or not hasattr(os, "splice"):
+        return None
+    if type(net.get_extra_info("socket")) is not socket.socket:  # TLS decrypts in here
+        return None
+    length = _content_length(resp.headers.raw)
+    return net if length is not None and length >= RAW_MIN else None
+
+
+class TooLong(Exception):
+    """A body longer than the room it was given (:func:`write_body`); nothing past the
+    room was written."""
+
+
+def write_body(resp: httpx.Response, fd: int, offset: int, room: int) -> Iterator[int]:
+    """Write the body of ``resp`` into file ``fd`` from ``offset`` on, at most ``room``
+    bytes (a longer body raises :class:`TooLong` before its excess is written); yields
+    the count of each piece as it lands. A large body on a plain socket is spliced (the
+    first chunk, what h11 had, comes through httpx); any other is written as httpx
+    yields it."""
+    length = _content_length(resp.headers.raw)
+    if length is not None and length > room:
+        raise TooLong(f"{length} bytes where {room} were asked for")
+    chunks = resp.iter_bytes()
+    first = next(chunks, b"")
+    net = spliceable(resp)
+    at = offset
+    for chunk in itertools.chain((first,), () if net else chunks):
+        if at + len(chunk) > offset + room:
+            raise TooLong(f"more than the {room} bytes asked for")
+        _pwrite_all(fd, chunk, at)
+        at += len(chunk)
+        if chunk:
+            yield len(chunk)
+    if net is None:
+        return
+    left = int(resp.headers["content-length"]) - len(first)
+    timeout = resp.request.extensions.get("timeout", {}).get("read")
+    with _httpx_errors(resp.request):
+        yield from net.splice_into(fd, offset + len(first), left, timeout)
+
+
+def _pwrite_all(fd: int, data: bytes, at: int) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.pwrite(fd, view, at)
+        view, at = view[n:], at + n
+
+
+def _readable(sock: socket.socket, timeout: float | None) -> bool:
+    p = select.poll()
+    p.register(sock.fileno(), select.POLLIN)
+    return bool(p.poll(None if timeout is None else timeout * 1000))
 
 
 class Backend(httpcore.NetworkBackend):
@@ -119,9 +232,7 @@ class Transport(httpx.BaseTransport):
         return httpx.Response(
             status_code=resp.status,
             headers=resp.headers,
-            stream=Body(
-                resp.stream, request, net if isinstance(net, Stream) else None, length
-            ),
+            stream=Body(resp.stream, request, net if isinstance(net, Stream) else None, length),
             extensions=resp.extensions,
         )
 

@@ -585,6 +585,7 @@ class Fetcher:
         """Fill range ``i`` of ``state`` in place, resuming after cuts."""
         import httpx
 
+        from ._httptransport import TooLong, write_body
         from .httpclient import HTTPStatusError, TransportError
 
         start, end = state.segs[i]
@@ -601,15 +602,14 @@ class Fetcher:
                     if resp.status_code != 206 or resp.headers.get("content-range") != want:
                         raise _NoRanges("the server answered a range with something else")
                     since, got = time.monotonic(), 0
-                    for chunk in resp.iter_bytes():
+                    room = end - start - have
+                    for n in write_body(resp, state.fd, start + have, room):
+                        state.landed(i, n)
+                        got += n
+                        self._advance(label, n)
                         _interrupt.check()
                         if stop.is_set():
                             return
-                        if state.done[i] + len(chunk) > end - start:
-                            raise _NoRanges("the server sent more than the range asked for")
-                        state.write(i, chunk)
-                        got += len(chunk)
-                        self._advance(label, len(chunk))
                         elapsed = time.monotonic() - since
                         if elapsed >= self.opts.rate_window:
                             if got < self.opts.min_rate * elapsed:
@@ -622,6 +622,8 @@ class Fetcher:
                         f"connection closed after {state.done[i]} of {end - start} bytes of a range"
                     )
                 return
+            except TooLong as exc:
+                raise _NoRanges(f"the server sent more than the range asked for ({exc})") from exc
             except HTTPStatusError as exc:
                 if exc.status in (404, 410):
                     raise NotFoundError(path, version, f"{e.path}: {exc}") from exc
@@ -762,15 +764,15 @@ class _Ranges:
 
     # ---- filling and hashing --------------------------------------------
 
-    def write(self, i: int, chunk: bytes) -> None:
-        """Put ``chunk`` next in range ``i``, then count it in the journal."""
-        view = memoryview(chunk)
-        at = self.segs[i][0] + self.done[i]
-        while view:
-            n = os.pwrite(self._fd, view, at)
-            view, at = view[n:], at + n
+    @property
+    def fd(self) -> int:
+        """The file, open for writing the ranges' bytes at their offsets."""
+        return self._fd
+
+    def landed(self, i: int, n: int) -> None:
+        """Count ``n`` more bytes of range ``i`` as written in the file, in the journal too."""
         with self._cond:
-            self.done[i] += len(chunk)
+            self.done[i] += n
             self._cond.notify_all()
         self._record(i)
 
@@ -817,9 +819,9 @@ class _Ranges:
         base = pos - pos % mmap.ALLOCATIONGRANULARITY
         if os.fstat(self._fd).st_size < pos + n:  # a map past the end would fault
             raise _NoRanges("the partial file is shorter than its journals say")
-        with mmap.mmap(self._fd, pos + n - base, access=mmap.ACCESS_READ, offset=base) as m:
-            with memoryview(m) as v:
-                h.update(v[pos - base :])
+        span = mmap.mmap(self._fd, pos + n - base, access=mmap.ACCESS_READ, offset=base)
+        with span, memoryview(span) as v:
+            h.update(v[pos - base :])
 
     def finish(self) -> None:
         """Push the whole file to disk (before it may be renamed into place)."""
