@@ -56,6 +56,12 @@ def test_verify_reproducible_passes(wgtpm, base_pkg: Path) -> None:  # type: ign
     r = wgtpm("publish", "--version", "v0.1.0", "--dry-run", "--verify-reproducible", cwd=base_pkg)
     assert r.code == 0, r.err
     assert "reproducible: both builds wrote the same bytes" in r.err
+    # training progress as 'wgtpm build' shows it: the first and last epoch of each build
+    epochs = [line for line in r.err.splitlines() if ": epoch " in line]
+    assert [e.split(" loss ")[0] for e in epochs] == 2 * [
+        "wgtpm: train xor: epoch 1/5",
+        "wgtpm: train xor: epoch 5/5",
+    ]
 
 
 @pytest.mark.skipif(not UUID.exists(), reason="needs Linux's /proc/sys/kernel/random/uuid")
