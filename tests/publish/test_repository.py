@@ -6,8 +6,8 @@
 - :meth:`SourceRepository.of` reads what a provenance says, and tolerates a
   release published before the key existed;
 - a publish whose ``origin`` URL carries a token records the URL without it;
-- a rebuild refuses a commit whose ``build/`` is a symlink (builders would
-  write through it, out of the temporary export).
+- a publish and a rebuild refuse a commit whose ``build/`` is a symlink
+  (builders would write through it, out of the temporary export).
 """
 
 from __future__ import annotations
@@ -72,12 +72,8 @@ def test_a_token_in_the_remote_url_stays_out_of_the_release(tmp_path: Path) -> N
     assert "ghp_SECRET" not in (vdir / "v0.1.0.index.json").read_text()
 
 
-@pytest.mark.slow
-def test_a_committed_build_symlink_is_refused(
-    wgtpm,  # type: ignore[no-untyped-def]
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def _linked_build_package(tmp_path: Path) -> tuple[Path, Path]:
+    """A package whose commit holds ``build`` as a symlink to ``elsewhere``."""
     pkg = make_package(
         tmp_path / "xor",
         "example.com/acme/xor",
@@ -88,8 +84,35 @@ def test_a_committed_build_symlink_is_refused(
     elsewhere.mkdir()
     (pkg / "build").symlink_to(elsewhere)
     commit_all(pkg, "build/ is a link")
+    return pkg, elsewhere
+
+
+@pytest.mark.slow
+def test_publish_refuses_a_committed_build_symlink(wgtpm, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    pkg, elsewhere = _linked_build_package(tmp_path)
     r = wgtpm("publish", "--version", "v0.1.0", "--dry-run", cwd=pkg)
-    assert r.code == 0, r.err  # the publisher's own machine: its build went through the link
+    assert r.code == 1 and r.out == ""
+    assert r.err.strip().splitlines()[-1] == (
+        "wgtpm: build is committed as a symlink, which builders would write through; "
+        "untrack it (git rm --cached build), ignore build/ in .gitignore, and commit"
+    )
+    assert list(elsewhere.iterdir()) == []  # nothing was written through it
+    assert not (pkg / "dist").exists()
+
+
+@pytest.mark.slow
+def test_a_rebuild_refuses_a_committed_build_symlink(
+    wgtpm,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pkg, elsewhere = _linked_build_package(tmp_path)
+    with monkeypatch.context() as m:
+        # A release made before publish refused the link (or by another tool):
+        # only the publish skips the check; the rebuild below runs the real one.
+        m.setattr("wgtpm.publish._build.check_build_dir", lambda pkg: None)
+        r = wgtpm("publish", "--version", "v0.1.0", "--dry-run", cwd=pkg)
+    assert r.code == 0, r.err
     shutil.rmtree(elsewhere / "xor")
     app = tmp_path / "app"
     app.mkdir()
@@ -101,7 +124,8 @@ def test_a_committed_build_symlink_is_refused(
     assert r.code == 1 and r.out == ""
     commit = git(pkg, "rev-parse", "HEAD")
     assert r.err.strip().splitlines()[-1] == (
-        f"wgtpm: example.com/acme/xor@v0.1.0: commit {commit[:12]} commits build as a symlink, "
-        "which builders would write through; it cannot be rebuilt safely"
+        f"wgtpm: example.com/acme/xor@v0.1.0: commit {commit[:12]}: build is committed as a "
+        "symlink, which builders would write through; untrack it (git rm --cached build), "
+        "ignore build/ in .gitignore, and commit"
     )
     assert list(elsewhere.iterdir()) == []  # nothing was written through it
