@@ -16,13 +16,14 @@ is that version; a full commit already stored is its version (no upstream
 call); anything else (a branch, a commit, another tag) is asked of the
 upstream's Hugging Face source, which names a tagged version or a
 pseudo-version. A proxied version that is not stored is *pending*
-(:mod:`registry.ondemand`): its index is fetched and checked and the
-metadata answered from it at once; each file is fetched on its first
-request, checked against the index, and stored; a large LFS file
-(:data:`STREAM_MIN`) is streamed while it is fetched, its last bytes held
-back until verified. Once every file is stored, the version is committed and
-logged in the checksum log. The commit the client sees is the upstream
-commit the index records.
+(:mod:`registry.ondemand`): its index is fetched and checked, its small
+files (those that are not LFS) fetched, checked and stored, its wgt.sum
+lines logged in the checksum log, and the metadata answered from the index;
+each LFS file is fetched on its first request, checked against the index,
+and stored; a large one (:data:`STREAM_MIN`) is streamed while it is
+fetched, its last bytes held back until verified. Once every file is
+stored, the version is committed. The commit the client sees is the
+upstream commit the index records.
 
 Files: every file of the index (a ``wgt.mod`` the index does not list, kept
 for a repository that has none, is not one of them). A file is
@@ -166,6 +167,13 @@ def is_lfs(path: str, size: int) -> bool:
     return size >= LFS_THRESHOLD or any(fnmatch.fnmatchcase(name, p) for p in LFS_PATTERNS)
 
 
+def _small(path: str, size: int) -> bool:
+    """Whether a file is fetched when its version is indexed: the Hub lists no sha256 for
+    it (wgtpm downloaded it to make the index), and a client asks for its bytes to know its
+    git blob id (:meth:`HubMirror.entries`)."""
+    return not is_lfs(path, size)
+
+
 def commit_of(v: VersionRecord) -> str:
     """The upstream commit of ``v``; for a version without one, a stable 40-hex stand-in."""
     return v.commit or hashlib.sha1(f"{v.module}@{v.version} {v.h1}".encode()).hexdigest()
@@ -176,7 +184,7 @@ class HubMirror:
 
     def __init__(self, reg: Registry) -> None:
         self.reg = reg
-        self.ondemand = OnDemand(reg) if reg.proxy is not None else None
+        self.ondemand = OnDemand(reg, _small) if reg.proxy is not None else None
         self._lock = threading.Lock()
         self._blob_ids: OrderedDict[str, str] = OrderedDict()  # sha256 -> git blob id
         self._listed: OrderedDict[str, bool] = OrderedDict()  # index sha256 -> lists wgt.mod

@@ -22,6 +22,7 @@ from registry.ondemand import HOLD, OnDemand, Pending
 from registry.proxy import open_proxy
 from registry.service import Registry
 from registry.sumdb import SumDB
+from registry.sumlog import SqlSumLog
 from tests.servers import Fault, RequestLog
 from tests.servers.proxytree import ProxyTreeServer
 from wgtpm.proxytree import ProxyTree
@@ -76,22 +77,44 @@ def open_blob_store(tmp: Path):  # type: ignore[no-untyped-def]
     return open_store(str(tmp / "blobs"), spool=tmp / "spool")
 
 
+def on_demand(reg: Registry) -> OnDemand:
+    """The Hub API's on-demand versions: files that are not LFS are fetched when indexed."""
+    from registry.hfmirror import is_lfs
+
+    return OnDemand(reg, lambda path, size: not is_lfs(path, size))
+
+
+def logged(reg: Registry, version: str) -> bytes | None:
+    """The record of ``UP@version`` in the checksum log, ``None`` when it is not there."""
+    log = SqlSumLog(reg.meta.engine)  # type: ignore[attr-defined]
+    rid = log.lookup(UP, version)
+    return None if rid is None else log.records(rid, 1)[0]
+
+
 def pending(od: OnDemand, version: str) -> Pending:
     p = od.open(UP, version)
     assert isinstance(p, Pending)
     return p
 
 
-def test_files_come_one_at_a_time_and_the_version_is_logged_once_whole(
+def test_the_version_is_logged_when_indexed_and_its_large_files_come_on_demand(
     reg: Registry, upstream: ProxyTreeServer, log: RequestLog
 ) -> None:
     fs = files(b"1")
     upstream.inject(Fault.drip(f"*/@v/v0.1.0/{BIG}", delay=0.05, chunk=64 << 10))
-    od = OnDemand(reg)
+    od = on_demand(reg)
     p = pending(od, "v0.1.0")
     assert od.open(UP, "v0.1.0") is p  # one index fetch per version
     assert p.files[BIG].sha256 == hashlib.sha256(fs[BIG]).hexdigest()
-    assert not log.where(path=f"*/{BIG}")  # only the index and wgt.mod so far
+    assert not log.where(path=f"*/{BIG}")  # the index, wgt.mod and the small files so far
+    assert len(log.where(path="*/big/config.json")) == 1
+    assert reg.blobs.size(hashlib.sha256(b"{}").hexdigest()) == 2  # stored when indexed
+    # logged before any large file is fetched, with the h1 of every file
+    mod_h1 = h1({"wgt.mod": fs["wgt.mod"]})
+    assert logged(reg, "v0.1.0") == (
+        f"{UP} v0.1.0 {h1(fs)}\n{UP} v0.1.0/wgt.mod {mod_h1}\n".encode()
+    )
+    assert reg.meta.get_version(UP, "v0.1.0") is None  # not committed: files missing
 
     # two readers at once: one upstream GET; bytes flow before the file is verified
     got: dict[int, bytes] = {}
@@ -114,11 +137,11 @@ def test_files_come_one_at_a_time_and_the_version_is_logged_once_whole(
     assert early == [True, True]
     assert len(log.where(path=f"*/{BIG}")) == 1
     assert reg.blobs.size(p.files[BIG].sha256) == SIZE
-    assert reg.meta.get_version(UP, "v0.1.0") is None  # not whole yet: not logged
-
-    p.wait("big/config.json")
+    # the last file stored: committed, with the logged h1 (logged once)
     v = reg.meta.get_version(UP, "v0.1.0")
-    assert v is not None and v.h1 == h1({k: b for k, b in fs.items()})
+    assert v is not None and v.h1 == h1(fs)
+    assert logged(reg, "v0.1.0") is not None and reg.meta.get_pending(UP, "v0.1.0") is None
+    p.wait("big/config.json")
     assert isinstance(od.open(UP, "v0.1.0"), type(v))  # committed: no longer pending
     assert not list((p.tmp.parent).glob("fill-*"))  # the temporary cache is gone
 
@@ -127,7 +150,7 @@ def test_a_wrong_file_is_cut_short_and_then_refused(
     reg: Registry, upstream: ProxyTreeServer
 ) -> None:
     upstream.inject(Fault.flip(f"*/@v/v0.2.0/{BIG}", times=2))
-    p = pending(OnDemand(reg), "v0.2.0")
+    p = pending(on_demand(reg), "v0.2.0")
     received = 0
     with pytest.raises(UpstreamError, match="served bad bytes"):
         for chunk in p.stream(BIG):
