@@ -552,3 +552,40 @@ def test_git_blob_id_is_gits() -> None:
         git_blob_id(b"") == "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
     )  # git hash-object /dev/null
     assert git_blob_id(b"hello\n") == "ce013625030ba8dba906f756967f9e9ca394464a"
+
+
+def test_two_registry_processes_on_one_database_serve_one_indexed_version(
+    serve: Callable[..., Registry],
+    big: dict[str, bytes],
+    log: RequestLog,
+    tmp_path: Path,
+) -> None:
+    a = serve("--upstream", "direct")
+    b = serve("--upstream", "direct")  # the same data folder: one database, one store
+    info = hh.HfApi(endpoint=a.url).model_info(BIG, revision="v0.1.0", files_metadata=True)
+    assert sorted(s.rfilename for s in info.siblings or []) == sorted(big)
+    assert lookup_or_none(a, BIG) == [f"hf.co/{BIG} v0.1.0 {h1(big)}"]
+
+    # b serves the version a indexed and logged: its recorded index, its stored small file
+    doc = httpx.get(f"{b.url}/api/models/{BIG}/revision/v0.1.0").json()
+    assert doc["sha"] == info.sha and doc["cardData"]["wgtpm"]["h1"] == h1(big)
+    got = hh.hf_hub_download(
+        BIG, "model.safetensors", revision="v0.1.0", endpoint=b.url, cache_dir=tmp_path / "b"
+    )
+    assert Path(got).read_bytes() == big["model.safetensors"]
+    cfg = httpx.get(f"{b.url}/{BIG}/resolve/v0.1.0/config.json")
+    assert cfg.status_code == 200 and cfg.content == big["config.json"]
+    assert len(log.where(server="cdn", method="GET")) == 1
+
+    # a serves the file b fetched from the store, and the version is committed, logged once
+    got = hh.hf_hub_download(
+        BIG, "model.safetensors", revision="v0.1.0", endpoint=a.url, cache_dir=tmp_path / "a"
+    )
+    assert Path(got).read_bytes() == big["model.safetensors"]
+    assert len(log.where(server="cdn", method="GET")) == 1
+    seen = len(log)
+    for reg in (a, b):
+        r = httpx.get(f"{reg.url}/hf.co/{BIG}/@v/v0.1.0.info")
+        assert r.status_code == 200 and r.json()["Version"] == "v0.1.0", r.text
+        assert lookup_or_none(reg, BIG) == [f"hf.co/{BIG} v0.1.0 {h1(big)}"]
+    assert len(log) == seen  # committed: nothing asked of the upstream for it
