@@ -165,3 +165,29 @@ def test_a_wrong_file_is_cut_short_and_then_refused(
     assert not kept  # no partial file, no blob: only the file lock stays
     p.wait(BIG)  # the upstream is fixed: fetched, verified, stored
     assert reg.blobs.size(sha) == SIZE
+
+
+def test_a_proxy_protocol_fill_reuses_the_files_fetched_on_demand(
+    tmp_path: Path, reg: Registry, upstream: ProxyTreeServer, log: RequestLog
+) -> None:
+    tree = ProxyTree(upstream.root)
+    fs = {**files(b"3"), "big/other.bin": files(b"4")[BIG]}
+    tree.add(UP, "v0.3.0", fs, time="2026-11-03T00:00:00Z")
+    tree.add(UP, "v0.4.0", {**files(b"3"), "big/config.json": b"[]"}, time="2026-11-04T00:00:00Z")
+    p = pending(on_demand(reg), "v0.3.0")
+    p.wait(BIG)  # one large file on demand; the other is not asked for
+    assert reg.meta.get_version(UP, "v0.3.0") is None
+    indexes = len(log.where(path="*/@v/v0.3.0.index.json"))
+
+    # a client of the proxy protocol: the version is filled from its logged index, and only
+    # the file the blob store lacks crosses from the upstream
+    v = reg.version(UP, "v0.3.0")
+    assert v.h1 == h1(fs) == p.record.h1
+    assert len(log.where(path=f"*/@v/v0.3.0/{BIG}")) == 1
+    assert len(log.where(path="*/@v/v0.3.0/big/other.bin")) == 1
+    assert len(log.where(path="*/@v/v0.3.0.index.json")) == indexes
+    assert b"".join(reg.blobs.get(p.files["big/other.bin"].sha256)) == fs["big/other.bin"]
+
+    # another version holding the same bytes: they are stored already, by their sha256
+    assert reg.version(UP, "v0.4.0").h1 == h1({**files(b"3"), "big/config.json": b"[]"})
+    assert not log.where(path=f"*/@v/v0.4.0/{BIG}")
