@@ -73,7 +73,7 @@ from .ondemand import OnDemand, Pending
 from .protocol import IMMUTABLE, serve_bytes_of
 from .service import MOD_FILE, Registry, latest_of
 
-__all__ = ["HubEntry", "HubMirror", "HubRevision", "routes"]
+__all__ = ["CutShort", "HubEntry", "HubMirror", "HubRevision", "routes"]
 
 #: Files this large are LFS files on the Hub whatever their name.
 LFS_THRESHOLD = 10 << 20
@@ -549,6 +549,19 @@ def _streams(request: Request, f: FileRecord) -> bool:
     )
 
 
+class CutShort(Exception):
+    """Raised out of a streamed body whose bytes turned out wrong: the only way an ASGI
+    app has to make the server drop the connection before the ``Content-Length`` is met.
+    The reason is logged once, before; the server's log of the exception is dropped
+    (:func:`_not_cut_short`), so that an upstream's bad bytes are one line, not a traceback.
+    """
+
+
+def _not_cut_short(record: logging.LogRecord) -> bool:
+    """A filter of uvicorn's error log: ``False`` for its report of a :class:`CutShort`."""
+    return not (record.exc_info and isinstance(record.exc_info[1], CutShort))
+
+
 def _file_headers(e: HubEntry, size: int, private: bool) -> dict[str, str]:
     headers = {
         "ETag": f'"{e.etag}"',
@@ -574,7 +587,7 @@ def _stream(r: HubRevision, f: FileRecord) -> Response:
             yield from pending.stream(f.path)
         except RegistryError as exc:  # the status is sent: all that is left is to cut it short
             log.warning("cut short %s of %s: %s", f.path, pending.what, exc)
-            raise
+            raise CutShort(str(exc)) from None
 
     e = HubEntry(f.path, f.size, f.sha256, True, "")
     return StreamingResponse(body(), headers=_file_headers(e, f.size, r.version.private))
@@ -601,7 +614,9 @@ async def _serve_stored(request: Request, r: HubRevision, path: str) -> Response
 
 
 def routes() -> list[BaseRoute]:
-    """The Hub routes; mounted before the proxy protocol's catch-all."""
+    """The Hub routes; mounted before the proxy protocol's catch-all. Also keeps uvicorn
+    from logging a traceback for a body cut short (:class:`CutShort`)."""
+    logging.getLogger("uvicorn.error").addFilter(_not_cut_short)  # once: the same function
     m = "/api/models/{owner}/{repo}"
     return [
         Route(m, _info, methods=["GET"]),

@@ -75,7 +75,8 @@ class Registry:
         env.update(HF_ENDPOINT=hub.url, WGTPM_HTTP_RETRIES="0", HF_HUB_DISABLE_XET="1")
         env["HF_HOME"] = str(data / "hf-home")  # no saved Hugging Face token
         data.mkdir(parents=True, exist_ok=True)
-        self.out = (data / f"serve-{port}.log").open("wb")
+        self.log = data / f"serve-{port}.log"  # its stdout and stderr
+        self.out = self.log.open("wb")
         cmd = [sys.executable, "-m", "wgtpm", "registry", "serve", "--data", str(data)]
         cmd += ["--port", str(port), "--sumdb-name", "sum.test", *flags]
         self.proc = subprocess.Popen(cmd, env=env, stdout=self.out, stderr=subprocess.STDOUT)
@@ -409,6 +410,10 @@ def test_a_wrong_large_file_is_cut_short_and_then_refused(
         for chunk in r.iter_raw():
             received += len(chunk)
     assert received <= BIG_SIZE - HOLD
+    # the server says so in one line, without a traceback
+    said = reg.log.read_text()
+    assert said.count("cut short model.safetensors") == 1 and "served bad bytes" in said, said
+    assert "Traceback" not in said, said
     # the client resumes with a Range, which waits for a fetch: a 502 that says why
     monkeypatch.setattr(_http, "time", _NoSleep())
     with pytest.raises(hh.errors.HfHubHTTPError) as caught:
