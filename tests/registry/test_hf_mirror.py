@@ -21,6 +21,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -559,14 +560,25 @@ def test_git_blob_id_is_gits() -> None:
     assert git_blob_id(b"hello\n") == "ce013625030ba8dba906f756967f9e9ca394464a"
 
 
+@pytest.fixture(params=["sqlite+folder", "postgresql+s3"])
+def stores(request: pytest.FixtureRequest) -> list[str]:
+    """``serve`` flags for the stores: the data folder's, then PostgreSQL and moto's S3."""
+    if request.param == "sqlite+folder":
+        return []
+    pg = request.getfixturevalue("postgres")
+    db = pg.create_database(f"hf_{uuid.uuid4().hex[:12]}")
+    return ["--db", db, "--store", request.getfixturevalue("s3_url")]
+
+
 def test_two_registry_processes_on_one_database_serve_one_indexed_version(
     serve: Callable[..., Registry],
+    stores: list[str],
     big: dict[str, bytes],
     log: RequestLog,
     tmp_path: Path,
 ) -> None:
-    a = serve("--upstream", "direct")
-    b = serve("--upstream", "direct")  # the same data folder: one database, one store
+    a = serve("--upstream", "direct", *stores)
+    b = serve("--upstream", "direct", *stores)  # one database, one store
     info = hh.HfApi(endpoint=a.url).model_info(BIG, revision="v0.1.0", files_metadata=True)
     assert sorted(s.rfilename for s in info.siblings or []) == sorted(big)
     assert lookup_or_none(a, BIG) == [f"hf.co/{BIG} v0.1.0 {h1(big)}"]
