@@ -23,8 +23,9 @@ and a plain (unescaped) path, and only when nothing else is in flight on the
 connection (pipelined answers keep their order), the connection is open (a
 server shutting down has closed its idle ones), its writes are not paused,
 and uvicorn runs with no ``root_path``, concurrency limit or access log of
-its own. Everything else takes uvicorn's cycle and the app, unchanged. Over
-h11 (no httptools) every request does.
+its own (``registry serve`` turns that off: the registry writes its own).
+Everything else takes uvicorn's cycle and the app, unchanged. Over h11 (no
+httptools) every request does.
 
 ``protocol_class()`` is what :func:`registry.server.serve` gives uvicorn: the
 protocol uvicorn itself would pick (httptools when installed, else h11) over
@@ -34,6 +35,7 @@ that transport.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -126,7 +128,8 @@ else:
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
-            self.fast = fast_path_of(self.app)
+            if not (self.access_log and self.access_logger.isEnabledFor(logging.INFO)):
+                self.fast = fast_path_of(self.app)  # unless uvicorn writes access lines too
 
         def on_headers_complete(self) -> None:
             self._answered = self.fast is not None and self._answer_now(self.fast)
@@ -147,7 +150,6 @@ else:
                 or self.flow.write_paused  # the ASGI cycle waits for the client
                 or self.root_path
                 or self.limit_concurrency is not None
-                or self.access_log  # uvicorn's own access log is on
                 or self.parser.should_upgrade()
             ):
                 return False
