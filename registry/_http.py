@@ -16,8 +16,8 @@ its body) as soon as a request's head is parsed, without uvicorn's ASGI
 request cycle (the scope, a task, the cycle's objects and its ``send``): the
 same bytes (:func:`response_head` writes the head as uvicorn does, its
 ``date`` header included), the same access line and keep-alive handling,
-about a fifth less CPU per request (``registry serve``, ``wrk -c16``: 27-35
-against 34-49 µs for a 27-byte ``.mod``). It answers only a GET or HEAD
+about a fifth less CPU per request (``registry serve``, ``wrk -c16``: 27-36
+against 35-49 µs for a 27-byte ``.mod``; benchmarks/README.md). It answers only a GET or HEAD
 with no body, no ``Authorization``, ``Range`` or ``X-Forwarded-*`` header
 and a plain (unescaped) path, and only when nothing else is in flight on the
 connection (pipelined answers keep their order), the connection is open (a
