@@ -204,11 +204,13 @@ def response_head(status: int, headers: Iterable[tuple[bytes, bytes]], keep_aliv
 def fast_path_of(app: object) -> FastPath | None:
     """The :class:`FastPath` of the registry app that uvicorn runs as ``app``, under the
     middleware uvicorn may wrap it in (each holds the next as ``.app``)."""
-    for _ in range(8):
+    for _ in range(8):  # proxy headers, message logger, ...: a few at most
         fast = getattr(app, "fast", None)
         if isinstance(fast, FastPath):
             return fast
         app = getattr(app, "app", None)
+        if app is None:
+            break
     return None
 
 

@@ -318,3 +318,15 @@ def test_shutdown_closes_idle_keep_alive_connections(servers: Servers) -> None:
     finally:
         if not stopped:
             server.stop()
+
+
+def test_an_app_without_the_fast_path_is_served_as_uvicorn_serves_it(servers: Servers) -> None:
+    server = Server(create_app(registry=servers.registry, fast_path=False), protocol_class())
+    try:
+        assert server.app.fast is None
+        raw = request("GET", URLS[0])
+        for _ in range(2):
+            answer = exchange(server, raw, ["GET"])[0][0]
+            assert masked(answer) == masked(exchange(servers.slow, raw, ["GET"])[0][0])
+    finally:
+        server.stop()
