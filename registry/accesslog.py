@@ -79,7 +79,7 @@ class JsonLinesHandler(logging.StreamHandler):  # type: ignore[type-arg]
         self._batch: list[str] = []
         self._size = 0
         self._ticker = threading.Thread(target=self._tick, name="access-log", daemon=True)
-        self._closed = threading.Event()
+        self._stopped = threading.Event()  # not _closed: logging.Handler sets that to True
         self._ticker.start()
 
     def write_access(self, line: str) -> None:
@@ -115,12 +115,12 @@ class JsonLinesHandler(logging.StreamHandler):  # type: ignore[type-arg]
         super().emit(record)
 
     def close(self) -> None:
-        self._closed.set()
+        self._stopped.set()
         self.flush()
         super().close()
 
     def _tick(self) -> None:
-        while not self._closed.wait(FLUSH_SECONDS):
+        while not self._stopped.wait(FLUSH_SECONDS):
             if self._batch:
                 self.flush()
 

@@ -10,7 +10,9 @@ kept here under the request path, with the blob's sha256 or the body itself.
 GET or HEAD of that path with them, straight over ASGI: no routing, no
 database, no worker thread; the blob's bytes from a bounded in-memory LRU (blobs up to
 :data:`MAX_BLOB`, :data:`BLOB_BUDGET` in all), read once through the blob
-store (any store). ``If-None-Match`` gets its 304 here too.
+store (any store). ``If-None-Match`` gets its 304 here too. When memory holds
+the whole answer, the server's protocol (:mod:`registry._http`) sends it
+itself, through :meth:`FastPath.answer_now`, before any ASGI request exists.
 
 ``@v/list`` of a hosted public module (one the slow path listed once) is
 answered here as well, but never from memory: each request reads the
@@ -38,7 +40,9 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import State
@@ -51,11 +55,13 @@ from ._errors import RegistryError
 from .accesslog import log_access
 from .service import Registry
 
-__all__ = ["BLOB_BUDGET", "MAX_BLOB", "MAX_ENTRIES", "FastPath", "ProtocolCache"]
+__all__ = ["BLOB_BUDGET", "MAX_BLOB", "MAX_ENTRIES", "FastPath", "ProtocolCache", "Reply"]
 
 MAX_ENTRIES = 20_000  # remembered request paths (about 1 KiB each)
 MAX_BLOB = 1 << 20  # blobs up to this size are kept in memory
 BLOB_BUDGET = 64 << 20  # bytes of blobs kept in memory, in all
+
+Headers = list[tuple[bytes, bytes]]  # as ASGI has them: lower-case names, in order
 
 
 @dataclass(frozen=True)
@@ -64,8 +70,8 @@ class Answer:
     (``body``, or the blob ``sha256`` of ``size`` bytes)."""
 
     etag: str
-    headers: list[tuple[bytes, bytes]]
-    not_modified: list[tuple[bytes, bytes]]
+    headers: Headers
+    not_modified: Headers
     body: bytes | None = None
     sha256: str = ""
     size: int = 0
@@ -90,6 +96,29 @@ class Answer:
             sha256,
             size,
         )
+
+
+class Reply(NamedTuple):
+    """A response ready to send, and the request's ``User-Agent`` (for the access log)."""
+
+    status: int
+    headers: Headers
+    body: bytes
+    ua: str | None
+
+
+def screen(headers: Iterable[tuple[bytes, bytes]]) -> tuple[str | None, str | None] | None:
+    """A request's ``If-None-Match`` and ``User-Agent`` (lower-case header names, as ASGI
+    has them); ``None`` when it has an ``Authorization`` or ``Range`` (the app answers)."""
+    inm = ua = None
+    for k, v in headers:
+        if k == b"authorization" or k == b"range":
+            return None
+        if k == b"if-none-match" and inm is None:
+            inm = v.decode("latin-1")
+        elif k == b"user-agent":
+            ua = v.decode("latin-1")
+    return inm, ua
 
 
 def matches(if_none_match: str | None, etag: str) -> bool:
@@ -170,6 +199,7 @@ class FastPath:
     def __init__(self, cache: ProtocolCache, state: State) -> None:
         self.cache = cache
         self.state = state
+        self.protocol_hits = 0  # requests answered through answer_now
 
     async def answer(self, scope: Scope, send: Send) -> bool:
         """Answer the HTTP request ``scope`` if it may; ``False`` when the app must (nothing
@@ -179,38 +209,58 @@ class FastPath:
         if answer is None and path not in self.cache.lists:
             return False
         start = time.perf_counter()
-        if scope["method"] not in ("GET", "HEAD") or scope.get("root_path"):
+        method = scope["method"]
+        if method not in ("GET", "HEAD") or scope.get("root_path"):
             return False
-        inm = ua = None
-        for k, v in scope["headers"]:
-            if k == b"authorization" or k == b"range":
-                return False
-            if k == b"if-none-match" and inm is None:
-                inm = v.decode("latin-1")
-            elif k == b"user-agent":
-                ua = v.decode("latin-1")
+        seen = screen(scope["headers"])
+        if seen is None:
+            return False
+        inm, ua = seen
         if answer is None:
             answer = await self._list(path)
             if answer is None:
                 return False
-        status, headers, body = 200, answer.headers, answer.body
-        if matches(inm, answer.etag):
-            status, headers, body = 304, answer.not_modified, b""
-        elif scope["method"] == "HEAD":
-            body = b""
-        elif body is None:
-            body = self.cache.blob(answer.sha256)
+        status, headers, body = self.reply(answer, method, inm)
+        if body is None:
+            body = await self._read(path, answer)
             if body is None:
-                body = await self._read(path, answer)
-                if body is None:
-                    return False
+                return False
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
         client = scope.get("client")
-        log_access(
-            scope["method"], path, status, len(body), start, client[0] if client else None, ua=ua
-        )
+        log_access(method, path, status, len(body), start, client[0] if client else None, ua=ua)
         return True
+
+    def answer_now(self, method: str, path: str, headers: Headers) -> Reply | None:
+        """What :meth:`answer` would send for this request when memory holds all of it (a
+        remembered answer and its body: no list, no blob to read); ``None`` otherwise.
+
+        For a server's own protocol (:mod:`registry._http`), which sends it and logs it
+        itself (:attr:`protocol_hits` counts them).
+        """
+        answer = self.cache.answers.get(path)
+        if answer is None or method not in ("GET", "HEAD"):
+            return None
+        seen = screen(headers)
+        if seen is None:
+            return None
+        status, out, body = self.reply(answer, method, seen[0])
+        if body is None:
+            return None
+        self.protocol_hits += 1
+        return Reply(status, out, body, seen[1])
+
+    def reply(
+        self, answer: Answer, method: str, if_none_match: str | None
+    ) -> tuple[int, Headers, bytes | None]:
+        """The status, headers and body that answer a GET or HEAD with ``answer``; the body
+        is ``None`` when it is a blob not in memory."""
+        if matches(if_none_match, answer.etag):
+            return 304, answer.not_modified, b""
+        if method == "HEAD":
+            return 200, answer.headers, b""
+        body = answer.body
+        return 200, answer.headers, self.cache.blob(answer.sha256) if body is None else body
 
     async def _read(self, path: str, answer: Answer) -> bytes | None:
         reg: Registry = self.state.registry

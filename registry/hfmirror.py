@@ -16,13 +16,14 @@ is that version; a full commit already stored is its version (no upstream
 call); anything else (a branch, a commit, another tag) is asked of the
 upstream's Hugging Face source, which names a tagged version or a
 pseudo-version. A proxied version that is not stored is *pending*
-(:mod:`registry.ondemand`): its index is fetched and checked and the
-metadata answered from it at once; each file is fetched on its first
-request, checked against the index, and stored; a large LFS file
-(:data:`STREAM_MIN`) is streamed while it is fetched, its last bytes held
-back until verified. Once every file is stored, the version is committed and
-logged in the checksum log. The commit the client sees is the upstream
-commit the index records.
+(:mod:`registry.ondemand`): its index is fetched and checked, its small
+files (those that are not LFS) fetched, checked and stored, its wgt.sum
+lines logged in the checksum log, and the metadata answered from the index;
+each LFS file is fetched on its first request, checked against the index,
+and stored; a large one (:data:`STREAM_MIN`) is streamed while it is
+fetched, its last bytes held back until verified. Once every file is
+stored, the version is committed. The commit the client sees is the
+upstream commit the index records.
 
 Files: every file of the index (a ``wgt.mod`` the index does not list, kept
 for a repository that has none, is not one of them). A file is
@@ -72,7 +73,7 @@ from .ondemand import OnDemand, Pending
 from .protocol import IMMUTABLE, serve_bytes_of
 from .service import MOD_FILE, Registry, latest_of
 
-__all__ = ["HubEntry", "HubMirror", "HubRevision", "routes"]
+__all__ = ["CutShort", "HubEntry", "HubMirror", "HubRevision", "routes"]
 
 #: Files this large are LFS files on the Hub whatever their name.
 LFS_THRESHOLD = 10 << 20
@@ -166,6 +167,13 @@ def is_lfs(path: str, size: int) -> bool:
     return size >= LFS_THRESHOLD or any(fnmatch.fnmatchcase(name, p) for p in LFS_PATTERNS)
 
 
+def _small(path: str, size: int) -> bool:
+    """Whether a file is fetched when its version is indexed: the Hub lists no sha256 for
+    it (wgtpm downloaded it to make the index), and a client asks for its bytes to know its
+    git blob id (:meth:`HubMirror.entries`)."""
+    return not is_lfs(path, size)
+
+
 def commit_of(v: VersionRecord) -> str:
     """The upstream commit of ``v``; for a version without one, a stable 40-hex stand-in."""
     return v.commit or hashlib.sha1(f"{v.module}@{v.version} {v.h1}".encode()).hexdigest()
@@ -176,7 +184,7 @@ class HubMirror:
 
     def __init__(self, reg: Registry) -> None:
         self.reg = reg
-        self.ondemand = OnDemand(reg) if reg.proxy is not None else None
+        self.ondemand = OnDemand(reg, _small) if reg.proxy is not None else None
         self._lock = threading.Lock()
         self._blob_ids: OrderedDict[str, str] = OrderedDict()  # sha256 -> git blob id
         self._listed: OrderedDict[str, bool] = OrderedDict()  # index sha256 -> lists wgt.mod
@@ -541,6 +549,19 @@ def _streams(request: Request, f: FileRecord) -> bool:
     )
 
 
+class CutShort(Exception):
+    """Raised out of a streamed body whose bytes turned out wrong: the only way an ASGI
+    app has to make the server drop the connection before the ``Content-Length`` is met.
+    The reason is logged once, before; the server's log of the exception is dropped
+    (:func:`_not_cut_short`), so that an upstream's bad bytes are one line, not a traceback.
+    """
+
+
+def _not_cut_short(record: logging.LogRecord) -> bool:
+    """A filter of uvicorn's error log: ``False`` for its report of a :class:`CutShort`."""
+    return not (record.exc_info and isinstance(record.exc_info[1], CutShort))
+
+
 def _file_headers(e: HubEntry, size: int, private: bool) -> dict[str, str]:
     headers = {
         "ETag": f'"{e.etag}"',
@@ -566,7 +587,7 @@ def _stream(r: HubRevision, f: FileRecord) -> Response:
             yield from pending.stream(f.path)
         except RegistryError as exc:  # the status is sent: all that is left is to cut it short
             log.warning("cut short %s of %s: %s", f.path, pending.what, exc)
-            raise
+            raise CutShort(str(exc)) from None
 
     e = HubEntry(f.path, f.size, f.sha256, True, "")
     return StreamingResponse(body(), headers=_file_headers(e, f.size, r.version.private))
@@ -593,7 +614,9 @@ async def _serve_stored(request: Request, r: HubRevision, path: str) -> Response
 
 
 def routes() -> list[BaseRoute]:
-    """The Hub routes; mounted before the proxy protocol's catch-all."""
+    """The Hub routes; mounted before the proxy protocol's catch-all. Also keeps uvicorn
+    from logging a traceback for a body cut short (:class:`CutShort`)."""
+    logging.getLogger("uvicorn.error").addFilter(_not_cut_short)  # once: the same function
     m = "/api/models/{owner}/{repo}"
     return [
         Route(m, _info, methods=["GET"]),

@@ -9,6 +9,8 @@ Tables (created and upgraded by the Alembic migrations in
     files     version_id -> versions, path, size, sha256;  PRIMARY KEY (version_id, path)
     uploads   id, module, version, h1, index_sha256, private, token_id, created
     tokens    id, secret_sha256 UNIQUE, prefix, scope, created, revoked
+    pending_versions  module, version (PRIMARY KEY), h1, mod_h1, index_sha256,
+              mod_sha256, time, commit, created
     sumdb_records, sumdb_hashes, sumdb_tree   the checksum log (:mod:`registry.sumlog`)
 
 Times are ISO 8601 UTC strings (``2026-12-01T01:33:53Z``), the same on both
@@ -18,6 +20,10 @@ databases. ``modules.private`` is fixed by the first publish of a module.
 that is recorded; a false row is a caching proxy's reservation
 (:meth:`SqlMetadataStore.reserve_version`): one process, on any replica, is
 fetching that version from the upstream. Readers only ever see committed rows.
+A ``pending_versions`` row is a proxied version whose index the Hub API
+answered before its files were all stored (:mod:`registry.ondemand`): its
+index and wgt.mod are blobs, so any replica serves its files from the row
+(:meth:`SqlMetadataStore.add_pending`, :meth:`~SqlMetadataStore.get_pending`).
 
 Committing a version is one transaction that inserts the version and its
 files; ``UNIQUE (module_id, version)`` makes it race-free across processes
@@ -25,7 +31,9 @@ and replicas: whoever commits second finds the first's row, and gets a no-op
 when the h1s agree and :class:`ConflictError` when they do not. The same
 transaction appends the version's record to the checksum log
 (:func:`registry.sumlog.append`, unless the module is private), so a
-version is committed if and only if it is logged. On SQLite
+version is committed if and only if it is logged, unless it was logged
+already while pending: then it must have the pending row's h1s (else
+:class:`ConflictError`), and the row is deleted. On SQLite
 write transactions start with ``BEGIN IMMEDIATE`` (WAL mode, a busy
 timeout), so concurrent writers queue instead of failing.
 """
@@ -55,6 +63,7 @@ __all__ = [
     "MetadataStore",
     "ModuleRecord",
     "NewVersion",
+    "PendingRecord",
     "SqlMetadataStore",
     "TokenRecord",
     "UploadRecord",
@@ -131,6 +140,21 @@ tokens = sa.Table(
 )
 
 
+pending_versions = sa.Table(
+    "pending_versions",
+    metadata,
+    sa.Column("module", sa.String(512), primary_key=True),
+    sa.Column("version", sa.String(300), primary_key=True),
+    sa.Column("h1", sa.String(64), nullable=False),
+    sa.Column("mod_h1", sa.String(64), nullable=False),
+    sa.Column("index_sha256", sa.String(64), nullable=False),
+    sa.Column("mod_sha256", sa.String(64), nullable=False),
+    sa.Column("time", sa.String(64)),
+    sa.Column("commit", sa.String(64)),
+    sa.Column("created", sa.String(32), nullable=False),
+)
+
+
 def now() -> str:
     """The current UTC time as the tables store it."""
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -182,6 +206,22 @@ class NewVersion:
     commit: str | None = None
     private: bool = False
     proxied: bool = False  # a new module is marked as a cached copy of the upstream's
+
+
+@dataclass(frozen=True)
+class PendingRecord:
+    """A proxied version logged from its index before its files are all stored: its index
+    and wgt.mod are the blobs ``index_sha256`` and ``mod_sha256``."""
+
+    module: str
+    version: str
+    h1: str
+    mod_h1: str
+    index_sha256: str
+    mod_sha256: str
+    time: str | None = None
+    commit: str | None = None
+    created: str = field(default_factory=now)
 
 
 @dataclass(frozen=True)
@@ -282,6 +322,14 @@ class MetadataStore(abc.ABC):
         Raises :class:`ConflictError` when it is there with other h1s. A new
         module takes ``new.private``; an existing one keeps its flag.
         """
+
+    @abc.abstractmethod
+    def add_pending(self, rec: PendingRecord) -> PendingRecord | None:
+        """Record ``rec`` and log its h1s in one transaction; the row recorded first when
+        there is one (another replica's), ``None`` when the version is committed already."""
+
+    @abc.abstractmethod
+    def get_pending(self, module: str, version: str) -> PendingRecord | None: ...
 
     @abc.abstractmethod
     def add_upload(self, upload: UploadRecord) -> None: ...
@@ -692,7 +740,17 @@ class SqlMetadataStore(MetadataStore):
                                 for f in new.files
                             ],
                         )
-                    if not private:  # logged in this transaction, or not committed at all
+                    pending = self._pending_row(conn, new.module, new.version)
+                    if pending is not None:  # logged when its index was answered
+                        if (pending.h1, pending.mod_h1) != (new.h1, new.mod_h1):
+                            raise ConflictError(new.module, new.version, pending.h1, new.h1)
+                        conn.execute(
+                            pending_versions.delete().where(
+                                pending_versions.c.module == new.module,
+                                pending_versions.c.version == new.version,
+                            )
+                        )
+                    elif not private:  # logged in this transaction, or not committed at all
                         _sumlog.append(
                             conn,
                             new.module,
@@ -704,6 +762,44 @@ class SqlMetadataStore(MetadataStore):
             except IntegrityError:
                 continue  # another process committed the module or version first: look again
         raise StoreError(f"could not commit {new.module}@{new.version}: the database kept refusing")
+
+    @staticmethod
+    def _pending_row(conn: Connection, module: str, version: str) -> Any:
+        return conn.execute(
+            sa.select(pending_versions).where(
+                pending_versions.c.module == module, pending_versions.c.version == version
+            )
+        ).one_or_none()
+
+    def get_pending(self, module: str, version: str) -> PendingRecord | None:
+        with self._tx() as conn:
+            row = self._pending_row(conn, module, version)
+        return None if row is None else PendingRecord(**row._mapping)
+
+    def add_pending(self, rec: PendingRecord) -> PendingRecord | None:
+        for _ in range(5):
+            try:
+                with self._tx(write=True) as conn:
+                    if self._find_version(conn, rec.module, rec.version) is not None:
+                        return None
+                    row = self._pending_row(conn, rec.module, rec.version)
+                    if row is not None:
+                        return PendingRecord(**row._mapping)
+                    conn.execute(pending_versions.insert().values(**rec.__dict__))
+                    mod = conn.execute(
+                        sa.select(modules.c.private).where(modules.c.path == rec.module)
+                    ).one_or_none()
+                    if mod is None or not mod.private:  # proxied modules are public
+                        _sumlog.append(
+                            conn,
+                            rec.module,
+                            rec.version,
+                            _sumlog.record_text(rec.module, rec.version, rec.h1, rec.mod_h1),
+                        )
+                    return rec
+            except IntegrityError:
+                continue  # another replica recorded it first: read theirs
+        raise StoreError(f"could not record {rec.module}@{rec.version}: the database kept refusing")
 
     @staticmethod
     def _same_or_conflict(have: VersionRecord, new: NewVersion) -> CommitOutcome:

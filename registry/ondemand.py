@@ -5,18 +5,28 @@ before it answers, which a 20 GB model turns into minutes of silence (and
 ``huggingface_hub`` gives up after 10 s). For the Hub API
 (:mod:`registry.hfmirror`) a version not stored yet is *pending* instead:
 
-1. :meth:`OnDemand.open` fetches its index and wgt.mod from the upstream
-   (once per process and version; into a temporary cache under the spool
-   folder), checks them against the registry's limits, and answers: the
-   metadata is served from the index right away.
+1. :meth:`OnDemand.open` indexes it once for all replicas: its index and
+   wgt.mod are fetched from the upstream (into a temporary cache under the
+   spool folder) and checked against the registry's limits; the files
+   ``eager`` selects (for the Hub API the small ones, those that are not
+   LFS: the Hub lists the sha256 of LFS files only, so wgtpm downloaded
+   these to make the index) are fetched at once, checked against the index
+   and stored; the index and wgt.mod are stored as blobs; and one database
+   transaction records the pending version and appends its wgt.sum lines to
+   the checksum log (:meth:`~registry.metadata.MetadataStore.add_pending`).
+   Only then is the metadata answered, from the index: a client that checks
+   the log (``WGTSUMDB``) can verify the first download of any file. A
+   replica that finds the version pending in the database (another one
+   indexed it) reads its index from the blob store and never asks the
+   upstream for another, so every replica serves the one logged index.
 2. :meth:`Pending.fetch` fetches one file on its first request, in a
-   thread of its own; concurrent requests for it join that fetch (and the
-   temporary cache's file lock keeps two processes sharing the spool from
-   fetching it twice). The file is checked against the index's size and
-   sha256 while it streams (:class:`wgtpm.modfetch.Fetcher`), renamed into
-   the temporary cache only on a match, then copied into the blob store,
-   which checks the sha256 again. A failure keeps nothing and is reported to
-   every waiting request; the next request tries again.
+   thread of its own; concurrent requests for it in one process join that
+   fetch, and a file another replica stored already is not fetched again.
+   The file is checked against the index's size and sha256 while it streams
+   (:class:`wgtpm.modfetch.Fetcher`), renamed into the temporary cache only
+   on a match, then copied into the blob store, which checks the sha256
+   again. A failure keeps nothing and is reported to every waiting request;
+   the next request tries again.
 3. :meth:`Pending.stream` lets a client read a large file while it is being
    fetched, so that it sees bytes within seconds. The bytes come from the
    fetch's partial file, but never all of them: the last :data:`HOLD` bytes
@@ -25,23 +35,23 @@ before it answers, which a 20 GB model turns into minutes of silence (and
    short, so the client never holds a complete body of unverified bytes (its
    ``Content-Length`` is not met, and ``huggingface_hub`` discards the
    incomplete file).
-4. When every file of the index is in the blob store, the version is
-   committed and logged in the checksum log as a fill would
-   (:meth:`registry.proxy.CachingProxy.commit`), and from then on served as
-   any stored version. Until then it is not in the log: what a client gets
-   is checked against the upstream's index, whose h1 is logged once the
-   version is whole.
+4. When every file of the index is in the blob store (whichever replica
+   stored it), the version is committed as a fill would
+   (:meth:`registry.proxy.CachingProxy.commit`; the commit finds its lines
+   logged already and drops the pending row), and from then on served as any
+   stored version.
 
-Pending versions live in this process's memory (at most :data:`MAX_PENDING`;
-the least recently used one is dropped, its temporary cache removed); each
-replica keeps its own. Files in the blob store are shared, so a file
-fetched by one replica is not fetched by another.
+:class:`Pending` objects live in this process's memory (at most
+:data:`MAX_PENDING`; the least recently used one is dropped, its temporary
+cache removed, and read again from the database when next asked for). Two
+replicas asked for one file at the same moment may both fetch it; the blob
+store keeps one copy.
 """
 
 from __future__ import annotations
 
 import contextlib
-import glob
+import dataclasses
 import hashlib
 import logging
 import os
@@ -60,7 +70,7 @@ from wgtpm import dirhash
 from wgtpm.index import IndexEntry
 
 from ._errors import ConflictError, RegistryError, UpstreamError
-from .metadata import FileRecord, VersionRecord, now
+from .metadata import FileRecord, PendingRecord, VersionRecord
 from .proxy import FILL_STALE, CachingProxy, Fetched
 from .service import Registry
 
@@ -96,8 +106,8 @@ class Pending:
         self,
         reg: Registry,
         proxy: CachingProxy,
-        module: str,
-        version: str,
+        got: Fetched,
+        rec: PendingRecord,
         tmp: Path,
         on_complete: Callable[[Pending], object] = lambda p: None,
     ) -> None:
@@ -105,24 +115,24 @@ class Pending:
         from wgtpm.modfetch import FetchOptions
 
         self.reg, self.proxy = reg, proxy
-        self.module, self.version = module, version
+        self.module, self.version = rec.module, rec.version
         self.tmp = tmp
         # one stream per file, so that its partial file fills in order (see stream())
         self.fetcher = proxy.fetcher(Cache(tmp), FetchOptions(ranges=1))
-        self.got: Fetched = proxy.fetch_index(reg, self.fetcher, module, version)
-        idx = self.got.index
+        self.got = dataclasses.replace(got, time=rec.time, commit=rec.commit)
+        proxy.seed(self.fetcher, self.module, self.version, self.got)  # no index from upstream
+        idx = got.index
         self.files = {e.path: FileRecord(e.path, e.size, e.sha256) for e in idx.files}
-        info = None if idx.commit and idx.time else proxy.info(module, version)
         self.record = VersionRecord(  # what the Hub API shows until it is committed
-            module=module,
-            version=version,
-            h1=idx.h1(),
-            mod_h1=dirhash.hash1_bytes({"wgt.mod": self.got.mod}),
-            index_sha256=hashlib.sha256(self.got.raw).hexdigest(),
-            time=idx.time or (info.time if info else None),
-            commit=idx.commit or (info.commit if info else None),
+            module=rec.module,
+            version=rec.version,
+            h1=rec.h1,
+            mod_h1=rec.mod_h1,
+            index_sha256=rec.index_sha256,
+            time=rec.time,
+            commit=rec.commit,
             private=False,
-            created=now(),
+            created=rec.created,
         )
         self.on_complete = on_complete
         self._lock = threading.Lock()
@@ -135,9 +145,9 @@ class Pending:
         self._workers = 0
         self._active = 0  # fetches using tmp
         self.closed = False
-        self._missing = {  # sha256 of the files not in the blob store yet
-            e.sha256 for e in idx.files if not self.stored(e.sha256, e.size)
-        }
+        self._sizes = {e.sha256: e.size for e in idx.files}
+        # sha256 of the files not in the blob store yet (as far as this process knows)
+        self._missing = {e.sha256 for e in proxy.missing(reg, idx)}
 
     @property
     def what(self) -> str:
@@ -196,15 +206,13 @@ class Pending:
     def _run(self, f: _Fetch) -> None:
         e = f.entry
         try:
-            pattern = glob.escape(e.path)  # this path (and any other file of the same name)
-            self.proxy.ask(
-                f"{self.what} {e.path}",
-                lambda: self.fetcher.download(self.module, self.version, [pattern]),
-            )
-            self.proxy.store(self.reg, self.fetcher, self.got.index)
+            if not self.stored(e.sha256, e.size):  # not stored by another replica meanwhile
+                self.proxy.download(self.fetcher, self.module, self.version, [e])
+                self.proxy.store(self.reg, self.fetcher, self.got.index)
             with self._lock:
                 todo = set(self._missing)
-            stored = {s for s in todo if self.fetcher.cache.has_blob(s)}
+            # this fetch's file, and any another replica stored: the last one stored commits
+            stored = {s for s in todo if self.stored(s, self._sizes[s])}
             with self._lock:
                 self._missing -= stored
                 missing = e.sha256 in self._missing
@@ -301,17 +309,19 @@ class Pending:
 
 
 class OnDemand:
-    """The pending versions of one registry (see the module's docstring)."""
+    """The pending versions of one registry (see the module's docstring). ``eager`` says
+    which files of a version are fetched when it is indexed: ``eager(path, size)``."""
 
-    def __init__(self, reg: Registry) -> None:
+    def __init__(self, reg: Registry, eager: Callable[[str, int], bool]) -> None:
         assert reg.proxy is not None, "only proxied versions are fetched on demand"
         self.reg, self.proxy = reg, reg.proxy
+        self.eager = eager
         self._lock = threading.Lock()
         self._pending: OrderedDict[tuple[str, str], Pending] = OrderedDict()
         self._opening: dict[tuple[str, str], threading.Lock] = {}
 
     def open(self, module: str, version: str) -> VersionRecord | Pending:
-        """The committed version, else the pending one (its index fetched on first use)."""
+        """The committed version, else the pending one (indexed and logged on first use)."""
         key = (module, version)
         with self._lock:
             p = self._pending.get(key)
@@ -319,32 +329,86 @@ class OnDemand:
                 self._pending.move_to_end(key)
                 return p
             opening = self._opening.setdefault(key, threading.Lock())
-        with opening:  # one index fetch per version, however many ask at once
-            with self._lock:
-                p = self._pending.get(key)
-            if p is not None:
-                return p
-            have = self.reg.meta.get_version(module, version)
-            if have is not None:
+        try:
+            with opening:  # one index fetch per version, however many ask at once
                 with self._lock:
-                    self._opening.pop(key, None)
-                return have
-            self.proxy.spool.mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(prefix="fill-", dir=self.proxy.spool))
-            try:
-                p = Pending(self.reg, self.proxy, module, version, tmp, self.finish)
-            except BaseException:
-                shutil.rmtree(tmp, ignore_errors=True)
-                with self._lock:
-                    self._opening.pop(key, None)
-                raise
+                    p = self._pending.get(key)
+                return p if p is not None else self._open(module, version)
+        finally:
             with self._lock:
-                self._pending[key] = p
                 self._opening.pop(key, None)
-                while len(self._pending) > MAX_PENDING:
-                    _, old = self._pending.popitem(last=False)
-                    old.close()
-            return p
+
+    def _open(self, module: str, version: str) -> VersionRecord | Pending:
+        have = self.reg.meta.get_version(module, version)
+        if have is not None:
+            return have
+        self.proxy.spool.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix="fill-", dir=self.proxy.spool))
+        try:
+            rec = self.reg.meta.get_pending(module, version)
+            if rec is not None:  # indexed and logged already, maybe by another replica
+                got = self.proxy.pending_index(self.reg, rec)
+            else:
+                indexed = self._index(module, version, tmp)
+                if indexed is None:  # committed meanwhile
+                    shutil.rmtree(tmp, ignore_errors=True)
+                    have = self.reg.meta.get_version(module, version)
+                    assert have is not None, "add_pending said it is committed"
+                    return have
+                got, rec = indexed
+            p = Pending(self.reg, self.proxy, got, rec, tmp, self.finish)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        with self._lock:
+            self._pending[(module, version)] = p
+            while len(self._pending) > MAX_PENDING:
+                _, old = self._pending.popitem(last=False)
+                old.close()
+        if p.complete():  # nothing left to fetch (only small files, or another replica's)
+            v = self.finish(p)
+            if v is not None:
+                return v
+        return p
+
+    def _index(self, module: str, version: str, tmp: Path) -> tuple[Fetched, PendingRecord] | None:
+        """Index ``module@version`` from the upstream: its eager files fetched and stored, its
+        index and wgt.mod stored, the version recorded as pending and logged. The record
+        another replica made first wins; ``None`` when the version is committed already."""
+        from wgtpm.cache import Cache
+        from wgtpm.modfetch import FetchOptions
+
+        reg, proxy = self.reg, self.proxy
+        fetcher = proxy.fetcher(Cache(tmp), FetchOptions(ranges=1))
+        got = proxy.fetch_index(reg, fetcher, module, version)
+        idx = got.index
+        eager = [e for e in proxy.missing(reg, idx) if self.eager(e.path, e.size)]
+        proxy.download(fetcher, module, version, eager)
+        proxy.store(reg, fetcher, idx)
+        shas = []
+        for data in (got.raw, got.mod):
+            sha = hashlib.sha256(data).hexdigest()
+            if reg.blobs.size(sha) != len(data):
+                reg.blobs.put(sha, [data], max_size=len(data))
+            shas.append(sha)
+        info = None if idx.commit and idx.time else proxy.info(module, version)
+        rec = PendingRecord(
+            module=module,
+            version=version,
+            h1=idx.h1(),
+            mod_h1=dirhash.hash1_bytes({"wgt.mod": got.mod}),
+            index_sha256=shas[0],
+            mod_sha256=shas[1],
+            time=idx.time or (info.time if info else None),
+            commit=idx.commit or (info.commit if info else None),
+        )
+        saved = reg.meta.add_pending(rec)
+        if saved is None:
+            return None
+        if saved is not rec:  # another replica indexed it first: serve what it logged
+            return proxy.pending_index(reg, saved), saved
+        log.info("indexed %s@%s from %s: logged, files on demand", module, version, proxy.name)
+        return got, saved
 
     def finish(self, p: Pending) -> VersionRecord | None:
         """Commit ``p`` when all its files are stored (and drop it); ``None`` until then."""

@@ -26,6 +26,10 @@ For a proxied module
   An index wgtpm synthesised (a Hugging Face repository without a
   ``wgt.mod``) lists only the repository's files: its h1 covers exactly those,
   and the version's ``wgt.mod`` is stored beside them (its own ``/wgt.mod`` line).
+  Files the blob store holds already (fetched on demand for the Hub API, or
+  the same bytes in another version) are not fetched again, and a version the
+  Hub API logged while pending is filled from its recorded index, not the
+  upstream's (:meth:`CachingProxy.pending_index`).
 
 The Hub API (:mod:`registry.hfmirror`) does not wait for a whole version: it
 fetches a version's files one at a time as they are asked for
@@ -49,6 +53,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import glob
 import hashlib
 import logging
 import os
@@ -65,11 +70,11 @@ from typing import TYPE_CHECKING, TypeVar
 from wgtpm import dirhash
 from wgtpm._errors import NotFoundError as WgtNotFound
 from wgtpm._errors import VerifyError, WgtpmError
-from wgtpm.index import ReleaseIndex
+from wgtpm.index import IndexEntry, ReleaseIndex
 from wgtpm.sources import RevInfo, Source
 
-from ._errors import BadRequestError, NotFoundError, RegistryError, UpstreamError
-from .metadata import FileRecord, NewVersion, VersionRecord, now
+from ._errors import BadRequestError, NotFoundError, RegistryError, StoreError, UpstreamError
+from .metadata import FileRecord, NewVersion, PendingRecord, VersionRecord, now
 from .service import MOD_FILE
 
 if TYPE_CHECKING:
@@ -101,6 +106,8 @@ class Fetched:
     index: ReleaseIndex
     raw: bytes
     mod: bytes
+    time: str | None = None  # the version's time and commit when the index lacks them
+    commit: str | None = None
 
 
 class _Recorded:
@@ -287,7 +294,8 @@ class CachingProxy:
             files.append(FileRecord(MOD_FILE, len(mod), mod_sha))
         index_sha = hashlib.sha256(raw).hexdigest()
         reg.blobs.put(index_sha, [raw], max_size=len(raw))
-        info = None if idx.time is not None else self.info(module, version)
+        when, commit = idx.time or got.time, idx.commit or got.commit
+        info = None if when is not None else self.info(module, version)
         outcome = reg.meta.commit_version(
             NewVersion(
                 module=module,
@@ -296,8 +304,8 @@ class CachingProxy:
                 mod_h1=dirhash.hash1_bytes({"wgt.mod": mod}),
                 index_sha256=index_sha,
                 files=files,
-                time=idx.time or (info.time if info else None) or now(),
-                commit=idx.commit or (info.commit if info else None),
+                time=when or (info.time if info else None) or now(),
+                commit=commit or (info.commit if info else None),
                 private=False,
                 proxied=True,
             )
@@ -306,6 +314,43 @@ class CachingProxy:
             for listener in reg.on_commit:
                 listener(outcome.version)
         return outcome.version
+
+    def pending_index(self, reg: Registry, rec: PendingRecord) -> Fetched:
+        """The index and wgt.mod recorded (and logged) for a pending version, from the blob
+        store; checked against the registry's limits again."""
+        try:
+            raw = reg.blobs.read(rec.index_sha256, reg.limits.max_index_size)
+            mod = reg.blobs.read(rec.mod_sha256, reg.limits.max_mod_size)
+            idx = reg.check_index(raw, rec.module, rec.version, need_mod=False)
+        except RegistryError as exc:
+            raise StoreError(
+                f"{rec.module}@{rec.version}: the index recorded for it cannot be read: {exc}"
+            ) from exc
+        return Fetched(idx, raw, mod, rec.time, rec.commit)
+
+    @staticmethod
+    def seed(fetcher: Fetcher, module: str, version: str, got: Fetched) -> None:
+        """Give ``fetcher``'s cache the index and wgt.mod of ``got``, so that its downloads
+        are checked against them and the upstream is not asked for them again."""
+        cache = fetcher.cache
+        with cache.using():
+            cache.write_meta(module, version, "index.json", got.raw)
+            cache.write_meta(module, version, "mod", got.mod)
+
+    @staticmethod
+    def missing(reg: Registry, idx: ReleaseIndex) -> list[IndexEntry]:
+        """The files of ``idx`` the blob store lacks (one entry per sha256)."""
+        unique = {e.sha256: e for e in idx.files}.values()
+        return [e for e in unique if reg.blobs.size(e.sha256) != e.size]
+
+    def download(
+        self, fetcher: Fetcher, module: str, version: str, entries: list[IndexEntry]
+    ) -> None:
+        """Fetch ``entries`` of ``module@version`` into ``fetcher``'s cache, verified."""
+        if entries:
+            patterns = [glob.escape(e.path) for e in entries]
+            what = f"{module}@{version}" + (f" {entries[0].path}" if len(entries) == 1 else "")
+            self.ask(what, lambda: fetcher.download(module, version, patterns))
 
     def store(self, reg: Registry, fetcher: Fetcher, idx: ReleaseIndex) -> None:
         """Copy into the blob store every file of ``idx`` the fetcher's cache holds (verified
@@ -326,9 +371,14 @@ class CachingProxy:
         try:
             fetcher = self.fetcher(Cache(tmp))
             what = f"{module}@{version}"
-            got = self.fetch_index(reg, fetcher, module, version)
+            pending = reg.meta.get_pending(module, version)
+            if pending is not None:  # logged already: its files are those of that index
+                got = self.pending_index(reg, pending)
+                self.seed(fetcher, module, version, got)
+            else:
+                got = self.fetch_index(reg, fetcher, module, version)
             started = time.monotonic()
-            self.ask(what, lambda: fetcher.download(module, version))
+            self.download(fetcher, module, version, self.missing(reg, got.index))
             self.store(reg, fetcher, got.index)
             v = self.commit(reg, module, version, got)
             log.info(

@@ -9,20 +9,35 @@ Tables (created by migration ``0002``)::
     sumdb_tree     one row, id = 1: size, hash (the root of the first ``size`` records),
                    vkey (the verifier key of the server that signs it, set by the first start)
 
-:func:`append` runs inside the transaction that commits a version
-(:meth:`registry.metadata.SqlMetadataStore.commit_version`), so a version is
-committed if and only if it is logged, and at most once (the unique
-constraint, on top of the versions table's). Appends are serialised by the
-tree row: on PostgreSQL ``SELECT ... FOR UPDATE`` on it (the next appender
-waits, then reads the new size), on SQLite the write transaction's ``BEGIN
-IMMEDIATE``; so every replica on one database extends one log. The holder
-of the lock only writes rows nobody else writes, so appends cannot
-deadlock with other commits.
+Records are appended by :func:`append`, at most once per version (the
+unique constraint on module and version), each inside the write
+transaction of one of:
+
+- :meth:`~registry.metadata.SqlMetadataStore.add_pending`: a proxied version
+  the Hub API mirrors file by file (:mod:`registry.ondemand`) is logged when
+  its index is first answered, in the transaction that records it as
+  pending, before its large files are fetched and stored. A client checking
+  the log can then verify the first download of any of its files.
+- :meth:`~registry.metadata.SqlMetadataStore.commit_version`: any other
+  public version is logged in the transaction that commits it. A version
+  logged while pending is not logged again: its commit must carry the h1s
+  logged then (else :class:`~registry.ConflictError`, and it stays pending)
+  and drops the pending row.
+- :meth:`SqlSumLog.catch_up`, at startup: public versions committed without
+  being logged (by a server older than the log, during a rolling upgrade).
+
+So every public committed version is logged, and every logged version was
+committed or answered as pending (one whose files never all arrive stays
+logged with the h1s that were answered: clients may have recorded them).
+Appends are serialised by the tree row: on PostgreSQL ``SELECT ... FOR
+UPDATE`` on it (the next appender waits, then reads the new size), on
+SQLite the write transaction's ``BEGIN IMMEDIATE``; so every replica on one
+database extends one log. The holder of the lock only writes rows nobody
+else writes, so appends cannot deadlock with other commits.
 
 :class:`SqlSumLog` reads the log for the server (:mod:`registry.sumdb`):
-the tree head, a record's id, records and stored hashes; at startup it
-appends any public version committed without being logged (by a server
-older than the log, during a rolling upgrade).
+the tree head, a record's id, records and stored hashes (and catches up at
+startup, above).
 
 Private modules are not logged: a log is public, and their names would leak
 (clients list them in ``WGTPRIVATE`` or ``WGTNOSUMDB``).
@@ -142,7 +157,8 @@ def append(conn: Connection, module: str, version: str, text: bytes) -> int:
 
 
 class SqlSumLog:
-    """Reads the checksum log (never writes it: appends happen in
+    """Reads the checksum log; its one write is :meth:`catch_up` (the other appends happen
+    in :meth:`~registry.metadata.SqlMetadataStore.add_pending` and
     :meth:`~registry.metadata.SqlMetadataStore.commit_version`)."""
 
     def __init__(self, engine: Engine) -> None:

@@ -110,7 +110,7 @@ def test_a_module_index_is_read_with_index_parse(tmp_path: Path) -> None:
         module_artifact(ResolvedModule("a.com/m", "v0.1.0", tmp_path), "x")
 
 
-def test_a_file_artifact_is_copied_and_ships_its_source(tmp_path: Path) -> None:
+def test_a_file_artifact_is_copied_and_ships_the_copy(tmp_path: Path) -> None:
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "vocab.json").write_text("{}\n")
     target = Target(tmp_path, "vocab", "data/vocab.json", tmp_path / "build")
@@ -118,7 +118,7 @@ def test_a_file_artifact_is_copied_and_ships_its_source(tmp_path: Path) -> None:
     assert result == BuildResult(
         "file",
         "copied data/vocab.json to build/data/vocab.json",
-        {"data/vocab.json": tmp_path / "data" / "vocab.json"},
+        {"data/vocab.json": tmp_path / "build" / "data" / "vocab.json"},  # the source read once
     )
     assert (tmp_path / "build" / "data" / "vocab.json").read_text() == "{}\n"
     missing = Target(tmp_path, "gone", "gone.txt", tmp_path / "build")

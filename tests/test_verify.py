@@ -63,3 +63,43 @@ def test_verify_reports_every_changed_file_in_order(
         "example.com/two@v0.1.0: d/tiny.bin has been modified in the cache "
         "(run 'wgtpm cache clean' and get it again)",
     ]
+
+
+def test_verify_refuses_an_index_its_provenance_contradicts(
+    wgtpm, tree: ProxyTree, project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index's artifact and kind of a file are outside h1, the provenance is inside:
+    an index changed in the cache keeps its h1 and wgt.sum line, and only the provenance
+    check (the one 'wgtpm get' runs) sees it."""
+    import json
+
+    from wgtpm.publish._provenance import (
+        PROVENANCE_FILE,
+        ArtifactProvenance,
+        provenance_bytes,
+        provenance_document,
+    )
+
+    mod, version, commit = "example.com/acme/notes", "v0.1.0", "c" * 40
+    (tmp_path / "notes.txt").write_bytes(b"hello\n")
+    art = ArtifactProvenance("notes", "file", "notes.txt", {"notes.txt": tmp_path / "notes.txt"})
+    doc = provenance_document(mod, version, commit, "2026-11-29T12:00:00Z", [art], {"wgtpm": "0"})
+    files = {"notes.txt": b"hello\n", PROVENANCE_FILE: provenance_bytes(doc)}
+    arts = {"notes.txt": ("notes", "file")}
+    tree.add(mod, version, files, commit=commit, artifacts=arts, build=doc)
+    monkeypatch.setenv("WGTPROXY", tree.url)
+    assert wgtpm("get", f"{mod}@{version}", cwd=project).code == 0
+    assert wgtpm("verify", cwd=project).out.strip() == "all modules verified"
+
+    cached = Cache().meta_path(mod, version, "index.json")
+    index = json.loads(cached.read_bytes())
+    (entry,) = [e for e in index["files"] if e["path"] == "notes.txt"]
+    entry["kind"] = "paw"  # not hashed into h1
+    _tamper(cached, json.dumps(index).encode())
+    r = wgtpm("verify", cwd=project)
+    assert r.code == 1 and r.out == ""
+    assert r.err.splitlines() == [
+        f"{mod}@{version}: notes.txt: the index says artifact/kind "
+        "{'artifact': 'notes', 'kind': 'paw'}, wgt.provenance.json says "
+        "{'artifact': 'notes', 'kind': 'file'}; the index was changed after publishing"
+    ]

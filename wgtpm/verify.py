@@ -4,6 +4,10 @@ Like ``go mod verify``: for every module of the build list, the cached index
 must hash to the one h1 line of wgt.sum (two different lines for one version
 are a SECURITY ERROR), the cached wgt.mod to its ``/wgt.mod`` line, and every
 selected file must be in the module tree and hash to its index entry.
+A release's ``wgt.provenance.json`` (fetched whatever ``select`` says) must
+agree with its index, as ``wgtpm get`` requires
+(:func:`wgtpm.publish.check_provenance`): the index's artifact and kind of a
+file, and its commit, are not covered by h1, the provenance is.
 Nothing is downloaded. Under ``-mod=vendor``, every
 vendored module is checked as a build would check it before use.
 """
@@ -17,7 +21,7 @@ from typing import NamedTuple
 
 from . import dirhash
 from . import index as _index
-from ._errors import WgtpmError
+from ._errors import VerifyError, WgtpmError
 from ._fs import sha256_file
 from .index import IndexEntry, ReleaseIndex
 from .modfetch import matches
@@ -25,6 +29,7 @@ from .modload.buildlist import Fetched
 from .modload.files import MOD
 from .modload.project import Project
 from .module import ModuleVersion
+from .publish._provenance import PROVENANCE_FILE, check_provenance
 from .sumfile import MOD_SUFFIX
 
 __all__ = ["verify_build"]
@@ -34,7 +39,7 @@ def verify_build(project: Project) -> list[str]:
     """Problems found, one line each (empty when everything verifies)."""
     if project.opts.vendor:
         return _verify_vendor(project)
-    problems: list[str | _FileCheck] = []
+    problems: list[str | _FileCheck | _ProvenanceCheck] = []
     cache = project.cache
     for m in project.build_list()[1:]:
         origin = project.origin(m)
@@ -69,11 +74,16 @@ def verify_build(project: Project) -> list[str]:
     checks = [c for c in problems if isinstance(c, _FileCheck)]
     digests = _hash_files([c.file for c in checks], [c.entry.size for c in checks])
     modified = {id(c) for c, got in zip(checks, digests, strict=True) if got != c.entry.sha256}
-    return [
-        p if isinstance(p, str) else p.problem()
-        for p in problems
-        if id(p) in modified or isinstance(p, str)
-    ]
+    out = []
+    for p in problems:
+        if isinstance(p, str):
+            out.append(p)
+        elif isinstance(p, _FileCheck):
+            if id(p) in modified:
+                out.append(p.problem())
+        elif id(p.file) not in modified:  # a modified provenance is reported as such
+            out += p.problems()
+    return out
 
 
 class _FileCheck(NamedTuple):
@@ -90,17 +100,34 @@ class _FileCheck(NamedTuple):
         )
 
 
+class _ProvenanceCheck(NamedTuple):
+    """The release's provenance against its index, once ``file`` hashed to its entry."""
+
+    release: ReleaseIndex
+    file: _FileCheck
+
+    def problems(self) -> list[str]:
+        try:
+            check_provenance(self.release, self.file.file.read_bytes())
+        except VerifyError as exc:
+            return [str(exc)]
+        return []
+
+
 def _tree_checks(
     m: ModuleVersion, tree: Path, idx: ReleaseIndex, patterns: list[str] | None
-) -> list[str | _FileCheck]:
-    """Every selected file of the index must be in the module tree with its sha256: a
-    problem for each missing one, a check for each one there."""
-    out: list[str | _FileCheck] = []
+) -> list[str | _FileCheck | _ProvenanceCheck]:
+    """Every selected file of the index (and its provenance, always fetched) must be in the
+    module tree with its sha256: a problem for each missing one, a check for each one there."""
+    out: list[str | _FileCheck | _ProvenanceCheck] = []
     for e in idx.files:
         f = tree / e.path
         if f.is_file():
-            out.append(_FileCheck(m, f, e))
-        elif matches(patterns, e.path):
+            check = _FileCheck(m, f, e)
+            out.append(check)
+            if e.path == PROVENANCE_FILE:
+                out.append(_ProvenanceCheck(idx, check))
+        elif matches(patterns, e.path) or e.path == PROVENANCE_FILE:
             out.append(f"{m}: {e.path} is missing from the cache (run 'wgtpm get')")
     return out
 

@@ -42,7 +42,7 @@ def test_build_a_pawspec_package(
     assert r.code == 0, r.err
     assert r.out == "built build/fruit.paw from fruit.pawspec\n"
     notices = r.err.splitlines()
-    assert "paw fruit: training a rank-32 LoRA from a random LoRA on 4 examples" in notices
+    assert "wgtpm: paw fruit: training a rank-32 LoRA from a random LoRA on 4 examples" in notices
     assert "paw fruit: step 1/150" in r.err and "paw fruit: step 150/150" in r.err
-    assert notices[-1].startswith("paw fruit: wrote ")
+    assert notices[-1].startswith("wgtpm: paw fruit: wrote ")
     validate_file(pkg / "build" / "fruit.paw")

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -56,6 +57,12 @@ def test_verify_reproducible_passes(wgtpm, base_pkg: Path) -> None:  # type: ign
     r = wgtpm("publish", "--version", "v0.1.0", "--dry-run", "--verify-reproducible", cwd=base_pkg)
     assert r.code == 0, r.err
     assert "reproducible: both builds wrote the same bytes" in r.err
+    # training progress as 'wgtpm build' shows it: the first and last epoch of each build
+    epochs = [line for line in r.err.splitlines() if ": epoch " in line]
+    assert [e.split(" loss ")[0] for e in epochs] == 2 * [
+        "wgtpm: train xor: epoch 1/5",
+        "wgtpm: train xor: epoch 5/5",
+    ]
 
 
 @pytest.mark.skipif(not UUID.exists(), reason="needs Linux's /proc/sys/kernel/random/uuid")
@@ -75,3 +82,24 @@ def test_verify_reproducible_names_the_file_that_differs(wgtpm, tmp_path: Path) 
     last = r.err.strip().splitlines()[-1]
     assert "not reproducible: stamp.txt differs" in last and "byte offset" in last
     assert not (pkg / "dist").exists()  # nothing was written
+
+
+@pytest.mark.skipif(not UUID.exists(), reason="needs Linux's /proc/sys/kernel/random/uuid")
+def test_a_verbatim_artifact_ships_the_bytes_its_build_read(wgtpm, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The source is read once, by the build: what is hashed and shipped is that copy, even
+    of a source that reads differently every time (before, the release read it again)."""
+    from tests.publish.conftest import commit_all
+    from wgtpm.index import parse as parse_index
+
+    pkg = make_package(
+        tmp_path / "nd", "example.com/acme/nd", {"@artifacts": "stamp stamp.txt"}, commit=False
+    )
+    (pkg / "stamp.txt").symlink_to(UUID)
+    commit_all(pkg, "a stamp")
+    r = wgtpm("publish", "--version", "v0.1.0", "--dry-run", cwd=pkg)
+    assert r.code == 0, r.err
+    vdir = pkg / "dist/example.com/acme/nd/@v"
+    index = parse_index((vdir / "v0.1.0.index.json").read_bytes(), "example.com/acme/nd", "v0.1.0")
+    shipped = (vdir / "v0.1.0/stamp.txt").read_bytes()
+    entry = index.entry("stamp.txt")
+    assert entry is not None and hashlib.sha256(shipped).hexdigest() == entry.sha256

@@ -140,11 +140,11 @@ def _registry(request: pytest.FixtureRequest, tmp_path: Path, http: HttpClient) 
 
     def broken(release: Release) -> PublishTarget:
         faulty = HttpClient(HttpOptions(retries=1, backoff=0.01), transport=_FailingWrites())
-        return RegistryTarget(live.url, token=live.token, client=faulty)
+        return RegistryTarget(live.url, faulty, token=live.token)
 
     return Case(
         "example.com/acme/conf",
-        lambda: RegistryTarget(live.url, token=live.token, client=http),
+        lambda: RegistryTarget(live.url, http, token=live.token),
         lambda: ProxySource(live.url, http),
         {"WGTPROXY": live.url},
         broken,

@@ -5,11 +5,14 @@
   the publishes printed;
 - an upload that fails mid-way (the network in between answers 503 to a
   file's PUT) leaves no visible version, and the same publish again succeeds;
-- the token is never printed; another h1 for a published version is refused.
+- the token is never printed; another h1 for a published version is refused;
+- ``wgtpm publish`` closes its HTTP client, whether the publish succeeds or
+  is refused (a client left open keeps its watch thread running).
 """
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import httpx
@@ -72,12 +75,25 @@ def test_publish_two_packages_and_get_them_back(  # type: ignore[no-untyped-def]
     assert "already published" in r.out
 
 
+def _watchers() -> set[threading.Thread]:
+    """The live watch threads of open HTTP clients (one each, from its first request)."""
+    return {t for t in threading.enumerate() if t.name == "http-watch"}
+
+
+def _no_client_left_open(before: set[threading.Thread]) -> None:
+    for t in _watchers() - before:
+        t.join(timeout=5)  # a closed client's thread ends within a quarter second
+        assert not t.is_alive(), "an HTTP client of the publish was left open"
+
+
 def test_other_bytes_for_a_published_version_are_refused(  # type: ignore[no-untyped-def]
     wgtpm, base_pkg: Path, live: Live, monkeypatch
 ) -> None:
     monkeypatch.setenv("WGTPM_TOKEN", live.token)
+    before = _watchers()
     r = wgtpm("publish", "--version", "v0.1.0", "--to", live.url, cwd=base_pkg)
     assert r.code == 0, r.err
+    _no_client_left_open(before)
     first = h1_of(r.out)
     # Another clone, another commit, the same version: the tag is not here, the registry has it.
     git(base_pkg, "tag", "-d", "v0.1.0")
@@ -89,6 +105,7 @@ def test_other_bytes_for_a_published_version_are_refused(  # type: ignore[no-unt
     last = r.err.strip().splitlines()[-1]
     assert first in last and last.count("h1:") == 2, r.err
     assert live.token not in r.err
+    _no_client_left_open(before)
 
 
 class _FailingPuts(httpx.BaseTransport):
@@ -114,18 +131,17 @@ def test_upload_failing_midway_publishes_nothing_and_a_retry_succeeds(  # type: 
 ) -> None:
     faulty = _FailingPuts()
     client = HttpClient(HttpOptions(retries=3, backoff=0.01), transport=faulty)
-    target = RegistryTarget(live.url, token=live.token, client=client)
+    target = RegistryTarget(live.url, client, token=live.token)
     opts = PublishOptions("v0.1.0", tag=False)
     with pytest.raises(Exception, match="HTTP 503: storage is down; nothing was published"):
         publish_package(base_pkg, opts, target, SILENT)
     assert faulty.puts > 1 and faulty.failed == 4  # one blob went up, then 1 + 3 retries
     listing = httpx.get(f"{live.url}/example.com/acme/xor/@v/list")
     assert listing.status_code == 404  # no version is visible
-    assert (
-        RegistryTarget(live.url, token=live.token).published_versions("example.com/acme/xor") == []
-    )
-
-    done = publish_package(base_pkg, opts, RegistryTarget(live.url, token=live.token), SILENT)
+    with HttpClient() as http:
+        target = RegistryTarget(live.url, http, token=live.token)
+        assert target.published_versions("example.com/acme/xor") == []
+        done = publish_package(base_pkg, opts, target, SILENT)
     assert done.published.created
     assert httpx.get(f"{live.url}/example.com/acme/xor/@v/list").text.split() == ["v0.1.0"]
     index = httpx.get(f"{live.url}/example.com/acme/xor/@v/v0.1.0.index.json").content

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -75,7 +76,8 @@ class Registry:
         env.update(HF_ENDPOINT=hub.url, WGTPM_HTTP_RETRIES="0", HF_HUB_DISABLE_XET="1")
         env["HF_HOME"] = str(data / "hf-home")  # no saved Hugging Face token
         data.mkdir(parents=True, exist_ok=True)
-        self.out = (data / f"serve-{port}.log").open("wb")
+        self.log = data / f"serve-{port}.log"  # its stdout and stderr
+        self.out = self.log.open("wb")
         cmd = [sys.executable, "-m", "wgtpm", "registry", "serve", "--data", str(data)]
         cmd += ["--port", str(port), "--sumdb-name", "sum.test", *flags]
         self.proc = subprocess.Popen(cmd, env=env, stdout=self.out, stderr=subprocess.STDOUT)
@@ -339,6 +341,9 @@ def test_a_slow_large_file_is_served_while_it_is_fetched(
     assert sorted(s.rfilename for s in info.siblings or []) == sorted(big)
     assert took < 5.0, f"the metadata took {took:.1f}s"
     assert slow.times == 1 and not list(log.where(server="cdn"))  # nothing fetched for it
+    # and the version is logged already, with the h1 of every file: a client checking the
+    # log can verify the first download of any of them
+    assert lookup_or_none(reg, BIG) == [f"hf.co/{BIG} v0.1.0 {h1(big)}"]
 
     # two clients at once, with huggingface_hub's default timeouts: both get the bytes as
     # they come, from one upstream download, and the version is logged once it is whole
@@ -371,12 +376,11 @@ def test_a_slow_large_file_is_served_while_it_is_fetched(
     assert slow.times == 0 and took > 10.0  # it was slow, and more than the client's timeout
     blobs = list(log.where(server="cdn", method="GET"))
     assert len(blobs) == 1, blobs
-    assert lookup_or_none(reg, BIG) is None  # config.json is not fetched yet: not whole
     p = hh.hf_hub_download(
         BIG, "config.json", revision="v0.1.0", endpoint=reg.url, cache_dir=tmp_path / "c0"
     )
     assert Path(p).read_bytes() == big["config.json"]
-    assert lookup_or_none(reg, BIG) == [f"hf.co/{BIG} v0.1.0 {h1(big)}"]
+    assert lookup_or_none(reg, BIG) == [f"hf.co/{BIG} v0.1.0 {h1(big)}"]  # logged once
 
 
 def lookup_or_none(reg: Registry, repo: str) -> list[str] | None:
@@ -407,6 +411,10 @@ def test_a_wrong_large_file_is_cut_short_and_then_refused(
         for chunk in r.iter_raw():
             received += len(chunk)
     assert received <= BIG_SIZE - HOLD
+    # the server says so in one line, without a traceback
+    said = reg.log.read_text()
+    assert said.count("cut short model.safetensors") == 1 and "served bad bytes" in said, said
+    assert "Traceback" not in said, said
     # the client resumes with a Range, which waits for a fetch: a 502 that says why
     monkeypatch.setattr(_http, "time", _NoSleep())
     with pytest.raises(hh.errors.HfHubHTTPError) as caught:
@@ -420,13 +428,13 @@ def test_a_wrong_large_file_is_cut_short_and_then_refused(
         )
     assert "served bad bytes" in chain(caught.value) and "nothing was kept" in chain(caught.value)
     assert not list((tmp_path / "c").rglob("model.safetensors"))
-    assert lookup_or_none(reg, BIG) is None
+    # the log holds what the upstream's index states, which these bytes do not match
+    assert lookup_or_none(reg, BIG) == [f"hf.co/{BIG} v0.1.0 {h1(big)}"]
     # nothing of it is stored, not even in part (the spool holds only what is in use)
     sha = hashlib.sha256(big["model.safetensors"]).hexdigest()
-    assert not list((tmp_path / "reg" / "blobs").rglob(f"*{sha}*"))
-    assert not [
-        p for p in (tmp_path / "reg" / "blobs").rglob("*") if p.is_file() and "tmp" in p.parts
-    ]
+    store = tmp_path / "reg" / "blobs"
+    assert not list(store.rglob(f"*{sha}*"))
+    assert not [p for p in store.rglob("*") if p.is_file() and "tmp" in p.relative_to(store).parts]
 
 
 def test_offline_serves_what_is_stored(
@@ -550,3 +558,51 @@ def test_git_blob_id_is_gits() -> None:
         git_blob_id(b"") == "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
     )  # git hash-object /dev/null
     assert git_blob_id(b"hello\n") == "ce013625030ba8dba906f756967f9e9ca394464a"
+
+
+@pytest.fixture(params=["sqlite+folder", "postgresql+s3"])
+def stores(request: pytest.FixtureRequest) -> list[str]:
+    """``serve`` flags for the stores: the data folder's, then PostgreSQL and moto's S3."""
+    if request.param == "sqlite+folder":
+        return []
+    pg = request.getfixturevalue("postgres")
+    db = pg.create_database(f"hf_{uuid.uuid4().hex[:12]}")
+    return ["--db", db, "--store", request.getfixturevalue("s3_url")]
+
+
+def test_two_registry_processes_on_one_database_serve_one_indexed_version(
+    serve: Callable[..., Registry],
+    stores: list[str],
+    big: dict[str, bytes],
+    log: RequestLog,
+    tmp_path: Path,
+) -> None:
+    a = serve("--upstream", "direct", *stores)
+    b = serve("--upstream", "direct", *stores)  # one database, one store
+    info = hh.HfApi(endpoint=a.url).model_info(BIG, revision="v0.1.0", files_metadata=True)
+    assert sorted(s.rfilename for s in info.siblings or []) == sorted(big)
+    assert lookup_or_none(a, BIG) == [f"hf.co/{BIG} v0.1.0 {h1(big)}"]
+
+    # b serves the version a indexed and logged: its recorded index, its stored small file
+    doc = httpx.get(f"{b.url}/api/models/{BIG}/revision/v0.1.0").json()
+    assert doc["sha"] == info.sha and doc["cardData"]["wgtpm"]["h1"] == h1(big)
+    got = hh.hf_hub_download(
+        BIG, "model.safetensors", revision="v0.1.0", endpoint=b.url, cache_dir=tmp_path / "b"
+    )
+    assert Path(got).read_bytes() == big["model.safetensors"]
+    cfg = httpx.get(f"{b.url}/{BIG}/resolve/v0.1.0/config.json")
+    assert cfg.status_code == 200 and cfg.content == big["config.json"]
+    assert len(log.where(server="cdn", method="GET")) == 1
+
+    # a serves the file b fetched from the store, and the version is committed, logged once
+    got = hh.hf_hub_download(
+        BIG, "model.safetensors", revision="v0.1.0", endpoint=a.url, cache_dir=tmp_path / "a"
+    )
+    assert Path(got).read_bytes() == big["model.safetensors"]
+    assert len(log.where(server="cdn", method="GET")) == 1
+    seen = len(log)
+    for reg in (a, b):
+        r = httpx.get(f"{reg.url}/hf.co/{BIG}/@v/v0.1.0.info")
+        assert r.status_code == 200 and r.json()["Version"] == "v0.1.0", r.text
+        assert lookup_or_none(reg, BIG) == [f"hf.co/{BIG} v0.1.0 {h1(big)}"]
+    assert len(log) == seen  # committed: nothing asked of the upstream for it

@@ -22,6 +22,7 @@ from registry.ondemand import HOLD, OnDemand, Pending
 from registry.proxy import open_proxy
 from registry.service import Registry
 from registry.sumdb import SumDB
+from registry.sumlog import SqlSumLog
 from tests.servers import Fault, RequestLog
 from tests.servers.proxytree import ProxyTreeServer
 from wgtpm.proxytree import ProxyTree
@@ -76,22 +77,44 @@ def open_blob_store(tmp: Path):  # type: ignore[no-untyped-def]
     return open_store(str(tmp / "blobs"), spool=tmp / "spool")
 
 
+def on_demand(reg: Registry) -> OnDemand:
+    """The Hub API's on-demand versions: files that are not LFS are fetched when indexed."""
+    from registry.hfmirror import is_lfs
+
+    return OnDemand(reg, lambda path, size: not is_lfs(path, size))
+
+
+def logged(reg: Registry, version: str) -> bytes | None:
+    """The record of ``UP@version`` in the checksum log, ``None`` when it is not there."""
+    log = SqlSumLog(reg.meta.engine)  # type: ignore[attr-defined]
+    rid = log.lookup(UP, version)
+    return None if rid is None else log.records(rid, 1)[0]
+
+
 def pending(od: OnDemand, version: str) -> Pending:
     p = od.open(UP, version)
     assert isinstance(p, Pending)
     return p
 
 
-def test_files_come_one_at_a_time_and_the_version_is_logged_once_whole(
+def test_the_version_is_logged_when_indexed_and_its_large_files_come_on_demand(
     reg: Registry, upstream: ProxyTreeServer, log: RequestLog
 ) -> None:
     fs = files(b"1")
     upstream.inject(Fault.drip(f"*/@v/v0.1.0/{BIG}", delay=0.05, chunk=64 << 10))
-    od = OnDemand(reg)
+    od = on_demand(reg)
     p = pending(od, "v0.1.0")
     assert od.open(UP, "v0.1.0") is p  # one index fetch per version
     assert p.files[BIG].sha256 == hashlib.sha256(fs[BIG]).hexdigest()
-    assert not log.where(path=f"*/{BIG}")  # only the index and wgt.mod so far
+    assert not log.where(path=f"*/{BIG}")  # the index, wgt.mod and the small files so far
+    assert len(log.where(path="*/big/config.json")) == 1
+    assert reg.blobs.size(hashlib.sha256(b"{}").hexdigest()) == 2  # stored when indexed
+    # logged before any large file is fetched, with the h1 of every file
+    mod_h1 = h1({"wgt.mod": fs["wgt.mod"]})
+    assert logged(reg, "v0.1.0") == (
+        f"{UP} v0.1.0 {h1(fs)}\n{UP} v0.1.0/wgt.mod {mod_h1}\n".encode()
+    )
+    assert reg.meta.get_version(UP, "v0.1.0") is None  # not committed: files missing
 
     # two readers at once: one upstream GET; bytes flow before the file is verified
     got: dict[int, bytes] = {}
@@ -114,11 +137,11 @@ def test_files_come_one_at_a_time_and_the_version_is_logged_once_whole(
     assert early == [True, True]
     assert len(log.where(path=f"*/{BIG}")) == 1
     assert reg.blobs.size(p.files[BIG].sha256) == SIZE
-    assert reg.meta.get_version(UP, "v0.1.0") is None  # not whole yet: not logged
-
-    p.wait("big/config.json")
+    # the last file stored: committed, with the logged h1 (logged once)
     v = reg.meta.get_version(UP, "v0.1.0")
-    assert v is not None and v.h1 == h1({k: b for k, b in fs.items()})
+    assert v is not None and v.h1 == h1(fs)
+    assert logged(reg, "v0.1.0") is not None and reg.meta.get_pending(UP, "v0.1.0") is None
+    p.wait("big/config.json")
     assert isinstance(od.open(UP, "v0.1.0"), type(v))  # committed: no longer pending
     assert not list((p.tmp.parent).glob("fill-*"))  # the temporary cache is gone
 
@@ -127,7 +150,7 @@ def test_a_wrong_file_is_cut_short_and_then_refused(
     reg: Registry, upstream: ProxyTreeServer
 ) -> None:
     upstream.inject(Fault.flip(f"*/@v/v0.2.0/{BIG}", times=2))
-    p = pending(OnDemand(reg), "v0.2.0")
+    p = pending(on_demand(reg), "v0.2.0")
     received = 0
     with pytest.raises(UpstreamError, match="served bad bytes"):
         for chunk in p.stream(BIG):
@@ -142,3 +165,29 @@ def test_a_wrong_file_is_cut_short_and_then_refused(
     assert not kept  # no partial file, no blob: only the file lock stays
     p.wait(BIG)  # the upstream is fixed: fetched, verified, stored
     assert reg.blobs.size(sha) == SIZE
+
+
+def test_a_proxy_protocol_fill_reuses_the_files_fetched_on_demand(
+    tmp_path: Path, reg: Registry, upstream: ProxyTreeServer, log: RequestLog
+) -> None:
+    tree = ProxyTree(upstream.root)
+    fs = {**files(b"3"), "big/other.bin": files(b"4")[BIG]}
+    tree.add(UP, "v0.3.0", fs, time="2026-11-03T00:00:00Z")
+    tree.add(UP, "v0.4.0", {**files(b"3"), "big/config.json": b"[]"}, time="2026-11-04T00:00:00Z")
+    p = pending(on_demand(reg), "v0.3.0")
+    p.wait(BIG)  # one large file on demand; the other is not asked for
+    assert reg.meta.get_version(UP, "v0.3.0") is None
+    indexes = len(log.where(path="*/@v/v0.3.0.index.json"))
+
+    # a client of the proxy protocol: the version is filled from its logged index, and only
+    # the file the blob store lacks crosses from the upstream
+    v = reg.version(UP, "v0.3.0")
+    assert v.h1 == h1(fs) == p.record.h1
+    assert len(log.where(path=f"*/@v/v0.3.0/{BIG}")) == 1
+    assert len(log.where(path="*/@v/v0.3.0/big/other.bin")) == 1
+    assert len(log.where(path="*/@v/v0.3.0.index.json")) == indexes
+    assert b"".join(reg.blobs.get(p.files["big/other.bin"].sha256)) == fs["big/other.bin"]
+
+    # another version holding the same bytes: they are stored already, by their sha256
+    assert reg.version(UP, "v0.4.0").h1 == h1({**files(b"3"), "big/config.json": b"[]"})
+    assert not log.where(path=f"*/@v/v0.4.0/{BIG}")

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from tests.servers import LoopbackServer
+from tests.servers.huggingface import HuggingFaceServer
+from tests.servers.proxytree import ProxyTreeServer
+from tests.sources.conftest import RecordingSums
 from wgtpm.cache import Cache
 from wgtpm.httpclient import HttpClient
+from wgtpm.modfetch import Fetcher, FetchOptions
+from wgtpm.proxytree import ProxyTree
 from wgtpm.sources import FileRequest, RevInfo
 from wgtpm.sources._hosted import CacheMetaStore
 from wgtpm.sources.chain import ChainSource, Entry, from_env
@@ -84,3 +92,84 @@ def test_proxy_credentials_are_never_shown(http: HttpClient) -> None:
             with pytest.raises(FetchError) as err:
                 chain.versions("example.com/m")
             assert "s3cret" not in str(err.value) and "***@127.0.0.1" in str(err.value)
+
+
+# ---- a version whose index came from the cache ---------------------------------------
+
+WEIGHTS = bytes(range(256)) * 64
+SMALL = {"config.json": b'{"hidden": 8}', "tokenizer/vocab.txt": b"a\nb\n"}
+
+
+@dataclass
+class Upstream:
+    """One WGTPROXY upstream holding ``path@v0.1.0`` (``files``), and the requests on its
+    server that indexing the version costs and nothing else needs (``indexing``)."""
+
+    wgtproxy: str
+    path: str
+    files: dict[str, bytes]
+    server: LoopbackServer
+    indexing: str  # the glob of a request path that only indexing makes
+    probe: str  # the glob of the one request that says who serves the version
+
+
+@pytest.fixture
+def hf_upstream(hf: HuggingFaceServer, monkeypatch: pytest.MonkeyPatch) -> Upstream:
+    """A Hugging Face repository without wgt.index.json: its index is made by downloading
+    its small files."""
+    monkeypatch.setenv("HF_ENDPOINT", hf.url)
+    files = {**SMALL, "model.safetensors": WEIGHTS}
+    hf.repo("acme", "tiny").commit(files)
+    hf.repo("acme", "tiny").tag("v0.1.0")
+    return Upstream(
+        "direct",
+        "hf.co/acme/tiny",
+        files,
+        hf,
+        "/acme/tiny/resolve/*/config.json",  # downloaded to hash it, then not wanted
+        "/api/models/acme/tiny/revision/*",
+    )
+
+
+@pytest.fixture
+def proxy_upstream(tmp_path: Path) -> Iterator[Upstream]:
+    tree = ProxyTree(tmp_path / "tree")
+    path = "example.com/acme/tiny"
+    files = {"wgt.mod": f"module {path}\n".encode(), **SMALL, "model.safetensors": WEIGHTS}
+    tree.add(path, "v0.1.0", files)
+    with ProxyTreeServer(tree.root) as srv:
+        yield Upstream(
+            srv.url,
+            path,
+            files,
+            srv,
+            "/example.com/acme/tiny/@v/v0.1.0.index.json",
+            "/example.com/acme/tiny/@v/v0.1.0.mod",
+        )
+
+
+@pytest.mark.parametrize("kind", ["hf_upstream", "proxy_upstream"])
+def test_a_version_indexed_by_another_process_is_not_indexed_again(
+    kind: str, request: pytest.FixtureRequest, http: HttpClient, tmp_path: Path
+) -> None:
+    """The index may come from the cache: another process (a registry replica) indexed the
+    version. The chain asks for its wgt.mod to learn who serves its files, once per version
+    however many download threads ask; it never asks for the index again, which for a
+    Hugging Face repository means downloading its small files again."""
+    up: Upstream = request.getfixturevalue(kind)
+    cache = Cache(tmp_path / "cache")
+
+    def fetcher() -> Fetcher:  # one per process: a fresh chain over the one cache
+        chain = from_env(http, {"WGTPROXY": up.wgtproxy}, cache)
+        return Fetcher(cache, chain, RecordingSums(), http=lambda: http, opts=FetchOptions(jobs=4))
+
+    fetcher().index(up.path, "v0.1.0")
+    assert len(up.server.log.where(method="GET", path=up.indexing)) == 1
+    up.server.log.clear()
+
+    tree = fetcher().download(up.path, "v0.1.0", ["model.safetensors", "tokenizer/*"])
+    assert (tree / "model.safetensors").read_bytes() == WEIGHTS
+    assert (tree / "tokenizer/vocab.txt").read_bytes() == SMALL["tokenizer/vocab.txt"]
+    got = [s.path for s in up.server.log]
+    assert not up.server.log.where(path=up.indexing), got
+    assert len(up.server.log.where(method="GET", path=up.probe)) == 1, got

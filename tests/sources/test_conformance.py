@@ -323,6 +323,26 @@ def test_file_bytes(case: Case, http: HttpClient) -> None:
     assert _get(http, req.url, dict(req.headers)) == want
 
 
+def test_mod_is_cheap_and_enough_for_file(case: Case, http: HttpClient) -> None:
+    """What a chain does for a version whose index came from the cache: mod() says which
+    source serves it, then file() (:meth:`wgtpm.sources.chain.ChainSource.file`). So mod()
+    costs no more requests than index() (it never builds the index), and file() works
+    after it alone."""
+
+    def cost(call: Callable[[], object]) -> int:
+        before = len(case.server.log) if case.server is not None else 0
+        call()
+        return len(case.server.log) - before if case.server is not None else 0
+
+    src = case.make()
+    assert cost(lambda: src.mod(case.path, case.version)) <= cost(
+        lambda: case.make().index(case.path, case.version)
+    )
+    req = src.file(case.path, case.version, case.file)
+    want = case.files[case.file]
+    assert (req.body if req.body is not None else _get(http, req.url, dict(req.headers))) == want
+
+
 def test_file_range(case: Case, http: HttpClient) -> None:
     if case.server is None or not case.ranges:
         pytest.skip("no Range requests here")

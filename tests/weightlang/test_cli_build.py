@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -10,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Result
-from wgtpm.cli._progress import ProgressPrinter
 
 from .conftest import XOR, classifier, write
 
@@ -86,46 +84,10 @@ def test_an_imported_artifact_rebuilt_rebuilds_its_importer(wgtpm: Run, tmp_path
 def test_training_progress_on_a_pipe_is_a_few_lines(wgtpm: Run, pkg: Path) -> None:
     res = wgtpm("build", cwd=pkg)
     lines = [line for line in res.err.splitlines() if "epoch" in line]
-    assert lines[0].startswith("train xor: epoch 1/300 loss ")
-    assert lines[-1].startswith("train xor: epoch 300/300 loss ")
+    assert lines[0].startswith("wgtpm: train xor: epoch 1/300 loss ")
+    assert lines[-1].startswith("wgtpm: train xor: epoch 300/300 loss ")
     assert "done in" in lines[-1]
     assert len(lines) < 10  # a line every few seconds, never one per epoch
-
-
-class _Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def test_progress_printer_on_a_pipe_throttles() -> None:
-    out, clock = io.StringIO(), _Clock()
-    p = ProgressPrinter(out, tty=False, every=5.0, clock=clock)
-    p.notice("paw fruit: training a rank-8 LoRA on 40 examples")
-    for step in range(1, 101):
-        clock.now = step * 0.5  # 50 s in all
-        p.notice(f"paw fruit: step {step}/100 loss 0.{step:04d} lr 2.00e-04")
-    lines = out.getvalue().splitlines()
-    assert lines[0] == "paw fruit: training a rank-8 LoRA on 40 examples"
-    assert lines[1] == "paw fruit: step 1/100 loss 0.0001 lr 2.00e-04 (ETA 0s)"
-    assert lines[2] == "paw fruit: step 11/100 loss 0.0011 lr 2.00e-04 (ETA 40s)"
-    assert lines[-1] == "paw fruit: step 100/100 loss 0.0100 lr 2.00e-04 (done in 50s)"
-    assert 10 <= len(lines) <= 13
-
-
-def test_progress_printer_on_a_terminal_rewrites_one_line() -> None:
-    out, clock = io.StringIO(), _Clock()
-    p = ProgressPrinter(out, tty=True, clock=clock)
-    for epoch in range(1, 5):
-        clock.now = float(epoch)
-        p.notice(f"train xor: epoch {epoch}/4 loss 0.5")
-    p.notice("wrote it")
-    text = out.getvalue()
-    assert text.count("\r") == 4
-    assert "train xor [" + "#" * 12 + "." * 12 + "] epoch 2/4 loss 0.5 ETA 1s" in text
-    assert text.endswith("epoch 4/4 loss 0.5 done in 3s\nwrote it\n")
 
 
 def test_check_resolves_imports_in_a_package_and_reports_everything(

@@ -1,20 +1,31 @@
 """The ``file`` kind: a source shipped verbatim, under its own path.
 
 ``artifact vocab data/vocab.json`` builds ``build/data/vocab.json`` (a copy,
-written atomically) and publishes ``data/vocab.json``.
+streamed in :data:`BLOCK` reads and renamed into place) and publishes
+``data/vocab.json``. The build reads the source once: what a publish hashes
+and ships is the copy it made (:attr:`BuildResult.outputs`), so a source that
+reads differently each time (a link into ``/proc``) cannot ship other bytes
+than were built. After a ``wgtpm build``, :meth:`FileBuilder.outputs` names the
+source, which the copy equals.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
-from .._fs import write_atomic
+from .._errors import BuildError
+from .._fs import temp_dir
 from .._report import Reporter
 from ..deps import ModuleResolver
 from ..kinds import FILE, kind_of_source
 from ._builder import BuildResult, Target
 
-__all__ = ["FileBuilder"]
+__all__ = ["BLOCK", "FileBuilder"]
+
+#: Bytes per read of the copy: memory stays flat whatever the file's size.
+BLOCK = 1 << 20
 
 
 class FileBuilder:
@@ -26,14 +37,22 @@ class FileBuilder:
         return kind_of_source(source) == FILE
 
     def build(self, target: Target, resolver: ModuleResolver, reporter: Reporter) -> BuildResult:
-        data = target.read_source()
         dest = target.out_dir / target.source
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(dest, data)
+        try:
+            src = open(target.project_dir / target.source, "rb")
+        except OSError as exc:
+            raise BuildError(
+                f"artifact {target.name}: cannot read {target.source} ({exc.strerror})"
+            ) from exc
+        with src, temp_dir(dest) as tmp:
+            part = tmp / dest.name
+            with open(part, "wb") as out:
+                shutil.copyfileobj(src, out, BLOCK)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(part, dest)
         return BuildResult(
-            FILE,
-            f"copied {target.source} to {target.shown(dest)}",
-            {target.source: target.project_dir / target.source},
+            FILE, f"copied {target.source} to {target.shown(dest)}", {target.source: dest}
         )
 
     def outputs(self, target: Target) -> dict[str, Path] | None:

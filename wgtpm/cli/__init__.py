@@ -76,9 +76,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     from .._interrupt import handling
     from .._report import set_network
-    from ._render import LineReporter
+    from ._render import StderrReporter
 
-    set_network(LineReporter(progress=False), trace=args.trace)
+    set_network(StderrReporter(progress=False), trace=args.trace)
     try:
         if args.chdir:
             try:

@@ -385,7 +385,7 @@ def _run_compile(args: argparse.Namespace) -> int:
             args.keep_adapter
         ) if args.keep_adapter.is_dir() else args.keep_adapter.unlink()
     from ..paw.build import CompileOptions, compile_program
-    from ._render import LineReporter
+    from ._render import make_reporter
 
     resolver = _compile_resolver(spec)
     args.cache_dir.mkdir(parents=True, exist_ok=True)
@@ -401,7 +401,7 @@ def _run_compile(args: argparse.Namespace) -> int:
             save_examples=args.save_examples,
             keep_adapter=args.keep_adapter,
         ),
-        reporter=LineReporter(progress=False),
+        reporter=make_reporter(),
     )
     if not args.no_install:
         from ..paw.sdk import install_program

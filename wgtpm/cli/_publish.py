@@ -60,13 +60,13 @@ def register(sub: Any) -> None:
 
 
 def _publish(args: argparse.Namespace) -> int:
+    from ..httpclient import HttpClient
     from ..publish import PublishOptions, publish_package, select_target
     from ..publish._publish import module_of
     from ._render import make_reporter
 
     pkg = Path.cwd()
     module = module_of(pkg)
-    target = select_target(module, pkg, to=args.to, dry_run=args.dry_run, out=args.out)
     opts = PublishOptions(
         version=args.version,
         allow_older=args.allow_older,
@@ -75,7 +75,9 @@ def _publish(args: argparse.Namespace) -> int:
         private=args.private,
         tag=not (args.dry_run or args.out),
     )
-    outcome = publish_package(pkg, opts, target, make_reporter())
+    with HttpClient() as http:  # the target's; closed however the publish ends
+        target = select_target(module, pkg, http, to=args.to, dry_run=args.dry_run, out=args.out)
+        outcome = publish_package(pkg, opts, target, make_reporter())
     release, done = outcome.release, outcome.published
     verb = "published" if done.created else "already published (same bytes, nothing to do)"
     print(f"{verb} {release.module}@{release.version}: {done.url}")

@@ -131,9 +131,9 @@ def _run_build(args: argparse.Namespace) -> int:
     mf = modfile.parse(data, "wgt.mod")
     selected = _select(mf.artifacts, args.artifacts)
     resolver = _LazyResolver(root)
-    from ._progress import make_progress
+    from ._render import make_reporter
 
-    reporter = make_progress()
+    reporter = make_reporter()
     local = [(root / r.new_path).resolve() for r in mf.replaces if r.is_local]
     done: list[dict[str, Any]] = []
     for artifact in selected:
@@ -182,11 +182,12 @@ def _build_files(root: Path, files: Sequence[str], out: Path, as_json: bool = Fa
         )
     # Module imports resolve through the build list of the package here, if there is one.
     resolver = _LazyResolver(root) if (root / "wgt.mod").is_file() else None
-    from ._progress import make_progress
+    from ._render import make_reporter
 
+    reporter = make_reporter()
     done = []
     for file in files:
-        result = build_file(Path(file), out, resolver=resolver, name=file, reporter=make_progress())
+        result = build_file(Path(file), out, resolver=resolver, name=file, reporter=reporter)
         summary = f"built {result.path} from {file}: {build_line(result.manifest)}"
         done.append({"file": file, "path": str(result.path), "summary": summary})
         if not as_json:

@@ -5,7 +5,8 @@ One concept per module, imports running downwards::
     _target       Release, Published, PublishTarget: the contract every target implements
     _git          Checkout (HEAD, its time, the package's place in the repo), tags, export_commit
     _checks       version, newer, tag, replacements, tidy and verified build list
-    _build        artifact order, build_package (pinned env, untrained refused), compare_builds
+    _build        artifact order, build_package (pinned env; build/ links, untrained refused),
+                  compare_builds
     _provenance   wgt.provenance.json (inside the release, so h1 covers it), check_provenance
     _release      assemble: files + provenance -> index, h1, the wgt.mod h1
     _directory    DirectoryTarget: a file:// proxy tree (--dry-run, -o DIR)

@@ -8,6 +8,10 @@ artifact builds after the one it imports (otherwise wgt.mod's order holds).
 The environment is pinned while builders run: ``SOURCE_DATE_EPOCH`` is the
 commit's time, so that a time stamped into an output is the commit's.
 
+A package whose ``build/`` (or anything in it) is a symlink is refused before
+anything builds (:func:`check_build_dir`): builders would write through it, out
+of the export, into whatever it points at.
+
 A WeightLang artifact with untrained (randomly initialised) tensors is
 refused unless the caller allows it. :func:`compare_builds` checks two builds
 of one commit byte for byte (``--verify-reproducible``).
@@ -30,7 +34,13 @@ from ._provenance import ArtifactProvenance
 if TYPE_CHECKING:
     from ..modfile import Artifact
 
-__all__ = ["artifact_order", "build_package", "compare_builds", "first_difference"]
+__all__ = [
+    "artifact_order",
+    "build_package",
+    "check_build_dir",
+    "compare_builds",
+    "first_difference",
+]
 
 BLOCK = 1 << 20
 
@@ -109,6 +119,7 @@ def build_package(
     from ..build import BUILD_DIR, Target, build_artifact
 
     out_dir = pkg / BUILD_DIR
+    check_build_dir(pkg)
     built = []
     with pinned_env(epoch):
         for i, a in enumerate(artifact_order(pkg, artifacts, out_dir), 1):
@@ -121,6 +132,24 @@ def build_package(
                 _refuse_untrained(a.name, result.outputs)
             built.append(ArtifactProvenance(a.name, result.kind, a.source, dict(result.outputs)))
     return built
+
+
+def check_build_dir(pkg: Path) -> None:
+    """Refuse a package (an export of a commit) whose ``build/`` holds a symlink, or is one.
+
+    Builders write their outputs under ``build/``; through a committed link they
+    would write out of the export, into whatever the link points at.
+    """
+    from ..build import BUILD_DIR
+
+    out = pkg / BUILD_DIR
+    links = [out] if out.is_symlink() else sorted(p for p in out.rglob("*") if p.is_symlink())
+    if links:
+        shown = links[0].relative_to(pkg).as_posix()
+        raise BuildError(
+            f"{shown} is committed as a symlink, which builders would write through; "
+            f"untrack it (git rm --cached {shown}), ignore {BUILD_DIR}/ in .gitignore, and commit"
+        )
 
 
 def _refuse_untrained(name: str, outputs: dict[str, Path]) -> None:

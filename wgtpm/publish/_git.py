@@ -32,6 +32,7 @@ __all__ = [
     "export_commit",
     "open_checkout",
     "public_url",
+    "repository_url",
     "tag_commit",
 ]
 
@@ -98,13 +99,14 @@ def _at(root: Path, subdir: str, commit: Any, repository: str | None) -> Checkou
 
 
 def _remote_url(repo: Any) -> str | None:
-    """The URL of ``origin`` (else of the only remote), without credentials (:func:`public_url`)."""
+    """The URL of ``origin`` (else of the only remote), as a release names it
+    (:func:`repository_url`)."""
     remotes = {r.name: r for r in repo.remotes}
     remote = remotes.get("origin") or (next(iter(remotes.values())) if len(remotes) == 1 else None)
     if remote is None:
         return None
     urls = list(remote.urls)
-    return public_url(urls[0]) if urls else None
+    return repository_url(urls[0]) if urls else None
 
 
 def public_url(url: str) -> str:
@@ -124,6 +126,44 @@ def public_url(url: str) -> str:
     user, host = u.netloc.rsplit("@", 1)
     keep = "" if u.scheme in ("http", "https") else user.split(":", 1)[0] + "@"
     return urlunsplit((u.scheme, keep + host, u.path, u.query, u.fragment))
+
+
+#: ``[user@]host:path``, git's scp-like ssh address (a host of one letter is a Windows drive).
+_SCP = re.compile(r"^(?:[^@/:]+@)?(?P<host>[^@/:]{2,}):(?P<path>[^/].*)$")
+
+
+def repository_url(url: str) -> str:
+    """The one spelling of a repository's URL that a release records: the same repository
+    gives the same bytes whichever form of its URL the remote has today.
+
+    Credentials go (:func:`public_url`); the host is lower-cased; a trailing ``/`` and
+    ``.git`` go (forges answer both forms); ssh on the default port becomes https, the
+    address a rebuild fetches from without a key, as Go names a repository::
+
+        git@github.com:acme/xor.git           -> https://github.com/acme/xor
+        ssh://git@GitHub.com/acme/xor.git/    -> https://github.com/acme/xor
+        https://TOKEN@github.com/acme/xor.git -> https://github.com/acme/xor
+        ssh://git@host:2222/acme/xor.git      -> ssh://git@host:2222/acme/xor (no https to infer)
+        http://mirror.local/xor.git           -> http://mirror.local/xor (http stays http)
+
+    Paths and ``file://`` URLs are a clone on this machine: kept as they are.
+    """
+    from urllib.parse import urlsplit, urlunsplit
+
+    scp = _SCP.match(url) if "://" not in url else None
+    if scp is not None:
+        url = f"ssh://{scp['host']}/{scp['path']}"
+    u = urlsplit(public_url(url))
+    scheme = u.scheme.lower()
+    if scheme not in ("https", "http", "ssh", "git+ssh", "ssh+git", "git") or not u.hostname:
+        return public_url(url)
+    path = u.path.rstrip("/").removesuffix(".git").rstrip("/") or "/"
+    host = f"[{u.hostname}]" if ":" in u.hostname else u.hostname  # IPv6
+    if scheme in ("ssh", "git+ssh", "ssh+git") and u.port in (None, 22):
+        return urlunsplit(("https", host, path, "", ""))
+    user = f"{u.username}@" if u.username else ""
+    port = f":{u.port}" if u.port else ""
+    return urlunsplit((scheme, f"{user}{host}{port}", path, u.query, u.fragment))
 
 
 def _dirty(repo: Any, subdir: str) -> list[str]:
@@ -206,21 +246,33 @@ def checkout_commit(repository: str, commit: str, subdir: str, scratch: Path) ->
 
 def _fetch(repo: Any, url: str, commit: str, shown: str) -> None:
     """Fetch ``commit`` from ``url``: the one commit when the server allows it (GitHub does),
-    else every branch and tag (a server that refuses to hand out a commit by its name)."""
+    else every branch and tag (a server that refuses to hand out a commit by its name).
+
+    A release names its repository without ``.git`` (:func:`repository_url`); a server
+    that answers only to the name with it (a plain ``git http-backend``) is tried second.
+    """
     import git
 
-    try:
-        repo.git.fetch("--quiet", "--depth=1", url, commit)
-        return
-    except git.GitCommandError:
-        pass
-    try:
-        repo.git.fetch("--quiet", "--tags", url, "+refs/heads/*:refs/remotes/source/*")
-    except git.GitCommandError as exc:
-        said = [ln.strip() for ln in str(exc.stderr or "").splitlines() if ln.strip()]
-        why = said[-1].removeprefix("stderr: ").strip("'") if said else f"git exit {exc.status}"
-        why = re.sub(r"://[^/\s@]*@", "://", why)  # no user information from git's message
-        raise UsageError(
-            f"cannot fetch the source repository {shown} ({why}); check the URL, or pass "
-            "--repo a local clone or a mirror"
-        ) from exc
+    urls = [url]
+    if "://" in url and not url.startswith("file:") and not url.endswith(".git"):
+        urls.append(url + ".git")
+    failed: git.GitCommandError | None = None
+    for u in urls:
+        try:
+            repo.git.fetch("--quiet", "--depth=1", u, commit)
+            return
+        except git.GitCommandError:
+            pass
+        try:
+            repo.git.fetch("--quiet", "--tags", u, "+refs/heads/*:refs/remotes/source/*")
+            return
+        except git.GitCommandError as exc:
+            failed = failed or exc  # the name the release gives is the one to report
+    assert failed is not None
+    said = [ln.strip() for ln in str(failed.stderr or "").splitlines() if ln.strip()]
+    why = said[-1].removeprefix("stderr: ").strip("'") if said else f"git exit {failed.status}"
+    why = re.sub(r"://[^/\s@]*@", "://", why)  # no user information from git's message
+    raise UsageError(
+        f"cannot fetch the source repository {shown} ({why}); check the URL, or pass "
+        "--repo a local clone or a mirror"
+    ) from failed

@@ -14,7 +14,7 @@ example (hashes elided)::
       "schema": 1,
       "module": "example.com/acme/xor", "version": "v0.1.0",
       "commit": "40 hex", "time": "2026-11-29T12:00:00Z",
-      "repository": {"url": "https://github.com/acme/xor.git", "dir": ""},
+      "repository": {"url": "https://github.com/acme/xor", "dir": ""},
       "tools": {"python": "3.11.7", "wgtpm": "0.1.0", "torch": "2.5.1"},
       "artifacts": {
         "xor": {"kind": "wgt", "source": "model.wgt", "builder": "wgtpm",
@@ -29,9 +29,11 @@ example (hashes elided)::
 
 ``repository`` says where ``commit`` can be fetched again (``wgtpm verify
 --rebuild``): ``url`` is the URL of the publishing checkout's ``origin``
-remote (else of its only remote; without credentials; absent when the
-checkout has no remote), ``dir`` the package's directory in the repository
-(``""`` at its root).
+remote (else of its only remote; absent when the checkout has no remote) in
+one spelling per repository (:func:`._git.repository_url`: no credentials,
+ssh as https, no ``.git``), so that the same commit published again after
+the remote's URL changed form gives the same bytes; ``dir`` the package's
+directory in the repository (``""`` at its root).
 ``tools`` lists the versions of the tools installed when the build ran
 (torch, transformers, peft, gguf, safetensors, numpy; those absent are left
 out), read from package metadata without importing them. ``files`` lists

@@ -13,7 +13,9 @@ The steps, each refusing with one line when it cannot go on:
    wgt.mod must be the release's;
 3. the export's build list is checked and verified as publishing checks it,
    and every artifact is built by :func:`._build.build_package`, with
-   ``SOURCE_DATE_EPOCH`` at the commit's time;
+   ``SOURCE_DATE_EPOCH`` at the commit's time (it refuses a committed
+   ``build/`` symlink, as it does for a publish); a build error names
+   module@version and the commit;
 4. every file of every artifact is compared with its index entry (the sha256
    locked by h1); for a file that differs, the first differing byte is
    found against the verified copy in the cache.
@@ -33,10 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from .._errors import UsageError, VerifyError
+from .._errors import BuildError, UsageError, VerifyError
 from .._fs import sha256_file
 from .._report import Reporter
-from ..build import BUILD_DIR
 from ..index import ReleaseIndex
 from ..module import ModuleVersion
 from ..version import is_valid
@@ -167,12 +168,14 @@ def rebuild_module(
         checkout = checkout_commit(url, commit, source.dir, work / "git")
         src = export_commit(checkout, work / "src")
         _same_mod(where, src, tree, commit, source.dir)
-        _no_links_in_build_dir(where, src, commit)
         mf = _modfile(src)
         resolver = verified_build_list(src, reporter)
-        built = build_package(
-            src, mf.artifacts, resolver, reporter, epoch=checkout.epoch, allow_untrained=True
-        )
+        try:
+            built = build_package(
+                src, mf.artifacts, resolver, reporter, epoch=checkout.epoch, allow_untrained=True
+            )
+        except BuildError as exc:
+            raise VerifyError(*where, f"commit {commit[:12]}: {exc}") from exc
         checks = _compare(where, idx, tree, {a.name: (a.kind, a.outputs) for a in built})
     return RebuildReport(origin.path, origin.version, commit, public_url(url), checks, _tools(doc))
 
@@ -232,20 +235,6 @@ def _same_mod(where: tuple[str, str], src: Path, tree: Path, commit: str, subdir
             *where,
             f"the release's {MOD_FILE} is not {shown} of commit {commit[:12]}; "
             "is --repo the right repository?",
-        )
-
-
-def _no_links_in_build_dir(where: tuple[str, str], src: Path, commit: str) -> None:
-    """Refuse a commit whose ``build/`` holds a symlink: builders would write through it,
-    out of the export (a dependency's repository is not trusted as one's own is)."""
-    out = src / BUILD_DIR
-    links = [out] if out.is_symlink() else [p for p in out.rglob("*") if p.is_symlink()]
-    if links:
-        shown = links[0].relative_to(src).as_posix()
-        raise VerifyError(
-            *where,
-            f"commit {commit[:12]} commits {shown} as a symlink, which builders would write "
-            "through; it cannot be rebuilt safely",
         )
 
 

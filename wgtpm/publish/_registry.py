@@ -40,9 +40,8 @@ API = "/api/v1"
 class RegistryTarget:
     """A :class:`~wgtpm.publish.PublishTarget` over a wgtpm registry at ``url``."""
 
-    def __init__(
-        self, url: str, *, token: str | None = None, client: HttpClient | None = None
-    ) -> None:
+    def __init__(self, url: str, client: HttpClient, *, token: str | None = None) -> None:
+        """``client`` is the caller's, who closes it."""
         self.url = url.rstrip("/")
         self._token = token if token is not None else os.environ.get(TOKEN_ENV, "")
         # A Credential registers the token with redact() and yields it for this origin only.
@@ -53,17 +52,12 @@ class RegistryTarget:
     def name(self) -> str:
         return f"registry {self.url}"
 
-    def _http(self) -> HttpClient:
-        if self._client is None:
-            self._client = HttpClient()
-        return self._client
-
     def _auth(self) -> dict[str, str]:
         return self._cred.headers_for(self.url) if self._token else {}
 
     def _send(self, method: str, url: str, **body: Any) -> Answer:
         creds = [self._cred] if self._token else []
-        return send(self._http(), method, url, credentials=creds, retry=True, **body)
+        return send(self._client, method, url, credentials=creds, retry=True, **body)
 
     def ready(self) -> None:
         self._need_token()
@@ -71,7 +65,7 @@ class RegistryTarget:
     def published_versions(self, module: str) -> list[str]:
         url = f"{self.url}/{escape_path(module)}/@v/list"
         try:
-            resp = self._http().get(url, headers=self._auth(), ok=(200, 404, 410))
+            resp = self._client.get(url, headers=self._auth(), ok=(200, 404, 410))
         except (HTTPStatusError, TransportError) as exc:
             raise ModuleError(module, None, f"cannot list versions at {self.name}: {exc}") from exc
         return resp.text.split() if resp.status_code == 200 else []

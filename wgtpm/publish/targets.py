@@ -16,6 +16,9 @@ The hosted targets live in their own modules and are imported only when
 chosen (:data:`HOSTED`). Each is constructed as ``Cls(module, http,
 environ)`` and reads its token and API base from ``environ`` as the matching
 source does (``GITHUB_TOKEN``/``GITHUB_API_URL``, ``HF_TOKEN``/``HF_ENDPOINT``).
+
+Every target that speaks HTTP uses the client it is given, and the caller,
+which made it, closes it (``with HttpClient() as http: ...``), on every path.
 """
 
 from __future__ import annotations
@@ -23,12 +26,16 @@ from __future__ import annotations
 import importlib
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .._errors import UsageError
 from ..module import source_kind
 from ._directory import DirectoryTarget
 from ._registry import RegistryTarget
 from ._target import PublishTarget
+
+if TYPE_CHECKING:
+    from ..httpclient import HttpClient
 
 __all__ = ["DRY_RUN_DIR", "HOSTED", "hosted_target", "select_target"]
 
@@ -42,25 +49,21 @@ HOSTED: dict[str, str] = {
 }
 
 
-def hosted_target(kind: str, module: str) -> PublishTarget:
-    """The target of ``HOSTED[kind]`` for ``module``, over one HTTP client, from the environment."""
-    from ..httpclient import HttpClient
-
+def hosted_target(kind: str, module: str, http: HttpClient) -> PublishTarget:
+    """The target of ``HOSTED[kind]`` for ``module``, over ``http``, from the environment."""
     home, _, cls = HOSTED[kind].partition(":")
-    target: PublishTarget = getattr(importlib.import_module(home), cls)(
-        module, HttpClient(), os.environ
-    )
+    target: PublishTarget = getattr(importlib.import_module(home), cls)(module, http, os.environ)
     return target
 
 
 def select_target(
-    module: str, pkg: Path, *, to: str | None, dry_run: bool, out: str | None
+    module: str, pkg: Path, http: HttpClient, *, to: str | None, dry_run: bool, out: str | None
 ) -> PublishTarget:
-    """The target of a publish (see the module docstring)."""
+    """The target of a publish over ``http`` (see the module docstring)."""
     if dry_run or out:
-        real = _real_target(module, to)
+        real = _real_target(module, to, http)
         return DirectoryTarget(Path(out) if out else pkg / DRY_RUN_DIR, real)
-    target = _real_target(module, to)
+    target = _real_target(module, to, http)
     if target is None:
         raise UsageError(
             f"{module} is not hosted on GitHub or Hugging Face: say where to publish it "
@@ -69,11 +72,11 @@ def select_target(
     return target
 
 
-def _real_target(module: str, to: str | None) -> PublishTarget | None:
+def _real_target(module: str, to: str | None, http: HttpClient) -> PublishTarget | None:
     """The registry of ``--to``, else the hosted target of the module path, else ``None``."""
     if to:
         if not to.startswith(("https://", "http://")):
             raise UsageError(f"--to {to}: want the registry's URL (https://registry.example)")
-        return RegistryTarget(to)
+        return RegistryTarget(to, http)
     kind = source_kind(module)
-    return hosted_target(kind, module) if kind in HOSTED else None
+    return hosted_target(kind, module, http) if kind in HOSTED else None

@@ -80,7 +80,14 @@ class Source(Protocol):
         ...
 
     def mod(self, path: str, version: str) -> bytes:
-        """The wgt.mod of ``path@version`` (``module PATH\\n`` when the release has none)."""
+        """The wgt.mod of ``path@version`` (``module PATH\\n`` when the release has none).
+
+        Also how :class:`~wgtpm.sources.chain.ChainSource` learns which source serves a
+        version whose index it did not ask for (it came from the cache), before
+        :meth:`file`. So it stays cheap: it never builds or downloads the index, and
+        downloads no file but the release's own wgt.mod; and :meth:`file` works after it
+        alone, without :meth:`index`.
+        """
         ...
 
     def index(self, path: str, version: str) -> bytes:

@@ -116,6 +116,10 @@ class ChainSource:
     leaves the cache opens no connection pool), and ``meta_cache``, the
     store of listings the direct sources revalidate by ETag (in memory when
     omitted). It never builds the module cache itself.
+
+    A version's files come from the entry that answered its index or wgt.mod;
+    for a version whose index came from the cache, the first entry that
+    answers its wgt.mod (never its index again: see :meth:`file`).
     """
 
     def __init__(
@@ -135,8 +139,11 @@ class ChainSource:
         self.meta_cache = meta_cache
         self._lock = threading.Lock()
         self._sources: dict[str, Source] = {}
-        # The source that served each module version's index serves its files too.
+        # (module, version) -> the source that answered its index or wgt.mod: it serves
+        # the version's files too
         self._served: dict[tuple[str, str], Source] = {}
+        # (module, version) -> held while the chain looks for that source (see file())
+        self._finding: dict[tuple[str, str], threading.Lock] = {}
 
     def _client(self) -> HttpClient:
         if self._http is None:
@@ -193,19 +200,51 @@ class ChainSource:
         return self._try(path, lambda s: s.info(path, query))[0]
 
     def mod(self, path: str, version: str) -> bytes:
-        return self._try(path, lambda s: s.mod(path, version))[0]
+        data, src = self._try(path, lambda s: s.mod(path, version))
+        with self._lock:
+            self._served.setdefault((path, version), src)  # the index's source wins
+        return data
 
     def index(self, path: str, version: str) -> bytes:
         data, src = self._try(path, lambda s: s.index(path, version))
-        self._served[(path, version)] = src
+        with self._lock:
+            self._served[(path, version)] = src
         return data
 
     def file(self, path: str, version: str, name: str) -> FileRequest:
-        src = self._served.get((path, version))
-        if src is None:  # the index came from the cache: find who has this version now
-            _, src = self._try(path, lambda s: s.index(path, version))
-            self._served[(path, version)] = src
-        return src.file(path, version, name)
+        """Where ``name`` of ``path@version`` lies, asked of the source that serves the
+        version: the one that answered its index or wgt.mod in this process, else the
+        first entry that answers its wgt.mod now.
+
+        The index (and wgt.mod) may come from elsewhere: the module cache, or a registry's
+        record of a version another replica indexed. Asking for the index again to learn
+        who has the version would cost what indexing cost (a Hugging Face index is made by
+        downloading the repository's small files); wgt.mod is the cheapest answer every
+        source gives about one version (the Source protocol keeps it so; not every proxy
+        tree has ``.info`` files, wgtpm's own cache has none). The download
+        threads of one version wait for one such answer rather than each asking.
+        """
+        return self._serving(path, version).file(path, version, name)
+
+    def _serving(self, path: str, version: str) -> Source:
+        key = (path, version)
+        with self._lock:
+            src = self._served.get(key)
+            if src is not None:
+                return src
+            finding = self._finding.setdefault(key, threading.Lock())
+        try:
+            with finding:
+                with self._lock:
+                    src = self._served.get(key)
+                if src is None:
+                    _, src = self._try(path, lambda s: s.mod(path, version))
+                    with self._lock:
+                        src = self._served.setdefault(key, src)
+                return src
+        finally:
+            with self._lock:
+                self._finding.pop(key, None)
 
 
 def from_env(
