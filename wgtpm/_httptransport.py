@@ -5,6 +5,9 @@ backend whose sockets (:class:`Stream`) read ``read_size`` bytes at a time
 while it is set: httpcore asks 64 KiB a read, and each read costs a pass
 through h11 and httpx, which dominates a loopback download's Python time.
 :meth:`~wgtpm.httpclient.HttpClient.stream` sets it for the body of a download.
+A download's body of :data:`RAW_MIN` bytes or more skips h11 after its first
+chunk (:class:`Body`), and :func:`write_body` splices such a body on a plain
+socket straight into its file (:meth:`Stream.splice_into`).
 httpcore's exceptions are raised as the httpx exceptions of the same name,
 as httpx's own transport does.
 
