@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from wgtpm.module import escape_path
+from tests.httpclients import no_client_left_open
+from wgtpm.module import ModuleVersion, escape_path
 from wgtpm.proxytree import ProxyTree
 
 
@@ -492,3 +493,30 @@ def test_get_paw_install_is_all_or_nothing(wgtpm, tree, project, monkeypatch, tm
     r = wgtpm("get", "example.com/acme/programs@v0.1.0", cwd=project)
     assert r.code == 0, r.err
     assert "example.com/acme/programs v0.1.0 h1:" in (project / "wgt.sum").read_text()
+
+
+def test_get_closes_its_http_client_however_it_ends(
+    wgtpm, tree, project, http_tree, monkeypatch
+) -> None:
+    """A get over HTTP that succeeds, one that fails, and one stopped by Ctrl-C each close
+    the HTTP client they opened (its watch thread and pooled connections)."""
+    from wgtpm.modload.options import Options
+    from wgtpm.modload.project import Project
+
+    pub(tree, "github.com/acme/b", "v0.1.0")
+    monkeypatch.setenv("WGTPROXY", http_tree.url)
+    with no_client_left_open("a get"):
+        r = wgtpm("get", "github.com/acme/b@v0.1.0", cwd=project)
+    assert r.code == 0, r.err
+    with no_client_left_open("a failed get"):
+        r = wgtpm("get", "github.com/acme/missing@v0.1.0", cwd=project)
+    assert r.code == 1 and "github.com/acme/missing" in r.err
+    pub(tree, "github.com/acme/c", "v0.1.0")
+    with (
+        no_client_left_open("an interrupted get"),
+        pytest.raises(KeyboardInterrupt),
+        Project.locked(project, Options()) as p,
+    ):
+        p.module_dir(ModuleVersion("github.com/acme/c", "v0.1.0"))
+        raise KeyboardInterrupt
+    assert http_tree.log.where(path="/github.com/acme/c/@v/v0.1.0.index.json")

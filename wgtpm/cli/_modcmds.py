@@ -342,8 +342,8 @@ def _verify_rebuild(args: argparse.Namespace) -> int:
 
     reporter = make_reporter(args.json)
     opts = Options.from_env(args.mod, default="readonly", reporter=reporter)
-    project = Project.load(Path.cwd(), opts)
-    report = rebuild_module(project, args.rebuild, args.repo, reporter)
+    with Project.load(Path.cwd(), opts) as project:
+        report = rebuild_module(project, args.rebuild, args.repo, reporter)
     if args.json:
         _dump(report.to_json())
     else:

@@ -50,6 +50,16 @@ class ProjectResolver:
         self._save = save  # False: the caller saves (or not) when its own work is done
         self._build: dict[str, ModuleVersion] | None = None
 
+    def close(self) -> None:
+        """Close the project's HTTP client (see :meth:`Project.close`)."""
+        self._project.close()
+
+    def __enter__(self) -> ProjectResolver:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def _list(self) -> dict[str, ModuleVersion]:
         if self._build is None:
             self._build = {m.path: m for m in self._project.build_list()[1:]}
