@@ -101,6 +101,11 @@ class VendorResolver:
     def modules(self) -> list[str]:
         return sorted(self._mods)
 
+    def entry(self, path: str) -> dict[str, Any]:
+        """The manifest entry of a vendored module (see :mod:`wgtpm.modload.vendor`)."""
+        m: dict[str, Any] = self._mods[path]
+        return m
+
     def versions(self) -> dict[str, str]:
         """The vendored version of each module path."""
         return {p: m["version"] for p, m in sorted(self._mods.items())}
