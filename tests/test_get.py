@@ -520,3 +520,20 @@ def test_get_closes_its_http_client_however_it_ends(
         p.module_dir(ModuleVersion("github.com/acme/c", "v0.1.0"))
         raise KeyboardInterrupt
     assert http_tree.log.where(path="/github.com/acme/c/@v/v0.1.0.index.json")
+
+
+@pytest.mark.parametrize("query", ["v1", "<v0.3", "patch", "latest"])
+def test_a_module_no_source_has_gives_the_reason_whatever_the_query(
+    wgtpm, tree, project, monkeypatch, query: str
+) -> None:
+    """No list of versions is not "no version matches": every query, and 'list -m -versions',
+    says why there is none (the proxy does not have the module, no source for its host)."""
+    monkeypatch.setenv("WGTPROXY", tree.url)
+    tree.root.mkdir(parents=True, exist_ok=True)
+    want = f"wgtpm: github.com/acme/nope: not found in {tree.url}\n"
+    assert wgtpm("get", f"github.com/acme/nope@{query}", cwd=project).err == want
+    assert wgtpm("list", "-m", "-versions", "github.com/acme/nope", cwd=project).err == want
+    monkeypatch.setenv("WGTPROXY", "direct")
+    no_host = "example.com/x: no direct source for host example.com"
+    assert no_host in wgtpm("get", f"example.com/x@{query}", cwd=project).err
+    assert no_host in wgtpm("list", "-m", "-versions", "example.com/x", cwd=project).err
