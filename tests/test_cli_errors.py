@@ -50,3 +50,27 @@ def test_os_error_without_a_file_name(
     r = wgtpm("list", "-m", cwd=project)
     assert r.code == 1
     assert r.err == "wgtpm: No space left on device\n"
+
+
+@pytest.mark.parametrize("args", [["help"], ["list", "-m", "all"]])
+def test_a_reader_of_stdout_that_left_gets_silence(project: Path, args: list[str]) -> None:
+    """``wgtpm list -m all | head -1``: once the reader has gone, wgtpm stops without a
+    word (no 'Broken pipe' line, no 'Exception ignored' from the exit flush), 141."""
+    import os
+    import subprocess
+    import sys
+
+    r, w = os.pipe()
+    os.close(r)  # the reader left before the first byte
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "wgtpm", *args],
+            stdout=w,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=project,
+            timeout=120,
+        )
+    finally:
+        os.close(w)
+    assert (done.returncode, done.stderr) == (141, "")
