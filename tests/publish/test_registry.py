@@ -91,6 +91,10 @@ def test_other_bytes_for_a_published_version_are_refused(  # type: ignore[no-unt
     with no_client_left_open("the refused publish"):
         r = wgtpm("publish", "--version", "v0.1.0", "--to", live.url, cwd=base_pkg)
     assert r.code == 1
+    assert (
+        f"wgtpm: example.com/acme/xor@v0.1.0 is published already at registry {live.url}: "
+        "building it to compare (the same bytes are a no-op, other bytes are refused)\n"
+    ) in r.err  # not "publishing it again": other bytes never are
     last = r.err.strip().splitlines()[-1]
     assert first in last and last.count("h1:") == 2, r.err
     assert live.token not in r.err

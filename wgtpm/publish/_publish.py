@@ -109,7 +109,10 @@ def publish_package(
     published = _published(module, target, reporter)
     check_newer(module, opts.version, published, opts.allow_older)
     if opts.version in published:
-        reporter.notice(f"{module}@{opts.version} is published already; publishing it again")
+        reporter.notice(
+            f"{module}@{opts.version} is published already at {target.name}: building it "
+            "to compare (the same bytes are a no-op, other bytes are refused)"
+        )
     with tempfile.TemporaryDirectory(prefix="wgtpm-publish-") as tmp:
         work = Path(tmp)
         reporter.notice(f"exporting commit {checkout.commit[:12]} ({checkout.time})")
