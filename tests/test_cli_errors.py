@@ -106,3 +106,9 @@ def test_other_unknown_flags_get_no_wgtflags_hint(wgtpm, project: Path, capsys) 
     assert capsys.readouterr().err.splitlines()[-1] == (
         "wgtpm build: error: unrecognized arguments: --nope"
     )
+
+
+def test_build_of_a_package_without_artifacts_says_so_as_wgtpm(wgtpm, project: Path) -> None:  # type: ignore[no-untyped-def]
+    r = wgtpm("build", cwd=project)
+    assert (r.code, r.out) == (0, "")
+    assert r.err == "wgtpm: wgt.mod declares no artifacts; nothing to build\n"

@@ -160,7 +160,7 @@ def _run_build(args: argparse.Namespace) -> int:
         if not args.json:
             print(summary)
     if not selected:
-        print("wgt.mod declares no artifacts; nothing to build", file=sys.stderr)
+        print("wgtpm: wgt.mod declares no artifacts; nothing to build", file=sys.stderr)
     if args.json:
         _print_json({"artifacts": done})
     return 0
