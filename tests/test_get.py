@@ -537,3 +537,39 @@ def test_a_module_no_source_has_gives_the_reason_whatever_the_query(
     no_host = "example.com/x: no direct source for host example.com"
     assert no_host in wgtpm("get", f"example.com/x@{query}", cwd=project).err
     assert no_host in wgtpm("list", "-m", "-versions", "example.com/x", cwd=project).err
+
+
+_IMPORTING = """wgt 0.1
+model m
+input x: f32[2]
+output y: f32[1]
+layer h1 = linear(in=2, out=8)
+layer out = linear(in=8, out=1)
+import h1 from github.com/acme/b/b.h1 freeze
+"""
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["check", "m.wgt"],
+        ["build", "m.wgt", "-o", "out"],
+        ["paw", "install", "github.com/acme/b/b"],
+    ],
+    ids=" ".join,
+)
+def test_builder_commands_close_the_http_client_of_their_downloads(
+    wgtpm, tree, project, http_tree, monkeypatch, tmp_path, args: list[str]
+) -> None:
+    """A builder that downloads its build list (an empty cache here) closes that HTTP client,
+    here on the error path: module b holds no artifact to import or install."""
+    pub(tree, "github.com/acme/b", "v0.1.0")
+    monkeypatch.setenv("WGTPROXY", http_tree.url)
+    assert wgtpm("get", "github.com/acme/b@v0.1.0", cwd=project).code == 0
+    monkeypatch.setenv("WGTPM_CACHE", str(tmp_path / "empty-cache"))
+    (project / "m.wgt").write_text(_IMPORTING)
+    asked = len(http_tree.log)
+    with no_client_left_open(" ".join(args)):
+        r = wgtpm(*args, cwd=project)
+    assert r.code == 1 and "github.com/acme/b" in r.err, r.err
+    assert len(http_tree.log) > asked  # it did download
