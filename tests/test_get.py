@@ -555,6 +555,8 @@ import h1 from github.com/acme/b/b.h1 freeze
         ["check", "m.wgt"],
         ["build", "m.wgt", "-o", "out"],
         ["paw", "install", "github.com/acme/b/b"],
+        ["inspect", "github.com/acme/b/b"],
+        ["run", "github.com/acme/b/b", "--input", "[1, 2]"],
     ],
     ids=" ".join,
 )

@@ -295,7 +295,8 @@ def _warnings_to_stderr() -> Iterator[None]:
 def _locate(ref: str) -> Path:
     from ..weightlang.api import locate
 
-    return locate(ref, project_dir=Path.cwd())
+    with closing(_LazyResolver(Path.cwd())) as resolver:  # opened for MODULE/ARTIFACT only
+        return locate(ref, project_dir=Path.cwd(), resolver=resolver)
 
 
 def _open(ref: str, *, warn: bool) -> Artifact:
