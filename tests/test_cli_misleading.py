@@ -91,3 +91,28 @@ def test_bad_settings_are_errors(env, message, wgtpm, project: Path, tree, monke
 def test_chdir_to_a_missing_directory(wgtpm) -> None:  # type: ignore[no-untyped-def]
     r = wgtpm("-C", "/nonexistent/dir", "list", "-m")
     assert r.code == 1 and "-C /nonexistent/dir:" in r.err
+
+
+def test_registry_tokens_of_a_folder_with_no_registry(wgtpm, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A --data with no registry in it (mistyped, or forgotten: the user data dir) is not
+    quietly a new, empty registry: listing or revoking says so, and a token created there
+    says it made the database that no server may be using yet."""
+    pytest.importorskip("sqlalchemy")
+    data = tmp_path / "reg"
+    db = data / "registry.db"
+    for args in (["list"], ["revoke", "0" * 16]):
+        r = wgtpm("registry", "token", *args, "--data", str(data))
+        assert (r.code, r.out) == (1, "")
+        assert r.err == (
+            f"wgtpm: no registry database at {db}: pass the --data (or --db) that "
+            "'wgtpm registry serve' uses\n"
+        )
+        assert not data.exists()
+    r = wgtpm("registry", "token", "create", "--prefix", "example.com", "--data", str(data))
+    assert r.code == 0 and r.out.splitlines()[-1].startswith("wgt_")
+    assert r.err == (
+        f"wgtpm: there was no registry database at {db}: created it; "
+        "'wgtpm registry serve' with the same --data (or --db) serves it\n"
+    )
+    r = wgtpm("registry", "token", "list", "--data", str(data))
+    assert r.code == 0 and "example.com" in r.out and r.err == ""

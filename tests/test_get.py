@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from wgtpm.module import escape_path
+from tests.httpclients import no_client_left_open
+from wgtpm.module import ModuleVersion, escape_path
 from wgtpm.proxytree import ProxyTree
 
 
@@ -492,3 +493,85 @@ def test_get_paw_install_is_all_or_nothing(wgtpm, tree, project, monkeypatch, tm
     r = wgtpm("get", "example.com/acme/programs@v0.1.0", cwd=project)
     assert r.code == 0, r.err
     assert "example.com/acme/programs v0.1.0 h1:" in (project / "wgt.sum").read_text()
+
+
+def test_get_closes_its_http_client_however_it_ends(
+    wgtpm, tree, project, http_tree, monkeypatch
+) -> None:
+    """A get over HTTP that succeeds, one that fails, and one stopped by Ctrl-C each close
+    the HTTP client they opened (its watch thread and pooled connections)."""
+    from wgtpm.modload.options import Options
+    from wgtpm.modload.project import Project
+
+    pub(tree, "github.com/acme/b", "v0.1.0")
+    monkeypatch.setenv("WGTPROXY", http_tree.url)
+    with no_client_left_open("a get"):
+        r = wgtpm("get", "github.com/acme/b@v0.1.0", cwd=project)
+    assert r.code == 0, r.err
+    with no_client_left_open("a failed get"):
+        r = wgtpm("get", "github.com/acme/missing@v0.1.0", cwd=project)
+    assert r.code == 1 and "github.com/acme/missing" in r.err
+    pub(tree, "github.com/acme/c", "v0.1.0")
+    with (
+        no_client_left_open("an interrupted get"),
+        pytest.raises(KeyboardInterrupt),
+        Project.locked(project, Options()) as p,
+    ):
+        p.module_dir(ModuleVersion("github.com/acme/c", "v0.1.0"))
+        raise KeyboardInterrupt
+    assert http_tree.log.where(path="/github.com/acme/c/@v/v0.1.0.index.json")
+
+
+@pytest.mark.parametrize("query", ["v1", "<v0.3", "patch", "latest"])
+def test_a_module_no_source_has_gives_the_reason_whatever_the_query(
+    wgtpm, tree, project, monkeypatch, query: str
+) -> None:
+    """No list of versions is not "no version matches": every query, and 'list -m -versions',
+    says why there is none (the proxy does not have the module, no source for its host)."""
+    monkeypatch.setenv("WGTPROXY", tree.url)
+    tree.root.mkdir(parents=True, exist_ok=True)
+    want = f"wgtpm: github.com/acme/nope: not found in {tree.url}\n"
+    assert wgtpm("get", f"github.com/acme/nope@{query}", cwd=project).err == want
+    assert wgtpm("list", "-m", "-versions", "github.com/acme/nope", cwd=project).err == want
+    monkeypatch.setenv("WGTPROXY", "direct")
+    no_host = "example.com/x: no direct source for host example.com"
+    assert no_host in wgtpm("get", f"example.com/x@{query}", cwd=project).err
+    assert no_host in wgtpm("list", "-m", "-versions", "example.com/x", cwd=project).err
+
+
+_IMPORTING = """wgt 0.1
+model m
+input x: f32[2]
+output y: f32[1]
+layer h1 = linear(in=2, out=8)
+layer out = linear(in=8, out=1)
+import h1 from github.com/acme/b/b.h1 freeze
+"""
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["check", "m.wgt"],
+        ["build", "m.wgt", "-o", "out"],
+        ["paw", "install", "github.com/acme/b/b"],
+        ["inspect", "github.com/acme/b/b"],
+        ["run", "github.com/acme/b/b", "--input", "[1, 2]"],
+    ],
+    ids=" ".join,
+)
+def test_builder_commands_close_the_http_client_of_their_downloads(
+    wgtpm, tree, project, http_tree, monkeypatch, tmp_path, args: list[str]
+) -> None:
+    """A builder that downloads its build list (an empty cache here) closes that HTTP client,
+    here on the error path: module b holds no artifact to import or install."""
+    pub(tree, "github.com/acme/b", "v0.1.0")
+    monkeypatch.setenv("WGTPROXY", http_tree.url)
+    assert wgtpm("get", "github.com/acme/b@v0.1.0", cwd=project).code == 0
+    monkeypatch.setenv("WGTPM_CACHE", str(tmp_path / "empty-cache"))
+    (project / "m.wgt").write_text(_IMPORTING)
+    asked = len(http_tree.log)
+    with no_client_left_open(" ".join(args)):
+        r = wgtpm(*args, cwd=project)
+    assert r.code == 1 and "github.com/acme/b" in r.err, r.err
+    assert len(http_tree.log) > asked  # it did download

@@ -189,8 +189,10 @@ def test_retraction_warning_is_reported_not_printed(tree, project, monkeypatch) 
             pass
 
     rec = Recorder()
-    p = Project.load(project, Options(reporter=rec))
-    p.warn_retracted([p.main, MV("github.com/acme/b", "v0.2.0"), MV("github.com/acme/b", "v0.1.0")])
+    with Project.load(project, Options(reporter=rec)) as p:
+        p.warn_retracted(
+            [p.main, MV("github.com/acme/b", "v0.2.0"), MV("github.com/acme/b", "v0.1.0")]
+        )
     assert rec.lines == [
         "warning github.com/acme/b@v0.2.0: retracted by module author: trained on the wrong split",
         "notice to switch to the latest unretracted version, run:\n\twgtpm get github.com/acme/b@latest",

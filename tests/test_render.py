@@ -3,13 +3,15 @@
 - a download on a pipe: a line every few seconds while it runs, then one when done;
 - training on a pipe: the first step, a line every few seconds, the last step;
   on a terminal one line rewritten in place;
-- ``-q``: no progress of either kind, notices and warnings all the same.
+- ``-q``: no progress of either kind, notices and warnings all the same;
+- an upload (a publish's file) is worded as one, on a pipe and a terminal.
 """
 
 from __future__ import annotations
 
 import io
 
+from wgtpm._report import begin
 from wgtpm.cli._render import PIPE_PERIOD, StderrReporter
 
 
@@ -115,3 +117,29 @@ def test_on_a_terminal_a_failed_download_ends_its_bar_and_the_others_finish() ->
     r.finish("b@v1.0.0")
     lines = [line for line in out.getvalue().splitlines() if line]
     assert lines == ["downloaded b@v1.0.0 (10 B)"]
+
+
+def test_an_upload_is_worded_as_one_on_a_pipe_and_a_terminal() -> None:
+    out, clock = io.StringIO(), _Clock()
+    r = StderrReporter(out, clock=clock)
+    mib = 1 << 20
+    begin(r, "xor--weights.safetensors", 10 * mib, upload=True)
+    begin(r, "m@v1.0.0", 1000)  # a download at the same time keeps its words
+    clock.now += 6
+    r.advance("xor--weights.safetensors", 4 * mib)
+    r.advance("m@v1.0.0", 1000)
+    r.finish("m@v1.0.0")
+    r.advance("xor--weights.safetensors", 6 * mib)
+    r.finish("xor--weights.safetensors")
+    assert out.getvalue().splitlines() == [
+        "wgtpm: uploading xor--weights.safetensors: 4.0 MiB of 10.0 MiB (40%)",
+        "wgtpm: downloading m@v1.0.0: 0 B of 1000 B (0%)",
+        "wgtpm: downloaded m@v1.0.0 (1000 B)",
+        "wgtpm: uploaded xor--weights.safetensors (10.0 MiB)",
+    ]
+    tty = io.StringIO()
+    t = StderrReporter(tty, tty=True)
+    begin(t, "wgt.mod", 35, upload=True)
+    t.advance("wgt.mod", 35)
+    t.finish("wgt.mod")
+    assert [line for line in tty.getvalue().splitlines() if line] == ["uploaded wgt.mod (35 B)"]

@@ -10,7 +10,10 @@ Library code never prints. It is handed a :class:`Reporter` (or uses
   unit of work (a module version's download), ``total`` in bytes. A unit that failed
   or was interrupted ends with :func:`end` ``(reporter, label, ok=False)``: reporters
   that can tell the two apart have ``fail(label)`` (:class:`ReportsFailure`), and
-  say nothing like "downloaded" for it.
+  say nothing like "downloaded" for it. A unit is a download unless it is begun
+  with :func:`begin` ``(reporter, label, total, upload=True)`` (a publish's file
+  going up): reporters that word the two differently have
+  ``start_upload(label, total)`` (:class:`ReportsUploads`), and say "uploaded".
 
 The network code reports to the process's :func:`network` reporter (the CLI
 sets it with :func:`set_network`): a notice when a server is slow to answer, one
@@ -30,7 +33,9 @@ __all__ = [
     "SILENT",
     "Reporter",
     "ReportsFailure",
+    "ReportsUploads",
     "Silent",
+    "begin",
     "end",
     "human_size",
     "network",
@@ -58,6 +63,22 @@ class ReportsFailure(Protocol):
     """A reporter that can end a unit of work as failed (no "downloaded" line for it)."""
 
     def fail(self, label: str) -> None: ...
+
+
+@runtime_checkable
+class ReportsUploads(Protocol):
+    """A reporter that words an upload as one ("uploaded", not "downloaded")."""
+
+    def start_upload(self, label: str, total: int) -> None: ...
+
+
+def begin(reporter: Reporter, label: str, total: int, *, upload: bool = False) -> None:
+    """Start unit ``label`` of ``total`` bytes: ``start``, or ``start_upload`` for an upload
+    where the reporter has it."""
+    if upload and isinstance(reporter, ReportsUploads):
+        reporter.start_upload(label, total)
+    else:
+        reporter.start(label, total)
 
 
 def end(reporter: Reporter, label: str, ok: bool = True) -> None:
@@ -88,6 +109,9 @@ class Silent:
         pass
 
     def start(self, label: str, total: int) -> None:
+        pass
+
+    def start_upload(self, label: str, total: int) -> None:
         pass
 
     def advance(self, label: str, n: int) -> None:

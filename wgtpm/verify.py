@@ -9,7 +9,10 @@ agree with its index, as ``wgtpm get`` requires
 (:func:`wgtpm.publish.check_provenance`): the index's artifact and kind of a
 file, and its commit, are not covered by h1, the provenance is.
 Nothing is downloaded. Under ``-mod=vendor``, every
-vendored module is checked as a build would check it before use.
+vendored module is checked as a build would check it before use, and a
+vendored release's provenance must agree with what ``vendor/wgt.vendor.json``
+copied from its index (:func:`wgtpm.modload.vendor.manifest_index`), by the
+same :func:`~wgtpm.publish.check_provenance`.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from . import dirhash
 from . import index as _index
@@ -28,6 +31,7 @@ from .modfetch import matches
 from .modload.buildlist import Fetched
 from .modload.files import MOD
 from .modload.project import Project
+from .modload.vendor import MANIFEST, manifest_index
 from .module import ModuleVersion
 from .publish._provenance import PROVENANCE_FILE, check_provenance
 from .sumfile import MOD_SUFFIX
@@ -158,7 +162,25 @@ def _verify_vendor(project: Project) -> list[str]:
     out = []
     for path in r.modules():
         try:
-            r.module(path)
+            tree = r.module(path).dir  # its files re-hashed
+            m = r.entry(path)
+            if isinstance(project.origin(ModuleVersion(path, m["version"])), Fetched):
+                _vendored_provenance(m, tree)
         except WgtpmError as exc:
             out.append(str(exc))
     return out
+
+
+def _vendored_provenance(m: dict[str, Any], tree: Path) -> None:
+    """Raise unless a vendored release's provenance file (if it has one, hashed already)
+    says what the manifest copied from the release's index."""
+    if not any(f["path"] == PROVENANCE_FILE and not f.get("omitted") for f in m["files"]):
+        return
+    if "commit" not in m:
+        raise VerifyError(
+            m["path"],
+            m["version"],
+            f"vendor/{MANIFEST} does not say what the index says of its files (written by an "
+            "older wgtpm); run 'wgtpm vendor' again",
+        )
+    check_provenance(manifest_index(m), (tree / PROVENANCE_FILE).read_bytes())

@@ -168,6 +168,8 @@ def test_retract(wgtpm, pkg: Path) -> None:  # type: ignore[no-untyped-def]
     assert r.code == 0, r.err
     assert "retract v0.1.0 // trained on the wrong split\n" in (pkg / "wgt.mod").read_text()
     assert "wgtpm publish --version v0.1.1" in r.err
+    # every line on stderr is wgtpm's, as other commands' are
+    assert [line.split(" ", 1)[0] for line in r.err.splitlines()] == ["wgtpm:", "wgtpm:"]
     assert "want a released version" in refused(wgtpm("retract", "0.1.0", "-m", "x", cwd=pkg))
 
 

@@ -12,12 +12,12 @@
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.httpclients import no_client_left_open
 from tests.publish.conftest import CLASSIFIER_WGT, commit_all, git, make_package
 from tests.registry.conftest import Live
 from wgtpm._report import SILENT
@@ -75,37 +75,29 @@ def test_publish_two_packages_and_get_them_back(  # type: ignore[no-untyped-def]
     assert "already published" in r.out
 
 
-def _watchers() -> set[threading.Thread]:
-    """The live watch threads of open HTTP clients (one each, from its first request)."""
-    return {t for t in threading.enumerate() if t.name == "http-watch"}
-
-
-def _no_client_left_open(before: set[threading.Thread]) -> None:
-    for t in _watchers() - before:
-        t.join(timeout=5)  # a closed client's thread ends within a quarter second
-        assert not t.is_alive(), "an HTTP client of the publish was left open"
-
-
 def test_other_bytes_for_a_published_version_are_refused(  # type: ignore[no-untyped-def]
     wgtpm, base_pkg: Path, live: Live, monkeypatch
 ) -> None:
     monkeypatch.setenv("WGTPM_TOKEN", live.token)
-    before = _watchers()
-    r = wgtpm("publish", "--version", "v0.1.0", "--to", live.url, cwd=base_pkg)
+    with no_client_left_open("the publish"):
+        r = wgtpm("publish", "--version", "v0.1.0", "--to", live.url, cwd=base_pkg)
     assert r.code == 0, r.err
-    _no_client_left_open(before)
     first = h1_of(r.out)
     # Another clone, another commit, the same version: the tag is not here, the registry has it.
     git(base_pkg, "tag", "-d", "v0.1.0")
     model = base_pkg / "model.wgt"
     model.write_text(model.read_text().replace("seed 0", "seed 3"))
     commit_all(base_pkg, "other seed")
-    r = wgtpm("publish", "--version", "v0.1.0", "--to", live.url, cwd=base_pkg)
+    with no_client_left_open("the refused publish"):
+        r = wgtpm("publish", "--version", "v0.1.0", "--to", live.url, cwd=base_pkg)
     assert r.code == 1
+    assert (
+        f"wgtpm: example.com/acme/xor@v0.1.0 is published already at registry {live.url}: "
+        "building it to compare (the same bytes are a no-op, other bytes are refused)\n"
+    ) in r.err  # not "publishing it again": other bytes never are
     last = r.err.strip().splitlines()[-1]
     assert first in last and last.count("h1:") == 2, r.err
     assert live.token not in r.err
-    _no_client_left_open(before)
 
 
 class _FailingPuts(httpx.BaseTransport):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,9 @@ from tests.publish_hosts.conftest import GH_TOKEN, Recorder, make_release, sum_l
 from tests.servers import Fault
 from tests.servers.github import GhAsset, GhRepo, GitHubServer
 from wgtpm._errors import ModuleError, UsageError
+from wgtpm._report import human_size
 from wgtpm._retry import Backoff
+from wgtpm.cli._render import StderrReporter
 from wgtpm.httpclient import HttpClient
 from wgtpm.publish import github as gh_target
 from wgtpm.publish._target import PublishTarget, Release
@@ -354,3 +357,49 @@ def test_the_token_goes_only_to_the_api_and_its_upload_host(
     t._trust_upload_url(url)  # as if a draft named it as its upload_url
     assert ("Authorization" in t._headers(url)) is sent
     assert "Authorization" not in t._headers("https://cdn.example/x")
+
+
+class _Events(Recorder):
+    """A reporter that keeps its progress events in order, and words uploads as uploads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.events: list[tuple[str, str]] = []
+
+    def start(self, label: str, total: int) -> None:
+        self.events.append(("start", label))
+
+    def start_upload(self, label: str, total: int) -> None:
+        self.events.append(("start_upload", label))
+
+    def advance(self, label: str, n: int) -> None:
+        self.events.append(("advance", label))
+
+    def finish(self, label: str) -> None:
+        self.events.append(("finish", label))
+
+
+def test_every_asset_is_reported_as_an_upload_from_start_to_finish(
+    tmp_path: Path, github: GitHubServer, repo: GhRepo, http: HttpClient
+) -> None:
+    """Each asset is begun as an upload before its bytes advance and is finished after;
+    the CLI's reporter then says 'uploaded', never 'downloaded', for them."""
+    big = {**FILES, "xor/weights.safetensors": bytes(range(256)) * 10_000}  # 3 chunks
+    rec = _Events()
+    target(github, http).publish(make_release(tmp_path / "a", MOD, "v0.1.0", big), rec)
+    names = {"wgt.mod", "wgt.index.json", "xor--manifest.json", "xor--weights.safetensors"}
+    assert {label for _, label in rec.events} == names | {"README.md"}
+    for name in names:
+        mine = [what for what, label in rec.events if label == name]
+        chunks = 3 if name == "xor--weights.safetensors" else 1
+        assert mine == ["start_upload"] + ["advance"] * chunks + ["finish"], name
+
+    out = io.StringIO()  # another version, through the CLI's reporter on a pipe
+    release = make_release(tmp_path / "b", MOD, "v0.2.0", big)
+    target(github, http).publish(release, StderrReporter(out, tty=False))
+    (rel,) = [r for r in repo.releases if r.tag_name == "v0.2.0"]
+    shown = [line for line in out.getvalue().splitlines() if "load" in line]
+    assert sorted(shown) == sorted(
+        f"wgtpm: uploaded {a.name} ({human_size(len(a.data))})" for a in rel.assets
+    )
+    assert "wgtpm: uploaded xor--weights.safetensors (2.4 MiB)" in shown

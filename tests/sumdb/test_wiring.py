@@ -283,9 +283,9 @@ def test_wgtprivate_skips_the_lookup(
     monkeypatch.setenv("WGTPRIVATE", "github.com/ACME/d")  # case-insensitive on GitHub
     ledger = SumLedger(SumFile(), readonly=False)
     src = ChainSource([Entry(registry.url)])
-    fetcher = open_fetcher(Options(source=src), Cache(), ledger)
-    fetcher.download(D, "v0.1.0")
-    fetcher.download(B, "v0.1.0")
+    with open_fetcher(Options(source=src), Cache(), ledger) as fetcher:
+        fetcher.download(D, "v0.1.0")
+        fetcher.download(B, "v0.1.0")
     assert ledger.hashes(D, "v0.1.0") and ledger.hashes(B, "v0.1.0/wgt.mod")
     assert registry.sumdb_requests("/sumdb/*/lookup/*") == [f"/sumdb/{NAME}/lookup/{B}@v0.1.0"]
 

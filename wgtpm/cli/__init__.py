@@ -87,6 +87,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise UsageError(f"-C {args.chdir}: {exc.strerror or exc}") from exc
         with handling():  # Ctrl-C stops the download threads too
             code: int = run(args)
+        sys.stdout.flush()  # here, where a reader that left is seen (below)
+    except BrokenPipeError as exc:
+        if exc.filename is not None:  # a file of ours, not stdout
+            return _fail(args, _os_error(exc), "os")
+        return _stdout_gone()
     except WgtpmError as exc:
         return _fail(args, str(exc), _kind(exc))
     except OSError as exc:  # a file we could not read or write: say which, not a traceback
@@ -111,6 +116,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 70  # EX_SOFTWARE
     return code
+
+
+def _stdout_gone() -> int:
+    """The reader of stdout has gone (``wgtpm list -m all | head -1``): stop without a word,
+    as a shell tool stopped by SIGPIPE does (141 = 128 + SIGPIPE). What is left of stdout
+    goes to /dev/null, so that Python's last flush at exit has nothing to complain of."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no file descriptor (stdout replaced in-process)
+        pass
+    return 141
 
 
 def _fail(args: argparse.Namespace, message: str, kind: str) -> int:

@@ -342,8 +342,8 @@ def _verify_rebuild(args: argparse.Namespace) -> int:
 
     reporter = make_reporter(args.json)
     opts = Options.from_env(args.mod, default="readonly", reporter=reporter)
-    project = Project.load(Path.cwd(), opts)
-    report = rebuild_module(project, args.rebuild, args.repo, reporter)
+    with Project.load(Path.cwd(), opts) as project:
+        report = rebuild_module(project, args.rebuild, args.repo, reporter)
     if args.json:
         _dump(report.to_json())
     else:
@@ -423,7 +423,7 @@ def _rows(project: Project, args: argparse.Namespace) -> list[dict[str, Any]]:
                     f"{p}: not in the build list ('wgtpm list -m -versions {p}' lists the "
                     f"versions of any module; 'wgtpm get {p}' requires it)"
                 )
-            versions = v.sort_versions(project.reqs.versions(p))
+            versions = v.sort_versions(project.reqs.listed(p))
             if not versions:
                 raise UsageError(f"{p}: no versions found (is the path right?)")
             outside.append({"path": p, "versions": versions})

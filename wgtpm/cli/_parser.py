@@ -119,5 +119,18 @@ def parse(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.Namespace]
         check_command(parser, name)  # 'wgtpm install' -> did you mean 'wgtpm get'?
     args, extra = parser.parse_known_args(argv)
     if extra:  # the command's own usage, not the top-level one
-        getattr(args, "parser_", parser).error(f"unrecognized arguments: {' '.join(extra)}")
+        own = getattr(args, "parser_", parser)
+        own.error(f"unrecognized arguments: {' '.join(extra)}{_mod_hint(extra, own.prog)}")
     return parser, args
+
+
+def _mod_hint(extra: list[str], prog: str) -> str:
+    """Where a command without a ``-mod`` flag (``build``, ``run``...) reads the mode from."""
+    for i, a in enumerate(extra):
+        flag, eq, value = a.partition("=")
+        if flag in ("-mod", "--mod"):
+            if not eq:  # "-mod vendor": argparse may have taken "vendor" as an argument
+                later = extra[i + 1 : i + 2]
+                value = later[0] if later and later[0] in ("mod", "readonly", "vendor") else "MODE"
+            return f"; {prog} reads -mod from WGTFLAGS: WGTFLAGS=-mod={value} {prog}"
+    return ""

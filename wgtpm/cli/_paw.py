@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import sys
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -387,22 +388,22 @@ def _run_compile(args: argparse.Namespace) -> int:
     from ..paw.build import CompileOptions, compile_program
     from ._render import make_reporter
 
-    resolver = _compile_resolver(spec)
     args.cache_dir.mkdir(parents=True, exist_ok=True)
-    compiled = compile_program(
-        spec,
-        output,
-        resolver,
-        CompileOptions(
-            name=output.stem,
-            teacher_cache=args.cache_dir / "wgtpm-teacher",
-            cache_dir=args.cache_dir,
-            asset_timeout=float(args.asset_timeout),
-            save_examples=args.save_examples,
-            keep_adapter=args.keep_adapter,
-        ),
-        reporter=make_reporter(),
-    )
+    with _compile_resolver(spec) as resolver:
+        compiled = compile_program(
+            spec,
+            output,
+            resolver,
+            CompileOptions(
+                name=output.stem,
+                teacher_cache=args.cache_dir / "wgtpm-teacher",
+                cache_dir=args.cache_dir,
+                asset_timeout=float(args.asset_timeout),
+                save_examples=args.save_examples,
+                keep_adapter=args.keep_adapter,
+            ),
+            reporter=make_reporter(),
+        )
     if not args.no_install:
         from ..paw.sdk import install_program
 
@@ -430,13 +431,14 @@ def _run_compile(args: argparse.Namespace) -> int:
     return 0
 
 
-def _compile_resolver(spec: Any) -> Any:
-    """The build list of the package in the current directory, when the flags name modules."""
+def _compile_resolver(spec: Any) -> AbstractContextManager[Any]:
+    """The build list of the package in the current directory, when the flags name modules,
+    for a ``with`` block (which closes its HTTP client)."""
     from ..deps import MapResolver
 
     refs = [spec.interpreter] + ([spec.runtime.base_model] if spec.runtime.base_model else [])
     if all(spec.local_path(r) is not None for r in refs):
-        return MapResolver({})
+        return nullcontext(MapResolver({}))
     from ..modload import open_resolver
 
     return open_resolver(Path.cwd())
@@ -481,7 +483,8 @@ def _program_file(text: str) -> Path:
     from ..modload import open_resolver
     from ..paw import sdk
 
-    return sdk.artifact_file(text, open_resolver(Path.cwd()))
+    with open_resolver(Path.cwd()) as resolver:
+        return sdk.artifact_file(text, resolver)
 
 
 def _run_install(args: argparse.Namespace) -> int:
@@ -496,15 +499,15 @@ def _run_install(args: argparse.Namespace) -> int:
     else:
         from ..modload import open_resolver
 
-        resolver = open_resolver(Path.cwd())
-        if args.base_model is not None:
-            installed = sdk.install_program(
-                sdk.artifact_file(args.target, resolver),
-                cache_dir=args.cache_dir,
-                base_model=args.base_model,
-            )
-        else:
-            installed = sdk.install_artifact(args.target, resolver, cache_dir=args.cache_dir)
+        with open_resolver(Path.cwd()) as resolver:
+            if args.base_model is not None:
+                installed = sdk.install_program(
+                    sdk.artifact_file(args.target, resolver),
+                    cache_dir=args.cache_dir,
+                    base_model=args.base_model,
+                )
+            else:
+                installed = sdk.install_artifact(args.target, resolver, cache_dir=args.cache_dir)
     if args.json:
         doc = {
             "program_id": installed.program_id,

@@ -94,9 +94,9 @@ def _retract(args: argparse.Namespace) -> int:
     from ..publish import retract
 
     nxt = retract(Path.cwd(), args.version, args.message)
-    print(f"wgt.mod now retracts {args.version} // {args.message}", file=sys.stderr)
+    print(f"wgtpm: wgt.mod now retracts {args.version} // {args.message}", file=sys.stderr)
     print(
-        "consumers see a retraction in the latest version's wgt.mod: commit, then publish "
+        "wgtpm: consumers see a retraction in the latest version's wgt.mod: commit, then publish "
         f"the next version carrying it, e.g. wgtpm publish --version {nxt}",
         file=sys.stderr,
     )

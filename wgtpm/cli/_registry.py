@@ -199,11 +199,20 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _with_meta(args: argparse.Namespace, fn: Any) -> int:
+def _with_meta(args: argparse.Namespace, fn: Any, *, creates: bool = False) -> int:
+    """``fn(meta)`` on the registry's database. A SQLite file that is not there yet is an
+    error (a mistyped or forgotten ``--data``), unless ``creates``: then it is made, and
+    said, since a token in a database no server uses is of no use."""
     config = _config(args)
     from registry import RegistryError
     from registry.metadata import open_metadata_store
 
+    new = _new_sqlite(config.db_url())
+    if new is not None and not creates:
+        raise UsageError(
+            f"no registry database at {new}: pass the --data (or --db) that "
+            "'wgtpm registry serve' uses"
+        )
     try:
         config.data.mkdir(parents=True, exist_ok=True)
         meta = open_metadata_store(config.db_url())
@@ -213,7 +222,24 @@ def _with_meta(args: argparse.Namespace, fn: Any) -> int:
             meta.close()
     except RegistryError as exc:
         raise _registry_error(exc) from exc
+    if new is not None:
+        print(
+            f"wgtpm: there was no registry database at {new}: created it; "
+            "'wgtpm registry serve' with the same --data (or --db) serves it",
+            file=sys.stderr,
+        )
     return code
+
+
+def _new_sqlite(url: str) -> Path | None:
+    """The file of the SQLite database ``url`` when there is none there yet, else ``None``."""
+    from registry.metadata import normalise_url
+
+    url = normalise_url(url)
+    if not url.startswith("sqlite:///"):
+        return None
+    f = Path(url.removeprefix("sqlite:///"))
+    return None if f.exists() else f
 
 
 def _key(args: argparse.Namespace) -> int:
@@ -243,7 +269,7 @@ def _token_create(args: argparse.Namespace) -> int:
         print(text)
         return 0
 
-    return _with_meta(args, run)
+    return _with_meta(args, run, creates=True)
 
 
 def _token_list(args: argparse.Namespace) -> int:

@@ -21,7 +21,9 @@ One reporter, :class:`StderrReporter`, serves every command (``get``, ``build``,
   every :data:`PIPE_PERIOD` seconds for each unfinished one
   (``wgtpm: downloading MODULE@VERSION: 16.7 MiB of 200.0 MiB (8%)``), so a
   long download in CI is never silent. A download that failed or was
-  interrupted (``fail(label)``) gets no ``downloaded`` line.
+  interrupted (``fail(label)``) gets no ``downloaded`` line. An upload (begun with
+  ``start_upload``: a publish's file going up) is shown the same way, worded
+  ``uploading``/``uploaded``.
 
 With ``-q`` (and ``--json``) there is no progress, neither training nor download;
 notices and warnings are shown all the same.
@@ -99,6 +101,7 @@ class StderrReporter:
         # downloads on a terminal
         self._bars: Any = None
         self._tasks: dict[str, tuple[Any, int]] = {}  # label -> (rich task id, total)
+        self._uploads: set[str] = set()  # labels begun with start_upload
 
     @property
     def out(self) -> TextIO:
@@ -161,6 +164,16 @@ class StderrReporter:
             self._total[label] = total
             self._done[label] = 0
 
+    def start_upload(self, label: str, total: int) -> None:
+        with self._lock:
+            self._uploads.add(label)
+            self.start(label, total)
+
+    def _verb(self, label: str, done: bool) -> str:
+        if label in self._uploads:
+            return "uploaded" if done else "uploading"
+        return "downloaded" if done else "downloading"
+
     def advance(self, label: str, n: int) -> None:
         if not self._progress:
             return
@@ -179,7 +192,8 @@ class StderrReporter:
                     done = min(self._done.get(lbl, 0), total)
                     pct = f" ({100 * done // total}%)" if total else ""
                     lines.append(
-                        f"wgtpm: downloading {lbl}: {human_size(done)} of {human_size(total)}{pct}"
+                        f"wgtpm: {self._verb(lbl, False)} {lbl}: "
+                        f"{human_size(done)} of {human_size(total)}{pct}"
                     )
             for line in lines:
                 self._print(line)
@@ -188,12 +202,11 @@ class StderrReporter:
         with self._lock:
             if label in self._tasks:
                 self._bar_end(label, ok=True)
-                return
-            if label not in self._total:
-                return
-            total = self._total.pop(label)
-            self._done.pop(label, None)
-            self._print(f"wgtpm: downloaded {label} ({human_size(total)})")
+            elif label in self._total:
+                total = self._total.pop(label)
+                self._done.pop(label, None)
+                self._print(f"wgtpm: {self._verb(label, True)} {label} ({human_size(total)})")
+            self._uploads.discard(label)
 
     def fail(self, label: str) -> None:
         with self._lock:
@@ -201,6 +214,7 @@ class StderrReporter:
                 self._bar_end(label, ok=False)
             self._total.pop(label, None)
             self._done.pop(label, None)
+            self._uploads.discard(label)
 
     def _bar_start(self, label: str, total: int) -> None:
         if self._bars is None:
@@ -228,7 +242,7 @@ class StderrReporter:
         task, total = self._tasks.pop(label)
         self._bars.remove_task(task)
         if ok:
-            self._bars.console.print(f"downloaded {label} ({human_size(total)})")
+            self._bars.console.print(f"{self._verb(label, True)} {label} ({human_size(total)})")
         if not self._tasks:
             self._bars.stop()
             self._bars = None

@@ -16,7 +16,7 @@ import json
 import sys
 import warnings
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +25,9 @@ from ..deps import ModuleResolver, ResolvedModule
 from ..kinds import PAW, kind_of_source
 
 if TYPE_CHECKING:
+    from .._report import Reporter
     from ..modfile import Artifact as ModArtifact
+    from ..modload.resolver import ProjectResolver, VendorResolver
     from ..weightlang.api import Artifact
 
 __all__ = ["register", "verify_artifact"]
@@ -97,7 +99,7 @@ class _LazyResolver:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self._resolver: ModuleResolver | None = None
+        self._resolver: ProjectResolver | VendorResolver | None = None
 
     def _open(self) -> ModuleResolver:
         if self._resolver is None:
@@ -106,6 +108,11 @@ class _LazyResolver:
             self._resolver = open_resolver(self.root)
         return self._resolver
 
+    def close(self) -> None:
+        """Close the build list's HTTP client, if opening it made one."""
+        if self._resolver is not None:
+            self._resolver.close()
+
     def modules(self) -> Sequence[str]:
         return self._open().modules()
 
@@ -113,10 +120,23 @@ class _LazyResolver:
         return self._open().module(path)
 
 
+@contextmanager
+def _resolver_of(root: Path | None) -> Iterator[_LazyResolver | None]:
+    """A :class:`_LazyResolver` of the package at ``root`` (``None``: none), closed when the
+    block ends, however it ends."""
+    if root is None:
+        yield None
+        return
+    lazy = _LazyResolver(root)
+    try:
+        yield lazy
+    finally:
+        lazy.close()
+
+
 def _run_build(args: argparse.Namespace) -> int:
     from .. import modfile
-    from ..build import BUILD_DIR, Target, build_artifact, builder_for_source
-    from . import _buildstamp as stamps
+    from ..build import BUILD_DIR
 
     root = Path.cwd()
     if args.out or any(a.endswith(".wgt") for a in args.artifacts):
@@ -130,40 +150,51 @@ def _run_build(args: argparse.Namespace) -> int:
         ) from exc
     mf = modfile.parse(data, "wgt.mod")
     selected = _select(mf.artifacts, args.artifacts)
-    resolver = _LazyResolver(root)
     from ._render import make_reporter
 
     reporter = make_reporter()
     local = [(root / r.new_path).resolve() for r in mf.replaces if r.is_local]
-    done: list[dict[str, Any]] = []
-    for artifact in selected:
-        target = Target(root, artifact.name, artifact.source, root / BUILD_DIR)
-        builder = builder_for_source(artifact.source)
-        inputs = stamps.inputs_hash(root, artifact.name, builder.kind, artifact.source, local)
-        stamp = stamps.stamp_path(target.out_dir, artifact.name)
-        fresh = not args.force and stamps.is_fresh(root, stamp, inputs)
-        if fresh:
-            summary = f"{artifact.name} is up to date (no input changed; --force rebuilds)"
-        else:
-            summary = build_artifact(target, resolver, reporter).summary
-            stamps.record(root, stamp, inputs, builder.outputs(target) or {})
-        outputs = builder.outputs(target) or {}
-        done.append(
-            {
-                "name": artifact.name,
-                "kind": builder.kind,
-                "up_to_date": fresh,
-                "summary": summary,
-                "outputs": {k: str(v) for k, v in outputs.items()},
-            }
-        )
-        if not args.json:
-            print(summary)
+    with closing(_LazyResolver(root)) as resolver:
+        done = [_build_one(args, root, a, local, resolver, reporter) for a in selected]
     if not selected:
-        print("wgt.mod declares no artifacts; nothing to build", file=sys.stderr)
+        print("wgtpm: wgt.mod declares no artifacts; nothing to build", file=sys.stderr)
     if args.json:
         _print_json({"artifacts": done})
     return 0
+
+
+def _build_one(
+    args: argparse.Namespace,
+    root: Path,
+    artifact: ModArtifact,
+    local: list[Path],
+    resolver: ModuleResolver,
+    reporter: Reporter,
+) -> dict[str, Any]:
+    """Build one artifact of wgt.mod unless its stamp says no input changed."""
+    from ..build import BUILD_DIR, Target, build_artifact, builder_for_source
+    from . import _buildstamp as stamps
+
+    target = Target(root, artifact.name, artifact.source, root / BUILD_DIR)
+    builder = builder_for_source(artifact.source)
+    inputs = stamps.inputs_hash(root, artifact.name, builder.kind, artifact.source, local)
+    stamp = stamps.stamp_path(target.out_dir, artifact.name)
+    fresh = not args.force and stamps.is_fresh(root, stamp, inputs)
+    if fresh:
+        summary = f"{artifact.name} is up to date (no input changed; --force rebuilds)"
+    else:
+        summary = build_artifact(target, resolver, reporter).summary
+        stamps.record(root, stamp, inputs, builder.outputs(target) or {})
+    outputs = builder.outputs(target) or {}
+    if not args.json:
+        print(summary)
+    return {
+        "name": artifact.name,
+        "kind": builder.kind,
+        "up_to_date": fresh,
+        "summary": summary,
+        "outputs": {k: str(v) for k, v in outputs.items()},
+    }
 
 
 def _build_files(root: Path, files: Sequence[str], out: Path, as_json: bool = False) -> int:
@@ -181,17 +212,17 @@ def _build_files(root: Path, files: Sequence[str], out: Path, as_json: bool = Fa
             "not both at once"
         )
     # Module imports resolve through the build list of the package here, if there is one.
-    resolver = _LazyResolver(root) if (root / "wgt.mod").is_file() else None
     from ._render import make_reporter
 
     reporter = make_reporter()
     done = []
-    for file in files:
-        result = build_file(Path(file), out, resolver=resolver, name=file, reporter=reporter)
-        summary = f"built {result.path} from {file}: {build_line(result.manifest)}"
-        done.append({"file": file, "path": str(result.path), "summary": summary})
-        if not as_json:
-            print(summary)
+    with _resolver_of(root if (root / "wgt.mod").is_file() else None) as resolver:
+        for file in files:
+            result = build_file(Path(file), out, resolver=resolver, name=file, reporter=reporter)
+            summary = f"built {result.path} from {file}: {build_line(result.manifest)}"
+            done.append({"file": file, "path": str(result.path), "summary": summary})
+            if not as_json:
+                print(summary)
     if as_json:
         _print_json({"artifacts": done})
     return 0
@@ -218,9 +249,9 @@ def _run_check(args: argparse.Namespace) -> int:
 
     source = Path(args.file)
     root = nearest_root(source.resolve().parent)
-    resolver = _LazyResolver(root) if root is not None else None
     try:
-        program, datasets, imports = check_file(source, name=args.file, resolver=resolver)
+        with _resolver_of(root) as resolver:
+            program, datasets, imports = check_file(source, name=args.file, resolver=resolver)
     except ParseError as exc:
         if not args.json:
             raise
@@ -264,7 +295,8 @@ def _warnings_to_stderr() -> Iterator[None]:
 def _locate(ref: str) -> Path:
     from ..weightlang.api import locate
 
-    return locate(ref, project_dir=Path.cwd())
+    with closing(_LazyResolver(Path.cwd())) as resolver:  # opened for MODULE/ARTIFACT only
+        return locate(ref, project_dir=Path.cwd(), resolver=resolver)
 
 
 def _open(ref: str, *, warn: bool) -> Artifact:
@@ -317,9 +349,9 @@ def _run_paw(path: Path, text: str, interpreter: str | None = None) -> str:
             pass
     # The program's interpreter model may be a module of this package's build list.
     root = Path.cwd()
-    resolver = _LazyResolver(root) if (root / "wgt.mod").is_file() else None
     interp = Path(interpreter) if interpreter else None
-    return str(run_program(path, text, interpreter=interp, resolver=resolver))
+    with _resolver_of(root if (root / "wgt.mod").is_file() else None) as resolver:
+        return str(run_program(path, text, interpreter=interp, resolver=resolver))
 
 
 def _run_inspect(args: argparse.Namespace) -> int:

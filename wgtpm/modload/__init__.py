@@ -7,7 +7,8 @@ The map, one concept per module, imports running downwards::
     files      ProjectFiles: load wgt.mod + wgt.sum, save atomically (sum first)
     sums       SumLedger: check, record or refuse (readonly), track used lines, prune
     buildlist  Origin: FromModule | FromReplacement | FromDirectory, origin_of()
-    fetch      open_fetcher(): the Fetcher over the WGTPROXY chain, built on first use
+    fetch      open_fetcher(): the Fetcher over the WGTPROXY chain for a block, built on
+               first use; its HTTP client is closed when the block ends
     reqs       Reqs: mvs.Reqs with excludes, retractions and query resolution
     project    Project: the pieces above for one command (build list, downloads, save)
     vendor     vendor/ and its manifest: write, read, re-hash

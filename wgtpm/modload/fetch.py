@@ -10,11 +10,18 @@ When ``WGTSUMDB`` names a checksum database, the ledger's new lines are
 checked against it (:func:`wgtpm.sumdb.remote.check_from_env`) through the
 same HTTP client; under ``-mod=readonly`` nothing is recorded, so nothing is
 looked up.
+
+The fetcher is opened for a block (``with open_fetcher(...) as fetcher:``)
+and its HTTP client, if one was made, is closed when the block ends, however
+it ends (an error, Ctrl-C): a client left open keeps its connections and its
+watch thread.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from ..modfetch import Fetcher, FetchOptions, SumChecker
@@ -29,37 +36,52 @@ if TYPE_CHECKING:
 __all__ = ["open_fetcher"]
 
 
-def open_fetcher(opts: Options, cache: Cache, sums: SumChecker) -> Fetcher:
-    """A fetcher into ``cache`` from ``opts.source`` (default ``WGTPROXY``), checking ``sums``."""
+@contextmanager
+def open_fetcher(opts: Options, cache: Cache, sums: SumChecker) -> Iterator[Fetcher]:
+    """A fetcher into ``cache`` from ``opts.source`` (default ``WGTPROXY``), checking ``sums``,
+    for the block; its HTTP client is closed when the block ends."""
     http = _SharedHttp()
-    if isinstance(sums, SumLedger) and not opts.readonly:
-        from ..sumdb.remote import check_from_env
+    try:
+        if isinstance(sums, SumLedger) and not opts.readonly:
+            from ..sumdb.remote import check_from_env
 
-        sums.verify_new_lines(check_from_env(cache, http))
-    return Fetcher(
-        cache,
-        opts.source or _LazySource(http, cache),
-        sums,
-        http=http,
-        opts=FetchOptions(jobs=opts.jobs),
-        progress=opts.reporter,
-    )
+            sums.verify_new_lines(check_from_env(cache, http))
+        yield Fetcher(
+            cache,
+            opts.source or _LazySource(http, cache),
+            sums,
+            http=http,
+            opts=FetchOptions(jobs=opts.jobs),
+            progress=opts.reporter,
+        )
+    finally:
+        http.close()
 
 
 class _SharedHttp:
-    """Makes the one HTTP client on first call, from whichever thread comes first."""
+    """Makes the one HTTP client on first call, from whichever thread comes first;
+    :meth:`close` closes it (a call after that is a bug: it raises)."""
 
     def __init__(self) -> None:
         self._client: HttpClient | None = None
+        self._closed = False
         self._lock = threading.Lock()
 
     def __call__(self) -> HttpClient:
         with self._lock:
+            if self._closed:
+                raise RuntimeError("the fetcher's block has ended: its HTTP client is closed")
             if self._client is None:
                 from ..httpclient import HttpClient
 
                 self._client = HttpClient()
             return self._client
+
+    def close(self) -> None:
+        with self._lock:
+            client, self._client, self._closed = self._client, None, True
+        if client is not None:
+            client.close()
 
 
 class _LazySource:

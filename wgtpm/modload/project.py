@@ -8,6 +8,11 @@ a :class:`~wgtpm.modfetch.Fetcher` built on first use
 (``get``, ``tidy``, ``verify``, ``vendor``, ``list``...) work through its
 methods; it never prints: warnings go to ``Options.reporter``.
 
+A project holds its fetcher's HTTP client from the first download until
+:meth:`Project.close`: :meth:`Project.locked` closes it when its block ends,
+and a project from :meth:`Project.load` is used as ``with Project.load(...)
+as project:``.
+
 Under ``-mod=vendor`` the network and the module cache are off limits: asking
 for the cache, the fetcher or anything that needs them is a usage error.
 """
@@ -15,7 +20,7 @@ for the cache, the fetcher or anything that needs them is a usage error.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -63,6 +68,7 @@ class Project:
         self._files = files
         self._cache: Cache | None = None
         self._fetcher: Fetcher | None = None
+        self._closing = ExitStack()  # the fetcher's block, ended by close()
         self.reqs = Reqs(files.modfile, files.root, self._fetch, self._the_cache)
 
     @classmethod
@@ -75,19 +81,35 @@ class Project:
     @classmethod
     @contextmanager
     def locked(cls, start: Path | None = None, opts: Options | None = None) -> Iterator[Project]:
-        """:meth:`load`, holding the project's lock until the block ends (unless read-only).
+        """:meth:`load`, holding the project's lock until the block ends (unless read-only),
+        then :meth:`close`.
 
         See :func:`wgtpm.modload.files.locked`.
         """
         opts = opts or Options()
         root = find_root(start or Path.cwd())
         if opts.readonly:  # nothing will be written
-            yield cls(ProjectFiles.load(root, True, opts.missing_sum_fix), opts)
+            with cls(ProjectFiles.load(root, True, opts.missing_sum_fix), opts) as project:
+                yield project
             return
         from ..cache import default_root
 
-        with locked(root, opts.cache.root if opts.cache is not None else default_root()):
-            yield cls(ProjectFiles.load(root, False), opts)
+        with (
+            locked(root, opts.cache.root if opts.cache is not None else default_root()),
+            cls(ProjectFiles.load(root, False), opts) as project,
+        ):
+            yield project
+
+    def close(self) -> None:
+        """Close the fetcher's HTTP client, if one was made (the project is done with)."""
+        self._fetcher = None
+        self._closing.close()
+
+    def __enter__(self) -> Project:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # ---- what it is ------------------------------------------------------------
 
@@ -148,7 +170,9 @@ class Project:
         if self._fetcher is None:
             from .fetch import open_fetcher
 
-            self._fetcher = open_fetcher(self.opts, self.cache, self.sums)
+            self._fetcher = self._closing.enter_context(
+                open_fetcher(self.opts, self.cache, self.sums)
+            )
         return self._fetcher
 
     # ---- the build list ----------------------------------------------------------------

@@ -171,9 +171,14 @@ class Reqs:
     def versions(self, path: str) -> list[str]:
         """The released versions of ``path`` (none when no source knows it)."""
         try:
-            return self._fetcher().versions(path)
+            return self.listed(path)
         except NotFoundError:
             return []
+
+    def listed(self, path: str) -> list[str]:
+        """The released versions of ``path``; :class:`NotFoundError` says why there is no
+        list (no source for its host, the proxy does not know it), for a query to show."""
+        return self._fetcher().versions(path)
 
     def allowed(self, path: str) -> Callable[[str], bool]:
         """Whether a version may be picked by a query: not excluded, not retracted."""
@@ -223,8 +228,10 @@ class Reqs:
             return query  # pinned: also when retracted, and without a version list
         if is_revision(query):
             return self._fetcher().info(path, query).version
-        v = pick(query, current, self.versions(path), self.allowed(path))
-        if v is None and query in ("latest", "upgrade"):
+        newest = query in ("latest", "upgrade")  # with none listed: the latest commit
+        vs = self.versions(path) if newest else self.listed(path)
+        v = pick(query, current, vs, self.allowed(path))
+        if v is None and newest:
             return self._fetcher().info(path, "latest").version
         if v is None:
             raise NotFoundError(path, None, f"no version matches query {query!r}")

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import ResolveError
-from ..deps import ModuleResolver, ResolvedModule
+from ..deps import ResolvedModule
 from ..module import ModuleVersion
 from .buildlist import Fetched, FromDirectory
 from .options import Options
@@ -31,8 +31,9 @@ from .vendor import VENDOR, check_locked, read_manifest, verify_module
 __all__ = ["ProjectResolver", "VendorResolver", "open_resolver"]
 
 
-def open_resolver(project_dir: Path) -> ModuleResolver:
-    """The resolver for the package in ``project_dir`` (``WGTFLAGS``, ``-mod=vendor`` honoured).
+def open_resolver(project_dir: Path) -> ProjectResolver | VendorResolver:
+    """The resolver for the package in ``project_dir`` (``WGTFLAGS``, ``-mod=vendor`` honoured);
+    :meth:`~ProjectResolver.close` it (or use it as a ``with`` block) when done.
 
     Read-only unless ``WGTFLAGS=-mod=mod``: see the module docstring.
     """
@@ -49,6 +50,16 @@ class ProjectResolver:
         self._project = project
         self._save = save  # False: the caller saves (or not) when its own work is done
         self._build: dict[str, ModuleVersion] | None = None
+
+    def close(self) -> None:
+        """Close the project's HTTP client (see :meth:`Project.close`)."""
+        self._project.close()
+
+    def __enter__(self) -> ProjectResolver:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def _list(self) -> dict[str, ModuleVersion]:
         if self._build is None:
@@ -90,6 +101,20 @@ class VendorResolver:
 
     def modules(self) -> list[str]:
         return sorted(self._mods)
+
+    def close(self) -> None:
+        """Nothing to close: ``vendor/`` needs no network."""
+
+    def __enter__(self) -> VendorResolver:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def entry(self, path: str) -> dict[str, Any]:
+        """The manifest entry of a vendored module (see :mod:`wgtpm.modload.vendor`)."""
+        m: dict[str, Any] = self._mods[path]
+        return m
 
     def versions(self) -> dict[str, str]:
         """The vendored version of each module path."""

@@ -5,13 +5,19 @@ list to ``vendor/MODULE/`` and writes ``vendor/wgt.vendor.json``::
 
     {"schema": 1, "main": "github.com/acme/app",
      "modules": [{"path": "github.com/acme/xor-base", "version": "v0.1.0",
-                  "h1": "h1:...", "explicit": true,
-                  "files": [{"path": "xor/manifest.json", "size": 2210, "sha256": "..."},
+                  "h1": "h1:...", "explicit": true, "commit": "40 hex",
+                  "files": [{"path": "xor/manifest.json", "size": 2210, "sha256": "...",
+                             "artifact": "xor", "kind": "wgt"},
                             {"path": "xor/big.gguf", "size": 9, "sha256": "...", "omitted": true}]}]}
 
 A fetched module lists every file of its release index, so that the list
-hashes to the module's h1; a file the main module does not ``select`` is
-marked ``"omitted": true`` and is not copied. A module replaced by a
+hashes to the module's h1, with what the index says of it (``artifact``,
+``kind``; the module's ``commit``) where it says it; a file the main module
+does not ``select`` is marked ``"omitted": true`` and is not copied, but a
+release's ``wgt.provenance.json`` is always copied, as ``get`` always
+fetches it. Like the index's, those fields are outside h1; the provenance
+file, inside it, says them again, and ``wgtpm verify -mod=vendor`` checks
+that the two agree (:func:`manifest_index`). A module replaced by a
 directory has ``"replace": "DIR"`` (as wgt.mod spells it) and no ``h1``: it
 holds every file of the directory but ``.git``. The new ``vendor/`` is
 written in a unique temporary directory beside it and swapped into place
@@ -37,6 +43,7 @@ from typing import Any
 from .. import _json, dirhash
 from .._errors import UsageError, VerifyError
 from .._fs import canonical_json, replace_dir, sha256_file, temp_dir
+from ..index import IndexEntry, ReleaseIndex
 from ..modfetch import matches
 from ..module import ModuleVersion
 from .buildlist import FromDirectory
@@ -47,6 +54,7 @@ __all__ = [
     "VENDOR",
     "check_locked",
     "manifest_h1",
+    "manifest_index",
     "read_manifest",
     "vendor",
     "verify_module",
@@ -85,12 +93,16 @@ def _copy_module(project: Project, m: ModuleVersion, explicit: bool, tmp: Path) 
             files.append({"path": rel, "size": f.stat().st_size, "sha256": sha256_file(f)})
         entry["replace"] = origin.written
     else:
+        from ..publish._provenance import PROVENANCE_FILE
+
         idx = project.index(origin)
         entry["h1"] = idx.h1()
+        if idx.commit:
+            entry["commit"] = idx.commit
         patterns = project.select_patterns(m)
         for e in idx.files:
-            listed: dict[str, Any] = {"path": e.path, "size": e.size, "sha256": e.sha256}
-            if matches(patterns, e.path):
+            listed = e.to_json()
+            if matches(patterns, e.path) or e.path == PROVENANCE_FILE:
                 _copy(src / e.path, tmp / m.path / e.path)
             else:
                 listed["omitted"] = True
@@ -150,6 +162,15 @@ def _modules(doc: Any, p: Path) -> list[dict[str, Any]]:
             ):
                 raise bad(f"{m['path']}: a file entry needs a path and a sha256")
     return mods
+
+
+def manifest_index(m: dict[str, Any]) -> ReleaseIndex:
+    """What a fetched module's entry copied from its release index (not its ``build``)."""
+    files = [
+        IndexEntry(f["path"], f.get("size", 0), f["sha256"], f.get("artifact"), f.get("kind"))
+        for f in m.get("files", [])
+    ]
+    return ReleaseIndex(m["path"], m["version"], files, commit=m.get("commit"))
 
 
 def manifest_h1(m: dict[str, Any]) -> str:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .. import modfile
 from .. import version as _v
@@ -44,6 +45,9 @@ from ._provenance import ArtifactProvenance, SourceRepository, tool_versions
 from ._release import MOD_FILE, ReleaseSpec, assemble
 from ._target import Published, PublishTarget, Release, tag_for
 from .targets import DRY_RUN_DIR
+
+if TYPE_CHECKING:
+    from ..modload.resolver import ProjectResolver
 
 __all__ = ["Outcome", "PublishOptions", "module_of", "publish_package", "verified_build_list"]
 
@@ -105,20 +109,23 @@ def publish_package(
     published = _published(module, target, reporter)
     check_newer(module, opts.version, published, opts.allow_older)
     if opts.version in published:
-        reporter.notice(f"{module}@{opts.version} is published already; publishing it again")
+        reporter.notice(
+            f"{module}@{opts.version} is published already at {target.name}: building it "
+            "to compare (the same bytes are a no-op, other bytes are refused)"
+        )
     with tempfile.TemporaryDirectory(prefix="wgtpm-publish-") as tmp:
         work = Path(tmp)
         reporter.notice(f"exporting commit {checkout.commit[:12]} ({checkout.time})")
         src = export_commit(checkout, _mkdir(work / "a"))
-        resolver = verified_build_list(src, reporter)
-        built = _build(src, resolver, checkout, opts, reporter)
-        if opts.verify_reproducible:
-            reporter.notice("building again in a second export to compare every byte")
-            again = _build(
-                export_commit(checkout, _mkdir(work / "b")), resolver, checkout, opts, reporter
-            )
-            compare_builds(built, again)
-            reporter.notice("reproducible: both builds wrote the same bytes")
+        with verified_build_list(src, reporter) as resolver:
+            built = _build(src, resolver, checkout, opts, reporter)
+            if opts.verify_reproducible:
+                reporter.notice("building again in a second export to compare every byte")
+                again = _build(
+                    export_commit(checkout, _mkdir(work / "b")), resolver, checkout, opts, reporter
+                )
+                compare_builds(built, again)
+                reporter.notice("reproducible: both builds wrote the same bytes")
         where = SourceRepository(checkout.repository, checkout.subdir)
         spec = ReleaseSpec(
             module, opts.version, tag, checkout.commit, checkout.time, opts.private, where
@@ -169,14 +176,19 @@ def _mkdir(d: Path) -> Path:
     return d
 
 
-def verified_build_list(src: Path, reporter: Reporter) -> ModuleResolver:
-    """The build list of the exported package: checked tidy and verified (read-only)."""
+def verified_build_list(src: Path, reporter: Reporter) -> ProjectResolver:
+    """The build list of the exported package: checked tidy and verified (read-only); a
+    ``with`` block closes its HTTP client."""
     from ..modload.options import Options
     from ..modload.project import Project
     from ..modload.resolver import ProjectResolver
 
     project = Project.load(src, Options.from_env("readonly", reporter=reporter))
-    check_build_list(project)
+    try:
+        check_build_list(project)
+    except BaseException:
+        project.close()
+        raise
     return ProjectResolver(project)
 
 

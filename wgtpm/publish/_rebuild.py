@@ -149,9 +149,9 @@ def rebuild_module(
         raise UsageError(
             f"{m.path} is replaced by a local directory in wgt.mod; there is no release to rebuild"
         )
-    fetcher = open_fetcher(project.opts, project.cache, project.sums)
-    idx = fetcher.index(origin.path, origin.version)
-    tree = fetcher.download(origin.path, origin.version, None)  # every file, select or not
+    with open_fetcher(project.opts, project.cache, project.sums) as fetcher:
+        idx = fetcher.index(origin.path, origin.version)
+        tree = fetcher.download(origin.path, origin.version, None)  # every file, select or not
     where = (origin.path, origin.version)
     commit, source, doc = _provenance(idx, tree)
     url = repo or source.url
@@ -169,11 +169,16 @@ def rebuild_module(
         src = export_commit(checkout, work / "src")
         _same_mod(where, src, tree, commit, source.dir)
         mf = _modfile(src)
-        resolver = verified_build_list(src, reporter)
         try:
-            built = build_package(
-                src, mf.artifacts, resolver, reporter, epoch=checkout.epoch, allow_untrained=True
-            )
+            with verified_build_list(src, reporter) as resolver:
+                built = build_package(
+                    src,
+                    mf.artifacts,
+                    resolver,
+                    reporter,
+                    epoch=checkout.epoch,
+                    allow_untrained=True,
+                )
         except BuildError as exc:
             raise VerifyError(*where, f"commit {commit[:12]}: {exc}") from exc
         checks = _compare(where, idx, tree, {a.name: (a.kind, a.outputs) for a in built})

@@ -55,7 +55,7 @@ from .. import index as _index
 from .. import module as _module
 from .. import version as _version
 from .._errors import ModuleError, UsageError
-from .._report import Reporter
+from .._report import Reporter, begin
 from .._retry import Backoff
 from ..httpclient import Credential, TransportError, origin, redact
 from ..sources._hosted import repo_elems
@@ -320,7 +320,7 @@ class GitHubTarget:
         }
         for attempt in UPLOAD_RETRY.attempts_range():
             wait: float | None = None
-            reporter.start(blob.name, blob.size)
+            begin(reporter, blob.name, blob.size, upload=True)
             try:
                 asset = self._send(
                     "POST", url, content=_progress(blob, reporter), headers=headers
