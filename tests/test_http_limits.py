@@ -17,6 +17,7 @@ from wgtpm.httpclient import (
     HTTPStatusError,
     RedirectRefusedError,
     ResponseTooLargeError,
+    TransportError,
     redact_url,
 )
 
@@ -133,3 +134,28 @@ def test_other_redirects_are_followed(start: str, target: str) -> None:
     with HttpClient(HttpOptions(retries=0), transport=transport) as http:
         assert http.get_bytes(start) == b"ok"
     assert seen == [start, target]
+
+
+@pytest.mark.parametrize(
+    ("errno_name", "tries"), [("EAI_NONAME", 1), ("EAI_AGAIN", 3)], ids=["no such name", "later"]
+)
+def test_an_unknown_host_is_not_retried(
+    monkeypatch: pytest.MonkeyPatch, errno_name: str, tries: int
+) -> None:
+    import socket
+
+    calls = []
+
+    def resolve(host: str, *a: Any, **k: Any) -> Any:
+        calls.append(host)
+        raise socket.gaierror(getattr(socket, errno_name), "resolver says no")
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolve)
+    monkeypatch.setenv("WGTPM_HTTP_RETRIES", "2")
+    http = HttpClient()
+    monkeypatch.setattr(HttpClient, "_sleep", lambda *a, **k: None)
+    with http, pytest.raises(TransportError) as err:
+        http.get("http://no-such-host.example/x")
+    assert len(calls) == tries  # a name that does not exist is final; "try later" is retried
+    if tries == 1:
+        assert "no such host: no-such-host.example" in str(err.value), err.value

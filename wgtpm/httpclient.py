@@ -66,6 +66,7 @@ import ipaddress
 import math
 import netrc
 import os
+import socket
 import sys
 import threading
 import time
@@ -94,6 +95,7 @@ __all__ = [
     "RedirectRefusedError",
     "ResponseTooLargeError",
     "TransportError",
+    "UnknownHostError",
     "origin",
     "redact",
     "redact_url",
@@ -137,8 +139,15 @@ class HTTPStatusError(WgtpmError):
         super().__init__(redact(f"GET {_redact(url)}: HTTP {status}{tail}"))
 
 
+#: The resolver's answers that a name does not exist (not "cannot answer now").
+_NO_SUCH_NAME = {getattr(socket, n) for n in ("EAI_NONAME", "EAI_NODATA") if hasattr(socket, n)}
+
+
 class TransportError(WgtpmError):
     """The request did not complete: refused, reset, timed out, or a broken response."""
+
+    #: Trying again cannot help (a refused redirect, an unknown host, the deadline).
+    final = False
 
     def __init__(self, url: str, message: str, *, method: str = "GET") -> None:
         self.url = url
@@ -149,6 +158,8 @@ class TransportError(WgtpmError):
 class DeadlineExceededError(TransportError):
     """A request (retries included) that took longer than ``HttpOptions.deadline``."""
 
+    final = True
+
     def __init__(self, url: str, deadline: float) -> None:
         self.deadline = deadline
         super().__init__(
@@ -158,6 +169,13 @@ class DeadlineExceededError(TransportError):
         )
 
 
+class UnknownHostError(TransportError):
+    """The host's name does not resolve (the resolver says there is no such name; a
+    resolver that cannot answer now is a plain, retried :class:`TransportError`)."""
+
+    final = True
+
+
 class RedirectRefusedError(TransportError):
     """A redirect from a public address to a loopback, link-local or private one.
 
@@ -165,6 +183,8 @@ class RedirectRefusedError(TransportError):
     or network (a metadata service, an admin port). Where the request began
     at such an address (a private mirror, a test server) it is followed.
     """
+
+    final = True
 
     def __init__(self, url: str, target: str) -> None:
         self.target = target
@@ -445,7 +465,7 @@ class HttpClient:
 
     def _gave_up(self, exc: TransportError, url: str, tries: int) -> TransportError:
         """``exc`` saying how many tries were made and which setting allows more."""
-        if tries <= 1 or isinstance(exc, (DeadlineExceededError, RedirectRefusedError)):
+        if tries <= 1 or exc.final:
             return exc
         return TransportError(
             url, f"{exc.reason} (gave up after {tries} tries; WGTPM_HTTP_RETRIES sets how many)"
@@ -483,7 +503,7 @@ class HttpClient:
                     resp = self._client.send(req, stream=True)
                 except httpx.HTTPError as exc:
                     live.fail(type(exc).__name__)
-                    raise TransportError(cur, self._reason(cur, exc)) from exc
+                    raise self._error(cur, exc) from exc
                 live.answered(resp)
                 if resp.status_code in REDIRECTS and "location" in resp.headers:
                     # read to the end (it is small) so the connection is kept for the next request
@@ -503,6 +523,21 @@ class HttpClient:
             finally:
                 self._watch.end(live)
         raise TransportError(url, f"more than {self.opts.max_redirects} redirects")
+
+    def _error(self, url: str, exc: Exception, method: str = "GET") -> TransportError:
+        """The :class:`TransportError` of a failed request (:class:`UnknownHostError` when
+        the resolver says the host's name does not exist)."""
+        cause: BaseException | None = exc
+        while cause is not None:
+            if isinstance(cause, socket.gaierror) and cause.errno in _NO_SUCH_NAME:
+                host = urlsplit(url).hostname or url
+                return UnknownHostError(
+                    url,
+                    f"no such host: {host} (check the module path, the URL, or WGTPROXY)",
+                    method=method,
+                )
+            cause = cause.__cause__ or cause.__context__
+        return TransportError(url, self._reason(url, exc), method=method)
 
     def _reason(self, url: str, exc: Exception) -> str:
         """What went wrong with a request, and what the user can do about it."""
@@ -559,16 +594,10 @@ class HttpClient:
                         raise HTTPStatusError(resp.status_code, str(resp.url), resp.headers, body)
                     rh: Mapping[str, str] | None = resp.headers
                     why = f"HTTP {resp.status_code}"
-            except (DeadlineExceededError, RedirectRefusedError):
-                raise
             except (TransportError, httpx.HTTPError) as exc:
                 _interrupt.check()
-                err = (
-                    exc
-                    if isinstance(exc, TransportError)
-                    else TransportError(url, self._reason(url, exc))
-                )
-                if attempt >= self.opts.retries:
+                err = exc if isinstance(exc, TransportError) else self._error(url, exc)
+                if err.final or attempt >= self.opts.retries:
                     raise self._gave_up(err, url, attempt + 1) from exc
                 rh, why = None, err.reason
             self._sleep(attempt, rh, url, why)
@@ -604,7 +633,7 @@ class HttpClient:
             except TransportError as exc:
                 stack.close()
                 _interrupt.check()
-                if attempt >= self.opts.retries or isinstance(exc, RedirectRefusedError):
+                if attempt >= self.opts.retries or exc.final:
                     raise self._gave_up(exc, url, attempt + 1) from exc
                 self._sleep(attempt, None, url, exc.reason)
                 attempt += 1
@@ -689,8 +718,8 @@ class HttpClient:
                     resp.close()
             except httpx.HTTPError as exc:
                 live.fail(type(exc).__name__)
-                err = TransportError(url, self._reason(url, exc), method=method)
-                if not retry or attempt >= self.opts.retries:
+                err = self._error(url, exc, method)
+                if not retry or err.final or attempt >= self.opts.retries:
                     raise err from exc
                 why = err.reason
             else:
