@@ -270,3 +270,4 @@ def test_a_lying_source_is_blamed_with_what_it_served(wgtpm, big, project, monke
         r = wgtpm("get", f"{MOD}@v0.1.0", cwd=project)
     assert r.code == 1
     assert f"the source served {len(BIG)} bytes with sha256" in r.err
+    assert f"from {srv.url}/" in r.err, r.err  # where the bytes came from

@@ -347,9 +347,9 @@ class Fetcher:
             raise VerifyError(
                 path,
                 version,
-                f"{e.path}: the source served {have} bytes with sha256 {got}, but the index "
-                f"lists {e.size} bytes with sha256 {e.sha256}; it is serving corrupt or "
-                "tampered bytes (nothing was kept)",
+                f"{e.path}: the source served {have} bytes with sha256 {got} ({_where(req)}), "
+                f"but the index lists {e.size} bytes with sha256 {e.sha256}; it is serving "
+                "corrupt or tampered bytes (nothing was kept)",
             )
         self.cache.commit_blob(part.path, e.sha256)
 
@@ -1127,6 +1127,13 @@ def _run_all(tasks: list[Callable[[], None]], jobs: int) -> None:
             for th in threads:  # nothing may still write once the caller goes on
                 th.join()
         raise errors[0]
+
+
+def _where(req: FileRequest) -> str:
+    """Where a file's bytes came from, as an error may show it (no query, no user)."""
+    from .httpclient import shown_url
+
+    return f"from {shown_url(req.url)}"
 
 
 def _range_size(size: int, ranges: int) -> int:
