@@ -268,6 +268,7 @@ def test_a_lying_source_is_blamed_with_what_it_served(wgtpm, big, project, monke
         srv.inject(Fault.flip(FILE_PATH, times=-1))
         monkeypatch.setenv("WGTPROXY", srv.url)
         r = wgtpm("get", f"{MOD}@v0.1.0", cwd=project)
+        url = srv.url
     assert r.code == 1
     assert f"the source served {len(BIG)} bytes with sha256" in r.err
-    assert f"from {srv.url}/" in r.err, r.err  # where the bytes came from
+    assert f"from {url}{FILE_PATH}" in r.err, r.err  # where the bytes came from
