@@ -56,7 +56,7 @@ SCHEMA = 1
 MAX_FILES = 100_000
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # a release may list 100,000 (MAX_FILES)
 class IndexEntry:
     """One file of a release: logical path, size in bytes, hex sha256, and what it belongs to."""
 
