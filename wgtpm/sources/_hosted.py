@@ -265,10 +265,14 @@ def synthesise_index(
     commit: str | None = None,
 ) -> bytes:
     """The ``wgt.index.json`` of a release wgtpm did not publish (DESIGN.md section 5)."""
-    idx = _index.build_index(
-        _module.normalise(path), version, list(entries), time=time, commit=commit, build=dict(build)
-    )
-    return idx.to_json()
+    module = _module.normalise(path)
+    data = _index.ReleaseIndex(
+        module, version, list(entries), time=time, commit=commit, build=dict(build)
+    ).to_json()
+    # Checked as build_index checks, but the bytes are kept, not encoded again from
+    # the parse: for 100,000 files each copy and parse costs tens of MB at once.
+    _index.parse(data, module, version)
+    return data
 
 
 # ---- errors -----------------------------------------------------------------
