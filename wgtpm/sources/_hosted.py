@@ -196,12 +196,6 @@ class BodyKeeper:
                 self._file, self._end = None, 0
             return data if data is not None and len(data) == where[1] else None
 
-    @property
-    def spilled(self) -> int:
-        """Bytes kept in the temporary file now."""
-        with self._lock:
-            return sum(n for _, n in self._spilled.values())
-
 
 # ---- environment, paths, tags ---------------------------------------------
 

@@ -99,7 +99,7 @@ DEFAULT_ENDPOINT = "https://huggingface.co"
 REFS_TTL = 60.0
 #: Bytes of small files kept in memory from indexing for the fetcher, per source; the
 #: next :data:`SPILL_BODIES` wait in a temporary file (beyond both they are downloaded
-#: again). 16 MiB holds ~8,000 files of 2 KB: a repository of 100,000 stays under 200 MB.
+#: again). 16 MiB holds ~8,000 files of 2 KB (issue 15: the bodies took 64 MiB before).
 KEEP_BODIES = 16 << 20
 SPILL_BODIES = 1 << 30
 #: Small files being downloaded (or done, waiting to be listed in order) per hashing job
