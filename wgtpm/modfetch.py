@@ -260,8 +260,9 @@ class Fetcher:
         idx = self.index(path, version)
         tree = self.cache.mod_dir(path, version)
         self._check_provenance(path, version, idx, tree)
-        want = [e for e in idx.files if matches(patterns, e.path)]
-        missing = [e for e in want if not (tree / e.path).is_file()]
+        missing = [
+            e for e in idx.files if matches(patterns, e.path) and not (tree / e.path).is_file()
+        ]
         if not missing:
             tree.mkdir(parents=True, exist_ok=True)
             return tree
@@ -280,7 +281,7 @@ class Fetcher:
         ok = False
         try:
             _run_all(
-                [functools.partial(self._fetch_file, path, version, e, label) for e in missing],
+                (functools.partial(self._fetch_file, path, version, e, label) for e in missing),
                 max(1, min(self.opts.jobs, len(missing))),
             )
             ok = True
@@ -1077,42 +1078,42 @@ class _Partial:
         self.have = 0
 
 
-def _run_all(tasks: list[Callable[[], None]], jobs: int) -> None:
+def _run_all(tasks: Iterable[Callable[[], None]], jobs: int) -> None:
     """Run ``tasks`` on ``jobs`` daemon threads; return when all are done, raise the first error.
 
+    The threads take the tasks from the iterable one at a time, so a generator costs
+    memory for the tasks running, not for all of them (a release may list 100,000 files).
     Daemon threads, and a wait that wakes for Ctrl-C: an interrupted command
     returns (and exits) at once, even while a thread is still blocked on a
     server that sends nothing; the threads stop at their next chunk (partial
     files on disk are only ever appended to, so wherever a thread stops, what
     is there resumes). After the first error no new task starts.
     """
-    if not tasks:
-        return
-    todo: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
-    for t in tasks:
-        todo.put(t)
+    todo = iter(tasks)
     errors: list[BaseException] = []
-    left = [len(tasks)]
+    running = [jobs]
     done = threading.Event()
     lock = threading.Lock()
 
     def worker() -> None:
-        while True:
-            try:
-                task = todo.get_nowait()
-            except queue.Empty:
-                return
-            try:
-                if not errors:
+        try:
+            while True:
+                try:
+                    with lock:  # a generator is not safe for threads
+                        task = None if errors else next(todo, None)
+                    if task is None:
+                        return
                     task()
-            except BaseException as exc:  # handed to the waiting thread
-                with lock:
-                    errors.append(exc)
-            finally:
-                with lock:
-                    left[0] -= 1
-                    if left[0] == 0 or errors:
-                        done.set()
+                except BaseException as exc:  # handed to the waiting thread
+                    with lock:
+                        errors.append(exc)
+                    done.set()
+                    return
+        finally:
+            with lock:
+                running[0] -= 1
+                if running[0] == 0:
+                    done.set()
 
     threads = [threading.Thread(target=worker, daemon=True) for _ in range(jobs)]
     for th in threads:

@@ -231,6 +231,23 @@ def test_small_files_cross_the_network_once(
         assert len(hf.log.where(server="hf", method="GET", path=f"*/resolve/*/{name}")) == 1
 
 
+def test_small_files_beyond_the_memory_budget_still_cross_once(
+    tiny: HfRepo,
+    hf: HuggingFaceServer,
+    http: HttpClient,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A repository of 100,000 small files cannot keep them all in memory: past the
+    budget they wait in a temporary file, and are still not downloaded twice."""
+    monkeypatch.setattr(huggingface, "KEEP_BODIES", 0)
+    tree = fetch(source(hf, http), tmp_path / "c", MOD, "v0.1.0", http=http)
+    assert (tree / "config.json").read_bytes() == b'{"hidden": 8}'
+    assert (tree / "tokenizer" / "vocab.txt").read_bytes() == b"a\nb\n"
+    for name in ("config.json", "tokenizer/vocab.txt"):
+        assert len(hf.log.where(server="hf", method="GET", path=f"*/resolve/*/{name}")) == 1
+
+
 class _Tampering:
     """A source that hands the fetcher other bytes than the ones it indexed."""
 

@@ -17,7 +17,7 @@ one line of :mod:`wgtpm.sources.hosts`:
   publish (``module PATH\\n`` as wgt.mod comes from :func:`wgtpm.index.synthetic_mod`).
 - **byte hand-off**: :class:`BodyKeeper` holds the verified bytes a source
   downloaded while indexing, until :meth:`Source.file` hands them to the
-  fetcher as :attr:`FileRequest.body` (within a byte budget).
+  fetcher as :attr:`FileRequest.body` (within a budget in memory, then one on disk).
 - **errors**: :func:`http_error` / :func:`translated` turn an HTTP failure
   into the module error the resolver expects: :class:`~wgtpm.NotFoundError`
   for 404 and 410 (a ``WGTPROXY`` list falls through on it),
@@ -40,10 +40,11 @@ import contextlib
 import hashlib
 import json
 import os
+import tempfile
 import threading
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
 from .. import index as _index
 from .. import module as _module
@@ -133,29 +134,67 @@ class CacheMetaStore:
 
 
 class BodyKeeper:
-    """Verified bytes a source downloaded early, kept (up to ``budget`` bytes) until taken once."""
+    """Verified bytes a source downloaded early, kept until taken once.
 
-    def __init__(self, budget: int) -> None:
+    Up to ``budget`` bytes are kept in memory, then up to ``spill`` bytes more in one
+    unnamed temporary file (written as they come, read back by :meth:`take`), so that a
+    repository of 100,000 small files neither holds them all in memory nor downloads
+    them twice; beyond both, a body is not kept (the fetcher downloads it again). The
+    fetcher verifies what it is handed against the index like any download, so a byte
+    changed on disk is caught. A file that cannot be written (a full disk) keeps nothing.
+    """
+
+    def __init__(self, budget: int, spill: int = 0) -> None:
         self.budget = budget
+        self.spill = spill
         self._lock = threading.Lock()
         self._bodies: dict[Hashable, bytes] = {}
         self._kept = 0
+        self._spilled: dict[Hashable, tuple[int, int]] = {}  # key -> (offset, length)
+        self._file: BinaryIO | None = None
+        self._end = 0  # bytes written to the file
 
     def keep(self, key: Hashable, data: bytes) -> bool:
-        """Keep ``data`` under ``key`` unless it is there already or the budget is spent."""
+        """Keep ``data`` under ``key`` unless it is there already or the budgets are spent."""
         with self._lock:
-            if key in self._bodies or self._kept + len(data) > self.budget:
+            if key in self._bodies or key in self._spilled:
                 return False
-            self._bodies[key] = data
-            self._kept += len(data)
+            if self._kept + len(data) <= self.budget:
+                self._bodies[key] = data
+                self._kept += len(data)
+                return True
+            if self._end + len(data) > self.spill:
+                return False
+            try:
+                if self._file is None:
+                    self._file = tempfile.TemporaryFile(prefix="wgtpm-bodies.")
+                self._file.seek(self._end)
+                self._file.write(data)
+            except OSError:
+                return False
+            self._spilled[key] = (self._end, len(data))
+            self._end += len(data)
             return True
 
     def take(self, key: Hashable) -> bytes | None:
         """The bytes kept under ``key`` (forgotten from now on), or ``None``."""
         with self._lock:
             data = self._bodies.pop(key, None)
-            self._kept -= len(data or b"")
-            return data
+            if data is not None:
+                self._kept -= len(data)
+                return data
+            where = self._spilled.pop(key, None)
+            if where is None or self._file is None:
+                return None
+            try:
+                self._file.seek(where[0])
+                data = self._file.read(where[1])
+            except OSError:
+                data = None
+            if not self._spilled:  # all taken: the file goes
+                self._file.close()
+                self._file, self._end = None, 0
+            return data if data is not None and len(data) == where[1] else None
 
 
 # ---- environment, paths, tags ---------------------------------------------
@@ -220,10 +259,14 @@ def synthesise_index(
     commit: str | None = None,
 ) -> bytes:
     """The ``wgt.index.json`` of a release wgtpm did not publish (DESIGN.md section 5)."""
-    idx = _index.build_index(
-        _module.normalise(path), version, list(entries), time=time, commit=commit, build=dict(build)
-    )
-    return idx.to_json()
+    module = _module.normalise(path)
+    data = _index.ReleaseIndex(
+        module, version, list(entries), time=time, commit=commit, build=dict(build)
+    ).to_json()
+    # Checked as build_index checks, but the bytes are kept, not encoded again from
+    # the parse: for 100,000 files each copy and parse costs tens of MB at once.
+    _index.parse(data, module, version)
+    return data
 
 
 # ---- errors -----------------------------------------------------------------

@@ -53,11 +53,13 @@ import hashlib
 import os
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
 
 from .. import index as _index
@@ -88,13 +90,21 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_ENDPOINT", "HuggingFaceSource", "from_host"]
 
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+
 DEFAULT_ENDPOINT = "https://huggingface.co"
 #: Seconds the refs of a repository are trusted: a command lists them once (to
 #: learn the versions, then to resolve one), a long-lived process sees new tags.
 REFS_TTL = 60.0
-#: Bytes of small files kept from indexing for the fetcher, per source (beyond
-#: this they are downloaded again).
-KEEP_BODIES = 64 << 20
+#: Bytes of small files kept in memory from indexing for the fetcher, per source; the
+#: next :data:`SPILL_BODIES` wait in a temporary file (beyond both they are downloaded
+#: again). 16 MiB holds ~8,000 files of 2 KB (issue 15: the bodies took 64 MiB before).
+KEEP_BODIES = 16 << 20
+SPILL_BODIES = 1 << 30
+#: Small files being downloaded (or done, waiting to be listed in order) per hashing job
+#: while an index is synthesised: ``Executor.map`` would hold a future for every file.
+AHEAD_PER_JOB = 4
 #: Pages of a listing (tree, history) followed before giving up.
 MAX_PAGES = 1000
 
@@ -105,7 +115,7 @@ class _Rev:
     time: datetime
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per file of a commit: 100,000 of them
 class _HubFile:
     """A file of a commit as the API lists it: ``lfs_sha256`` for files stored with LFS."""
 
@@ -143,7 +153,7 @@ class HuggingFaceSource:
         self._trees: dict[tuple[str, str], dict[str, _HubFile]] = {}
         self._refs: dict[str, tuple[float, dict[str, str]]] = {}
         # (repo id, commit, file) -> the verified bytes indexing downloaded, until file() takes them
-        self._bodies = BodyKeeper(KEEP_BODIES)
+        self._bodies = BodyKeeper(KEEP_BODIES, SPILL_BODIES)
 
     # ---- the Source protocol ---------------------------------------------
 
@@ -454,14 +464,17 @@ class HuggingFaceSource:
             else:
                 small.append(f)
 
+        rid = _repo_id(path)
+
         def digest(f: _HubFile) -> _index.IndexEntry:
             data = self._download(path, version, rev.commit, f)
-            self._bodies.keep((_repo_id(path), rev.commit, f.path), data)
+            self._bodies.keep((rid, rev.commit, f.path), data)
             return _index.IndexEntry(f.path, len(data), hashlib.sha256(data).hexdigest())
 
         if small:
-            with ThreadPoolExecutor(min(self.jobs, len(small))) as pool:
-                entries.extend(pool.map(digest, small))
+            jobs = min(self.jobs, len(small))
+            with ThreadPoolExecutor(jobs) as pool:
+                entries.extend(_map_ahead(pool, digest, small, jobs * AHEAD_PER_JOB))
         build: dict[str, Any] = {"synthesised": "hf.co tree"}
         if skipped:
             build["skipped"] = skipped
@@ -485,6 +498,27 @@ def _repo_id(path: str) -> str:
     if elems is None or len(elems) != 2:
         raise NotFoundError(path, None, "not a Hugging Face module path (want hf.co/OWNER/REPO)")
     return f"{elems[0]}/{elems[1]}"
+
+
+def _map_ahead(
+    pool: ThreadPoolExecutor, fn: Callable[[_T], _R], items: Iterable[_T], ahead: int
+) -> Iterator[_R]:
+    """``pool.map(fn, items)`` with at most ``ahead`` calls submitted and not yet yielded.
+
+    The first error is raised when its result's turn comes; the calls not started
+    by then are cancelled.
+    """
+    pending: deque[Future[_R]] = deque()
+    try:
+        for item in items:
+            pending.append(pool.submit(fn, item))
+            if len(pending) >= ahead:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        for fut in pending:
+            fut.cancel()
 
 
 def _saved_token() -> str | None:
