@@ -75,9 +75,10 @@ QUEUE_BYTES = 32 << 20
 RANGED_MIN = 32 << 20
 #: The smallest range (ranges are whole MiB; ``FetchOptions.ranges`` at most per file).
 RANGE_MIN = 8 << 20
-#: Connections a ranged file starts with; more come while each is slower than
+#: Connections a ranged file starts with; the rest come once each is slower than
 #: :data:`RANGE_SLOW` bytes a second over :data:`PACE_WINDOW` seconds (see ``_Pace``).
 RANGES_FIRST = 2
+ALL_RANGES = 1 << 30  # "as many as there are ranges left", to widen()
 RANGE_SLOW = 128 << 20
 PACE_WINDOW = 0.1
 #: Bytes read back from the page cache per hash update while ranges fill a file.
@@ -835,13 +836,13 @@ class _Ranges:
 
 
 class _Pace:
-    """How many connections fill a ranged file: :data:`RANGES_FIRST` at first, twice as
-    many each :data:`PACE_WINDOW` in which each connection brought less than
-    :data:`RANGE_SLOW` bytes a second (it is capped, so more connections bring more),
-    up to one per range. On a fast line a few connections are all it takes, and
-    each more one costs CPU the hashing needs (a 1 GiB file on loopback: 8
-    connections 1.8 s, 2 connections 1.5 s); on a line that caps each
-    connection they multiply the speed."""
+    """How many connections fill a ranged file: :data:`RANGES_FIRST` at first, and one
+    per range once a :data:`PACE_WINDOW` shows each connection bringing less than
+    :data:`RANGE_SLOW` bytes a second (the line caps each connection, so more
+    connections bring more: all of them at once, as each step up costs a round trip
+    or two before its bytes come). On a fast line a few connections are all it
+    takes, and each more one costs CPU the hashing needs (a 1 GiB file on
+    loopback: 8 connections 1.8 s, 2 connections 1.5 s)."""
 
     def __init__(
         self, state: _Ranges, running: Callable[[], int], widen: Callable[[int], None]
@@ -861,9 +862,8 @@ class _Pace:
             return
         if now - self._since < PACE_WINDOW:
             return
-        n = self._running()
-        if (have - self._had) / (now - self._since) < RANGE_SLOW * n:
-            self._widen(n)
+        if (have - self._had) / (now - self._since) < RANGE_SLOW * self._running():
+            self._widen(ALL_RANGES)
         self._since, self._had = now, have
 
 
