@@ -6,7 +6,7 @@ Layout under ``$WGTPM_CACHE`` (default: the platform's user cache dir)::
     mod/github.com/acme/xor@v0.1.0/   module trees: read-only hard links to blobs
     download/github.com/acme/xor/@v/  the proxy protocol, so file://$CACHE/download is a WGTPROXY
         list                          versions present here, one per line
-        v0.1.0.info .mod .index.json  verified metadata
+        v0.1.0.mod .index.json        verified metadata (no .info is written here yet)
         v0.1.0 -> ../../../../mod/github.com/acme/xor@v0.1.0
     meta/github.com/acme/xor/list.json  what a source said, with the time it said it (TTL)
     tmp/                              partial downloads (<sha256>.partial), the journals of
