@@ -528,9 +528,8 @@ class Fetcher:
         resumed = state.resumed
         stop = threading.Event()
         errors: list[BaseException] = []
-        todo = iter([i for i in range(len(state.segs)) if state.done[i] < state.length(i)])
-        left = sum(1 for i in range(len(state.segs)) if state.done[i] < state.length(i))
-        take = threading.Lock()
+        pending = [i for i in range(len(state.segs)) if state.done[i] < state.length(i)]
+        todo, take = iter(pending), threading.Lock()  # the next range a connection fills
 
         def work() -> None:
             try:
@@ -551,7 +550,7 @@ class Fetcher:
         threads: list[threading.Thread] = []
 
         def widen(n: int) -> None:
-            for _ in range(min(n, left - len(threads))):
+            for _ in range(min(n, len(pending) - len(threads))):
                 th = threading.Thread(target=work, daemon=True)
                 threads.append(th)
                 th.start()
