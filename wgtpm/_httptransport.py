@@ -21,6 +21,8 @@ import itertools
 import os
 import select
 import socket
+import ssl
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -31,6 +33,7 @@ __all__ = [
     "PIPE_SIZE",
     "RAW_MIN",
     "Backend",
+    "LazyTLS",
     "Stream",
     "TooLong",
     "Transport",
@@ -46,13 +49,45 @@ PIPE_SIZE = 1 << 20  # bytes moved per splice of such a body (the pipe's size)
 def transport(limits: httpx.Limits) -> httpx.BaseTransport:
     """httpx's transport over httpcore's pool, with sockets whose reads a download may enlarge."""
     pool = httpcore.ConnectionPool(
-        ssl_context=httpx.create_ssl_context(),
+        ssl_context=LazyTLS(),  # type: ignore[arg-type]  # Stream.start_tls takes its context
         max_connections=limits.max_connections,
         max_keepalive_connections=limits.max_keepalive_connections,
         keepalive_expiry=limits.keepalive_expiry,
         network_backend=Backend(httpcore.SyncBackend()),
     )
     return Transport(pool)
+
+
+class LazyTLS:
+    """The pool's TLS context, made when the first TLS connection starts.
+
+    Making it (httpx's: the CA bundle of ``SSL_CERT_FILE``, ``SSL_CERT_DIR`` or
+    certifi) loads and parses every root certificate, about 50 ms, which a command
+    that talks plain HTTP only (a registry or proxy on the local network, loopback)
+    never needs. httpcore sets the ALPN protocols on the pool's context before each
+    TLS handshake, then hands it to :meth:`Stream.start_tls`, which takes the real
+    one from here.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._ctx: ssl.SSLContext | None = None
+        self._alpn: list[str] | None = None
+
+    def set_alpn_protocols(self, protocols: list[str]) -> None:
+        self._alpn = list(protocols)
+
+    @property
+    def made(self) -> bool:
+        return self._ctx is not None
+
+    def context(self) -> ssl.SSLContext:
+        with self._lock:
+            if self._ctx is None:
+                self._ctx = httpx.create_ssl_context()
+            if self._alpn is not None:
+                self._ctx.set_alpn_protocols(self._alpn)
+            return self._ctx
 
 
 class Stream(httpcore.NetworkStream):
@@ -79,6 +114,8 @@ class Stream(httpcore.NetworkStream):
     def start_tls(
         self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
     ) -> Stream:
+        if isinstance(ssl_context, LazyTLS):
+            ssl_context = ssl_context.context()
         return Stream(self._inner.start_tls(ssl_context, server_hostname, timeout))
 
     def get_extra_info(self, info: str) -> Any:

@@ -87,6 +87,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_ERROR_BODY",
     "MAX_METADATA",
+    "CertificateError",
     "Credential",
     "DeadlineExceededError",
     "HTTPStatusError",
@@ -172,6 +173,13 @@ class DeadlineExceededError(TransportError):
 class UnknownHostError(TransportError):
     """The host's name does not resolve (the resolver says there is no such name; a
     resolver that cannot answer now is a plain, retried :class:`TransportError`)."""
+
+    final = True
+
+
+class CertificateError(TransportError):
+    """The server's TLS certificate is not trusted (expired, for another name, or signed
+    by a CA that the bundle in use does not hold, as a proxy that re-signs TLS does)."""
 
     final = True
 
@@ -527,6 +535,8 @@ class HttpClient:
     def _error(self, url: str, exc: Exception, method: str = "GET") -> TransportError:
         """The :class:`TransportError` of a failed request (:class:`UnknownHostError` when
         the resolver says the host's name does not exist)."""
+        import ssl  # loaded by then: httpx imports it
+
         cause: BaseException | None = exc
         while cause is not None:
             if isinstance(cause, socket.gaierror) and cause.errno in _NO_SUCH_NAME:
@@ -534,6 +544,15 @@ class HttpClient:
                 return UnknownHostError(
                     url,
                     f"no such host: {host} (check the module path, the URL, or WGTPROXY)",
+                    method=method,
+                )
+            if isinstance(cause, ssl.SSLCertVerificationError):
+                host = urlsplit(url).hostname or url
+                return CertificateError(
+                    url,
+                    f"the TLS certificate of {host} is not trusted "
+                    f"({cause.verify_message or cause.reason}); where a proxy on your "
+                    "network re-signs TLS, set SSL_CERT_FILE to its CA bundle",
                     method=method,
                 )
             cause = cause.__cause__ or cause.__context__

@@ -37,6 +37,7 @@ import hmac
 import json
 import re
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -482,6 +483,8 @@ class LoopbackServer:
     connect_latency: float = 0.0
     #: Bytes a second that one connection's response bodies may go at (0: no cap).
     rate: float = 0.0
+    #: Serve HTTPS with this context (set before :meth:`start`); ``url`` is then https://.
+    tls: ssl.SSLContext | None = None
 
     def __init__(self, *, log: RequestLog | None = None) -> None:
         self.log = log if log is not None else RequestLog()
@@ -502,6 +505,8 @@ class LoopbackServer:
     def start(self) -> LoopbackServer:
         httpd = _HTTPServer(("127.0.0.1", 0), _Handler)
         httpd.owner = self
+        if self.tls is not None:
+            httpd.socket = self.tls.wrap_socket(httpd.socket, server_side=True)
         self._httpd = httpd
         self._thread = threading.Thread(
             target=httpd.serve_forever, args=(0.05,), name=f"{self.name}-server", daemon=True
@@ -532,7 +537,7 @@ class LoopbackServer:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
 
     def inject(self, fault: Fault) -> Fault:
         """Add a fault; returns it so a test can look at ``times`` afterwards."""
