@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, Protocol
+from typing import TYPE_CHECKING, BinaryIO, ClassVar, Protocol
 from urllib.parse import unquote, urlsplit
 
 from . import _interrupt, dirhash
@@ -150,13 +150,40 @@ class Fetcher:
         self._http_lock = threading.Lock()
         self._done: dict[str, int] = {}  # label -> bytes reported, for "N of M kept"
         self._ranges: dict[str, int] = {}  # label -> ranges per large file
+        self._started: set[str] = set()  # labels whose progress has started
+        self._stopping: set[str] = set()  # labels whose early downloads are to stop
         self._done_lock = threading.Lock()
 
     def _advance(self, label: str, n: int) -> None:
-        if n:
-            with self._done_lock:
-                self._done[label] = self._done.get(label, 0) + n
+        """Count ``n`` more bytes of unit ``label``; bytes that came before the unit's
+        progress started (early downloads) are reported when it starts."""
+        with self._done_lock:
+            if label in self._stopping:
+                raise _Stopped()
+            if not n:
+                return
+            self._done[label] = self._done.get(label, 0) + n
+            started = label in self._started
+        if started:
             self.progress.advance(label, n)
+
+    def _start_unit(self, label: str, total: int) -> None:
+        with self._done_lock:
+            self._started.add(label)
+            self.progress.start(label, total)
+            if self._done.get(label):
+                self.progress.advance(label, self._done[label])
+
+    def _set_ranges(self, label: str, entries: Iterable[_index.IndexEntry]) -> None:
+        """How many ranges each large file of ``entries`` (one unit's) comes in: large
+        files as many as the jobs keep them busy and need no splitting (each connection
+        costs CPU); fewer share about twice the jobs' connections in ranges."""
+        large = sum(1 for e in entries if e.size >= RANGED_MIN)
+        jobs = self.opts.jobs
+        with self._done_lock:
+            self._ranges[label] = (
+                1 if large >= jobs else min(self.opts.ranges, 2 * jobs // max(1, large))
+            )
 
     def http(self) -> HttpClient:
         """The one HTTP client of this fetcher, made on first use by whichever download
@@ -258,48 +285,82 @@ class Fetcher:
             return self._download(path, version, patterns)
 
     def _download(self, path: str, version: str, patterns: list[str] | None) -> Path:
-        idx = self.index(path, version)
-        tree = self.cache.mod_dir(path, version)
-        self._check_provenance(path, version, idx, tree)
-        missing = [
-            e for e in idx.files if matches(patterns, e.path) and not (tree / e.path).is_file()
-        ]
-        if not missing:
-            tree.mkdir(parents=True, exist_ok=True)
-            return tree
         label = f"{path}@{version}"
-        total = sum(e.size for e in missing)
-        # Large files as many as the jobs keep them busy and need no splitting (each
-        # connection costs CPU); fewer share about twice the jobs' connections in ranges.
-        large = sum(1 for e in missing if e.size >= RANGED_MIN)
-        with self._done_lock:
-            self._ranges[label] = (
-                1
-                if large >= self.opts.jobs
-                else min(self.opts.ranges, 2 * self.opts.jobs // max(1, large))
-            )
-        self.progress.start(label, total)
-        ok = False
+        tree = self.cache.mod_dir(path, version)
+        early = self._early(path, version, patterns, tree, label)
+        total, ok = 0, False
         try:
+            idx = self.index(path, version)
+            self._check_provenance(path, version, idx, tree)
+            missing = [
+                e for e in idx.files if matches(patterns, e.path) and not (tree / e.path).is_file()
+            ]
+            if not missing:
+                ok = True
+                tree.mkdir(parents=True, exist_ok=True)
+                return tree
+            total = sum(e.size for e in missing)
+            self._set_ranges(label, missing)
+            self._start_unit(label, total)
             _run_all(
-                (functools.partial(self._fetch_file, path, version, e, label) for e in missing),
+                (
+                    functools.partial(self._fetch_file, path, version, e, label)
+                    for e in missing
+                    if e not in early
+                ),
                 max(1, min(self.opts.jobs, len(missing))),
             )
+            early.wait()
+            for e in missing:
+                if e in early:
+                    early.raise_for(e)
+                    self._fetch_file(path, version, e, label, counted=True)
             ok = True
         except KeyboardInterrupt:
-            with self._done_lock:
-                done = min(total, self._done.get(label, 0))
-            self.progress.notice(
-                f"interrupted: {label}: {human_size(done)} of {human_size(total)} kept for resuming"
-            )
+            if total:
+                with self._done_lock:
+                    done = min(total, self._done.get(label, 0))
+                self.progress.notice(
+                    f"interrupted: {label}: {human_size(done)} of {human_size(total)} kept for resuming"
+                )
             raise
         finally:
+            if not ok:
+                early.stop(self, label)
             with self._done_lock:
                 self._done.pop(label, None)
                 self._ranges.pop(label, None)
-            end(self.progress, label, ok)
+                self._stopping.discard(label)
+                started = label in self._started
+                self._started.discard(label)
+            if started:
+                end(self.progress, label, ok)
         tree.mkdir(parents=True, exist_ok=True)
         return tree
+
+    def _early(
+        self, path: str, version: str, patterns: list[str] | None, tree: Path, label: str
+    ) -> _Early:
+        """Start downloading the files the source knows of before the index is made
+        (:meth:`Source.known_files`), when the index is still to be made.
+
+        Each is stored as a blob only once its bytes match the size and sha256 given,
+        so nothing unverified is kept; it enters the module tree only once the index,
+        checked against wgt.sum, lists it exactly so.
+        """
+        if self.cache.read_meta(path, version, "index.json") is not None:
+            return _Early.NONE
+        todo = [
+            e
+            for e in self.source.known_files(path, version)
+            if matches(patterns, e.path)
+            and not self.cache.has_blob(e.sha256)
+            and not (tree / e.path).is_file()
+        ]
+        if not todo:
+            return _Early.NONE
+        self._set_ranges(label, todo)
+        return _Early(self, path, version, todo, label)
 
     def _check_provenance(
         self, path: str, version: str, idx: _index.ReleaseIndex, tree: Path
@@ -317,17 +378,25 @@ class Fetcher:
                 self._fetch_file(path, version, e, PROVENANCE_FILE)
             check_provenance(idx, (tree / e.path).read_bytes())
 
-    def _fetch_file(self, path: str, version: str, e: _index.IndexEntry, label: str) -> None:
+    def _fetch_file(
+        self, path: str, version: str, e: _index.IndexEntry, label: str, counted: bool = False
+    ) -> None:
+        self._fetch_blob(path, version, e, label, counted)
+        self.cache.link(path, version, e.path, e.sha256)
+
+    def _fetch_blob(
+        self, path: str, version: str, e: _index.IndexEntry, label: str, counted: bool = False
+    ) -> None:
+        """Make sure the blob of ``e`` is in the cache, downloading it if not; ``counted``:
+        its bytes were reported already (by an early download)."""
         _interrupt.check()
         if not self.cache.has_blob(e.sha256):
             with self.cache.file_lock(e.sha256):
                 if not self.cache.has_blob(e.sha256):
                     self._download_blob(path, version, e, label)
-                else:
-                    self._advance(label, e.size)
-        else:
+                    return
+        if not counted:
             self._advance(label, e.size)
-        self.cache.link(path, version, e.path, e.sha256)
 
     def _download_blob(self, path: str, version: str, e: _index.IndexEntry, label: str) -> None:
         req = self.source.file(path, version, e.path)
@@ -545,8 +614,6 @@ class Fetcher:
             finally:
                 state.wake()
 
-        for i in range(len(state.segs)):
-            self._advance(label, state.done[i])
         threads: list[threading.Thread] = []
 
         def widen(n: int) -> None:
@@ -555,9 +622,10 @@ class Fetcher:
                 threads.append(th)
                 th.start()
 
-        widen(RANGES_FIRST)
-        pace = _Pace(state, lambda: len(threads), widen)
         try:
+            self._advance(label, sum(state.done))
+            widen(RANGES_FIRST)
+            pace = _Pace(state, lambda: len(threads), widen)
             h = hashlib.sha256()
             state.hash_in_order(h, errors, pace.tick)
             state.finish()
@@ -650,6 +718,82 @@ class Fetcher:
                     f"{attempt + 1} tries; run the command again to resume)",
                 ) from err
             _interrupt.sleep(policy.wait_for(attempt) or 0.0)
+
+
+class _Early:
+    """Downloads of the files a source knew of before its index was made
+    (:meth:`Fetcher._early`), run on their own threads while the index is made.
+
+    Each file's blob is downloaded and verified as any other (:meth:`Fetcher._fetch_blob`)
+    but not linked: the unit links it once the index lists it. Its error is kept and
+    raised by :meth:`raise_for` when the index lists the file, since the unit's download
+    of that file is the one that failed.
+    """
+
+    NONE: ClassVar[_Early]
+
+    def __init__(
+        self,
+        fetcher: Fetcher | None,
+        path: str,
+        version: str,
+        entries: list[_index.IndexEntry],
+        label: str,
+    ) -> None:
+        self._keys = {_Early._key(e) for e in entries}
+        self._errors: dict[tuple[str, int, str], BaseException] = {}
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        if fetcher is None or not entries:
+            return
+
+        def one(e: _index.IndexEntry) -> None:
+            try:
+                fetcher._fetch_blob(path, version, e, label)
+            except BaseException as exc:  # raised by raise_for(), if the index lists it
+                with self._lock:
+                    self._errors[_Early._key(e)] = exc
+
+        def run() -> None:
+            with contextlib.suppress(BaseException):  # Ctrl-C: the unit's thread reports it
+                _run_all((functools.partial(one, e) for e in entries), jobs)
+
+        jobs = max(1, min(fetcher.opts.jobs, len(entries)))
+        self._thread = threading.Thread(target=run, daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def _key(e: _index.IndexEntry) -> tuple[str, int, str]:
+        return (e.path, e.size, e.sha256)
+
+    def __contains__(self, e: _index.IndexEntry) -> bool:
+        return _Early._key(e) in self._keys
+
+    def wait(self) -> None:
+        """Return once every early download has ended (at once on Ctrl-C)."""
+        while self._thread is not None and self._thread.is_alive():
+            self._thread.join(0.1)
+            _interrupt.check()
+
+    def raise_for(self, e: _index.IndexEntry) -> None:
+        """Raise the error the early download of ``e`` ended with, if it failed."""
+        with self._lock:
+            err = self._errors.get(_Early._key(e))
+        if err is not None:
+            raise err
+
+    def stop(self, fetcher: Fetcher, label: str) -> None:
+        """Stop the early downloads at their next chunk (the unit failed) and wait for them;
+        what they wrote stays for resuming."""
+        if self._thread is None:
+            return
+        with fetcher._done_lock:
+            fetcher._stopping.add(label)
+        if not _interrupt.CANCEL.is_set():
+            self._thread.join()
+
+
+_Early.NONE = _Early(None, "", "", [], "")
 
 
 class _Ranges:
@@ -1140,6 +1284,10 @@ def _range_size(size: int, ranges: int) -> int:
     """The length of each range of a file of ``size`` bytes (whole MiB; the last is shorter)."""
     cell = max(RANGE_MIN, -(-size // max(1, ranges)))
     return -(-cell // (1 << 20)) << 20
+
+
+class _Stopped(Exception):
+    """An early download stops: its unit failed (:meth:`_Early.stop`)."""
 
 
 class _NoRanges(WgtpmError):

@@ -14,6 +14,7 @@ from tests.servers.proxytree import ProxyTreeServer
 from tests.sources.conftest import RecordingSums
 from wgtpm.cache import Cache
 from wgtpm.httpclient import HttpClient
+from wgtpm.index import IndexEntry
 from wgtpm.modfetch import Fetcher, FetchOptions
 from wgtpm.proxytree import ProxyTree
 from wgtpm.sources import FileRequest, RevInfo
@@ -41,6 +42,9 @@ class Direct:
 
     def file(self, path: str, version: str, name: str) -> FileRequest:
         return FileRequest("file:///dev/null")
+
+    def known_files(self, path: str, version: str) -> list[IndexEntry]:
+        return [IndexEntry("w.bin", 3, "ab" * 32)]
 
 
 @pytest.mark.parametrize(
@@ -173,3 +177,16 @@ def test_a_version_indexed_by_another_process_is_not_indexed_again(
     got = [s.path for s in up.server.log]
     assert not up.server.log.where(path=up.indexing), got
     assert len(up.server.log.where(method="GET", path=up.probe)) == 1, got
+
+
+def test_known_files_come_from_the_entry_that_served_the_version(tmp_path: Path) -> None:
+    """The chain asks only the entry that answered the version's wgt.mod (a proxy that has
+    no such module fell through): before any has, it knows nothing and asks nobody."""
+    with ProxyTreeServer(tmp_path / "empty") as proxy, HttpClient() as http:
+        chain = ChainSource([Entry(proxy.url), Entry("direct")], "", http, make_direct=Direct)
+        assert chain.known_files("example.com/m", "v1.0.0") == ()
+        assert len(proxy.log) == 0
+        chain.mod("example.com/m", "v1.0.0")
+        asked = len(proxy.log)
+        assert [e.path for e in chain.known_files("example.com/m", "v1.0.0")] == ["w.bin"]
+        assert len(proxy.log) == asked

@@ -62,6 +62,7 @@ class Case:
     server: LoopbackServer | None = None  # None: no network (file://)
     api: str = "*"  # glob of the paths of metadata requests on ``server``
     ranges: bool = True  # the file URL honours Range
+    known: frozenset[str] = frozenset()  # files known_files() tells before the index
 
 
 # ---- one fixture per source -------------------------------------------------
@@ -159,6 +160,7 @@ def hf_case(hf: HuggingFaceServer, http: HttpClient) -> Case:
         query_version="v0.2.0",
         server=hf,
         api="/api/*",
+        known=frozenset({"model.safetensors"}),  # in LFS: the API states its sha256
     )
 
 
@@ -341,6 +343,22 @@ def test_mod_is_cheap_and_enough_for_file(case: Case, http: HttpClient) -> None:
     req = src.file(case.path, case.version, case.file)
     want = case.files[case.file]
     assert (req.body if req.body is not None else _get(http, req.url, dict(req.headers))) == want
+
+
+def test_known_files_are_listed_by_the_index_and_cost_nothing_after_mod(case: Case) -> None:
+    """What a source tells the fetcher before its index is made (the fetcher starts
+    downloading those files): entries the index lists exactly, known at no cost beyond
+    what mod() costs."""
+    src = case.make()
+    src.mod(case.path, case.version)
+    before = len(case.server.log) if case.server is not None else 0
+    known = src.known_files(case.path, case.version)
+    assert (len(case.server.log) if case.server is not None else 0) == before
+    assert {e.path for e in known} == case.known
+    idx = _index.parse(src.index(case.path, case.version), case.path, case.version)
+    listed = {e.path: e for e in idx.files}
+    for e in known:
+        assert (e.size, e.sha256) == (listed[e.path].size, listed[e.path].sha256)
 
 
 def test_file_range(case: Case, http: HttpClient) -> None:

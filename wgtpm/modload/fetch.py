@@ -20,7 +20,7 @@ watch thread.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -30,6 +30,7 @@ from .sums import SumLedger
 if TYPE_CHECKING:
     from ..cache import Cache
     from ..httpclient import HttpClient
+    from ..index import IndexEntry
     from ..sources import FileRequest, RevInfo, Source
     from .options import Options
 
@@ -119,3 +120,6 @@ class _LazySource:
 
     def file(self, path: str, version: str, name: str) -> FileRequest:
         return self._get().file(path, version, name)
+
+    def known_files(self, path: str, version: str) -> Sequence[IndexEntry]:
+        return self._get().known_files(path, version)

@@ -9,9 +9,12 @@ write to the cache: :mod:`wgtpm.modfetch` does both, for every source alike.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
+
+if TYPE_CHECKING:
+    from ..index import IndexEntry
 
 __all__ = ["FileRequest", "RevInfo", "Source"]
 
@@ -96,4 +99,16 @@ class Source(Protocol):
 
     def file(self, path: str, version: str, name: str) -> FileRequest:
         """Where the file ``name`` (a logical path of the index) of ``path@version`` lies."""
+        ...
+
+    def known_files(self, path: str, version: str) -> Sequence[IndexEntry]:
+        """Entries of the index of ``path@version`` known before :meth:`index` is done.
+
+        For a source whose index takes long to make (Hugging Face synthesises it by
+        downloading and hashing a repository's small files, while the API already
+        states the size and sha256 of every LFS file): the fetcher starts downloading
+        these files while :meth:`index` runs. Each entry given is listed by the index
+        exactly (path, size, sha256). It is cheap: no call but those :meth:`mod` makes,
+        and ``()`` where the source has nothing to tell early (most have not).
+        """
         ...

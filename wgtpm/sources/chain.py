@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
@@ -31,6 +31,7 @@ from .hosts import match_private
 
 if TYPE_CHECKING:
     from ..httpclient import HttpClient
+    from ..index import IndexEntry
 
 __all__ = ["ChainSource", "Entry", "from_env", "parse_proxy_list"]
 
@@ -106,6 +107,9 @@ class _Off:
 
     def file(self, path: str, version: str, name: str) -> FileRequest:
         raise self._refuse(path)
+
+    def known_files(self, path: str, version: str) -> Sequence[IndexEntry]:
+        return ()
 
 
 class ChainSource:
@@ -225,6 +229,13 @@ class ChainSource:
         threads of one version wait for one such answer rather than each asking.
         """
         return self._serving(path, version).file(path, version, name)
+
+    def known_files(self, path: str, version: str) -> Sequence[IndexEntry]:
+        """What the source that answered the version's wgt.mod in this process knows of
+        its index early; ``()`` when none has (finding one would cost a request)."""
+        with self._lock:
+            src = self._served.get((path, version))
+        return () if src is None else src.known_files(path, version)
 
     def _serving(self, path: str, version: str) -> Source:
         key = (path, version)

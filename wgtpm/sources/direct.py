@@ -15,6 +15,7 @@ a Hugging Face module is used.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .. import module as _module
@@ -25,6 +26,7 @@ from .hosts import HOSTS, host_of
 
 if TYPE_CHECKING:
     from ..httpclient import HttpClient
+    from ..index import IndexEntry
 
 __all__ = ["DirectSource"]
 
@@ -84,3 +86,7 @@ class DirectSource:
     def file(self, path: str, version: str, name: str) -> FileRequest:
         path = _module.normalise(path)
         return self.source_for(path).file(path, version, name)
+
+    def known_files(self, path: str, version: str) -> Sequence[IndexEntry]:
+        path = _module.normalise(path)
+        return self.source_for(path).known_files(path, version)

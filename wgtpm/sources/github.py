@@ -55,7 +55,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -223,6 +223,9 @@ class GitHubSource:
         if asset is not None:
             return self._asset_bytes(path, version, asset)
         return self._synthesise(path, version, rel)
+
+    def known_files(self, path: str, version: str) -> Sequence[_index.IndexEntry]:
+        return ()  # an index made from the assets' digests is ready at once
 
     def file(self, path: str, version: str, name: str) -> FileRequest:
         repo = _parse(path)

@@ -451,19 +451,17 @@ class HuggingFaceSource:
             limit=limit if isinstance(limit, int) else None,
         )
 
-    def _synthesise(self, path: str, version: str, rev: _Rev, tree: dict[str, _HubFile]) -> bytes:
-        entries: list[_index.IndexEntry] = []
-        small: list[_HubFile] = []
-        skipped: list[str] = []
-        for name in sorted(tree):
-            f = tree[name]
-            if _index.check_file_path(name) is not None:
-                skipped.append(name)
-            elif f.lfs_sha256 is not None and f.size is not None:
-                entries.append(_index.IndexEntry(name, f.size, f.lfs_sha256))
-            else:
-                small.append(f)
+    def known_files(self, path: str, version: str) -> list[_index.IndexEntry]:
+        """The LFS files of a tree whose index is synthesised: the API states their size and
+        sha256, so they may download while the small files are hashed for the index."""
+        rev = self._resolve(path, version)
+        tree = self._tree(path, version, rev.commit)
+        if "wgt.index.json" in tree:
+            return []  # the repository's own index, downloaded at once
+        return _partition(tree)[0]
 
+    def _synthesise(self, path: str, version: str, rev: _Rev, tree: dict[str, _HubFile]) -> bytes:
+        entries, small, skipped = _partition(tree)
         rid = _repo_id(path)
 
         def digest(f: _HubFile) -> _index.IndexEntry:
@@ -498,6 +496,26 @@ def _repo_id(path: str) -> str:
     if elems is None or len(elems) != 2:
         raise NotFoundError(path, None, "not a Hugging Face module path (want hf.co/OWNER/REPO)")
     return f"{elems[0]}/{elems[1]}"
+
+
+def _partition(
+    tree: dict[str, _HubFile],
+) -> tuple[list[_index.IndexEntry], list[_HubFile], list[str]]:
+    """A tree's files as the synthesised index takes them: the entries of its LFS files
+    (the size and sha256 the API states), the small files to download and hash, and the
+    paths a module may not hold (left out, named under ``build.skipped``); each sorted."""
+    entries: list[_index.IndexEntry] = []
+    small: list[_HubFile] = []
+    skipped: list[str] = []
+    for name in sorted(tree):
+        f = tree[name]
+        if _index.check_file_path(name) is not None:
+            skipped.append(name)
+        elif f.lfs_sha256 is not None and f.size is not None:
+            entries.append(_index.IndexEntry(name, f.size, f.lfs_sha256))
+        else:
+            small.append(f)
+    return entries, small, skipped
 
 
 def _map_ahead(

@@ -49,7 +49,7 @@ import re
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -182,6 +182,9 @@ class PawHubSource:
             build=build,
         )
         return idx.to_json()
+
+    def known_files(self, path: str, version: str) -> Sequence[_index.IndexEntry]:
+        return ()  # one file, whose hash the index is made of
 
     def file(self, path: str, version: str, name: str) -> FileRequest:
         if name != FILE_NAME:

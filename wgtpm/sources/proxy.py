@@ -19,6 +19,7 @@ the canonical version.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote, urlsplit
@@ -31,6 +32,7 @@ from ._base import FileRequest, RevInfo
 
 if TYPE_CHECKING:
     from ..httpclient import HttpClient
+    from ..index import IndexEntry
 
 __all__ = ["ProxySource", "parse_info"]
 
@@ -144,6 +146,9 @@ class ProxySource:
 
     def index(self, path: str, version: str) -> bytes:
         return self._get(path, version, f"@v/{escape_version(version)}.index.json")
+
+    def known_files(self, path: str, version: str) -> Sequence[IndexEntry]:
+        return ()  # the index is served whole, as fast as anything about it
 
     def file(self, path: str, version: str, name: str) -> FileRequest:
         rest = f"@v/{escape_version(version)}/{name}"
