@@ -17,11 +17,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.servers import Fault, Request, Response, serve_bytes
+from tests.servers import CdnServer, Fault, Request, Response, serve_bytes
+from tests.servers.huggingface import HuggingFaceServer
 from tests.servers.proxytree import ProxyTreeServer
+from tests.sources.conftest import RecordingSums
 from wgtpm import _httptransport, modfetch
 from wgtpm.cache import Cache
+from wgtpm.httpclient import HttpClient
+from wgtpm.modfetch import Fetcher
 from wgtpm.proxytree import ProxyTree
+from wgtpm.sources.huggingface import HuggingFaceSource
 
 MOD = "github.com/acme/big"
 BIG = os.urandom(16 << 20)
@@ -392,3 +397,52 @@ def test_a_range_longer_than_asked_is_refused_and_the_file_comes_as_one_stream(
         r = wgtpm("get", f"{MOD}@v0.1.0", cwd=project)
         assert r.code == 0, r.err  # refused as ranges; fetched as one stream
     got_it()
+
+
+class _ExpiringCdn(CdnServer):
+    """A CDN whose signed URLs stop working once, after ``good`` requests (they expired)."""
+
+    good = 1 << 30
+
+    def handle(self, req: Request) -> Response:
+        with self._lock:
+            self.good -= 1
+            expired = self.good == -1
+        if expired:
+            return Response.text("Request has expired", 403)
+        return super().handle(req)
+
+
+def _hf_fetch(tmp_path: Path, cdn: CdnServer) -> tuple[HuggingFaceServer, Path]:
+    """Download a 16 MiB LFS file of the loopback Hub (its CDN ``cdn``) in ranges."""
+    with HuggingFaceServer(cdn, token="hf_secret") as hub, HttpClient() as http:
+        repo = hub.repo("acme", "big")
+        repo.commit({"model.safetensors": BIG})
+        repo.tag("v0.1.0")
+        src = HuggingFaceSource(http, endpoint=hub.url, token="hf_secret")
+        fetcher = Fetcher(Cache(tmp_path / "c"), src, RecordingSums(), http=lambda: http)
+        tree = fetcher.download("hf.co/acme/big", "v0.1.0")
+        assert (tree / "model.safetensors").read_bytes() == BIG
+    return hub, tree
+
+
+def test_ranges_after_the_first_skip_the_redirect(tmp_path: Path) -> None:
+    """The first ranges learn the CDN URL the Hub redirects to; the others go there
+    directly, without the token (the CDN refuses a request that carries one)."""
+    with CdnServer() as cdn:
+        hub, _ = _hf_fetch(tmp_path, cdn)
+        ranges = cdn.log.where(server="cdn", method="GET")
+    resolves = hub.log.where(server="hf", path="*/resolve/*/model.safetensors")
+    assert len(ranges) == 4  # 16 MiB in 4 MiB ranges
+    assert len(resolves) == modfetch.RANGES_FIRST  # the ranges started before any answer
+    assert all(r.header("authorization") is None for r in ranges)
+
+
+def test_a_learned_url_that_expires_is_asked_for_again(tmp_path: Path) -> None:
+    with _ExpiringCdn() as cdn:
+        cdn.good = modfetch.RANGES_FIRST  # the first ranges' own; the next one is refused
+        hub, _ = _hf_fetch(tmp_path, cdn)
+        refused = cdn.log.where(server="cdn", status=403)
+    resolves = hub.log.where(server="hf", path="*/resolve/*/model.safetensors")
+    assert len(refused) == 1
+    assert len(resolves) == modfetch.RANGES_FIRST + 1  # once more, after the refusal

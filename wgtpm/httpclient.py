@@ -97,6 +97,7 @@ __all__ = [
     "ResponseTooLargeError",
     "TransportError",
     "UnknownHostError",
+    "forwarded",
     "origin",
     "redact",
     "redact_url",
@@ -271,6 +272,14 @@ def origin(url: str) -> tuple[str, str, int | None]:
     u = urlsplit(url)
     port = u.port or {"http": 80, "https": 443}.get(u.scheme)
     return u.scheme, (u.hostname or "").lower(), port
+
+
+def forwarded(headers: Mapping[str, str], start: str, url: str) -> dict[str, str]:
+    """The headers of a request begun at ``start`` that go to ``url``, where redirects
+    led it: every one to ``start``'s origin, only :data:`SAFE_HEADERS` to another."""
+    if origin(url) == origin(start):
+        return dict(headers)
+    return {k: v for k, v in headers.items() if k.lower() in SAFE_HEADERS}
 
 
 def redact_url(url: str) -> str:
@@ -499,11 +508,7 @@ class HttpClient:
         cur, cur_params = url, params
         for _ in range(self.opts.max_redirects + 1):
             _interrupt.check()
-            send = (
-                hdrs
-                if origin(cur) == first
-                else {k: v for k, v in hdrs.items() if k.lower() in SAFE_HEADERS}
-            )
+            send = forwarded(hdrs, url, cur)
             live = self._watch.begin(method, cur)
             try:
                 try:

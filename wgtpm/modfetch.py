@@ -599,6 +599,7 @@ class Fetcher:
         errors: list[BaseException] = []
         pending = [i for i in range(len(state.segs)) if state.done[i] < state.length(i)]
         todo, take = iter(pending), threading.Lock()  # the next range a connection fills
+        where = _Location(req)
 
         def work() -> None:
             try:
@@ -607,7 +608,7 @@ class Fetcher:
                         i = next(todo, None)
                     if i is None:
                         return
-                    self._fetch_range(req, state, i, stop, path, version, e, label)
+                    self._fetch_range(where, state, i, stop, path, version, e, label)
             except BaseException as exc:  # handed to the thread that hashes
                 errors.append(exc)
                 stop.set()
@@ -642,7 +643,7 @@ class Fetcher:
 
     def _fetch_range(
         self,
-        req: FileRequest,
+        where: _Location,
         state: _Ranges,
         i: int,
         stop: threading.Event,
@@ -664,9 +665,11 @@ class Fetcher:
                 have = state.done[i]
                 if have == end - start:
                     return
-                hdrs = {"Accept-Encoding": "identity", **req.headers}
+                url, headers = where.get()
+                hdrs = {"Accept-Encoding": "identity", **headers}
                 hdrs["Range"] = f"bytes={start + have}-{end - 1}"
-                with self.http().stream(req.url, headers=hdrs) as resp:
+                with self.http().stream(url, headers=hdrs) as resp:
+                    where.learn(str(resp.request.url))
                     want = f"bytes {start + have}-{end - 1}/{e.size}"
                     if resp.status_code != 206 or resp.headers.get("content-range") != want:
                         raise _NoRanges("the server answered a range with something else")
@@ -694,6 +697,8 @@ class Fetcher:
             except TooLong as exc:
                 raise _NoRanges(f"the server sent more than the range asked for ({exc})") from exc
             except HTTPStatusError as exc:
+                if where.forget(url):  # a learned URL that expired: ask the file's own again
+                    continue
                 if exc.status in (404, 410):
                     raise NotFoundError(path, version, f"{e.path}: {exc}") from exc
                 if exc.status == 416:
@@ -794,6 +799,38 @@ class _Early:
 
 
 _Early.NONE = _Early(None, "", "", [], "")
+
+
+class _Location:
+    """Where the ranges of one file are asked for: the file's URL until a range has been
+    answered, then the URL its redirects led to (a CDN's signed URL), so that each
+    further range skips the redirect (a round trip to the API per range). The headers
+    follow the redirect rule (:func:`~wgtpm.httpclient.forwarded`): every one to the
+    file's own origin, the safe ones only to another. A learned URL that fails (it
+    expired) is forgotten, and the next try asks the file's URL again."""
+
+    def __init__(self, req: FileRequest) -> None:
+        self._req = req
+        self._learned: str | None = None
+
+    def get(self) -> tuple[str, dict[str, str]]:
+        from .httpclient import forwarded
+
+        url = self._learned
+        if url is None:
+            return self._req.url, dict(self._req.headers)
+        return url, forwarded(self._req.headers, self._req.url, url)
+
+    def learn(self, url: str) -> None:
+        if url != self._req.url:
+            self._learned = url
+
+    def forget(self, url: str) -> bool:
+        """Forget ``url`` if it is the learned one; whether it was."""
+        if url != self._learned:
+            return False
+        self._learned = None
+        return True
 
 
 class _Ranges:
