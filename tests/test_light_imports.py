@@ -50,3 +50,42 @@ def test_modfile_reads_the_kinds_table_without_the_builders() -> None:
     loaded = json.loads(out)
     assert "wgtpm.kinds" in loaded
     assert not [m for m in loaded if m.startswith(("wgtpm.build", "wgtpm.paw", "wgtpm.weightlang"))]
+
+
+#: What a ``wgtpm get`` that downloads loads only when a setting asks for it (each costs
+#: milliseconds of every download's start): the provenance check needs neither zipfile
+#: nor platform; the checksum database's client loads only when WGTSUMDB names one.
+NOT_FOR_A_DOWNLOAD = ("zipfile", "platform", "wgtpm.sumdb.remote", "huggingface_hub", "httpx")
+
+
+def test_a_download_loads_only_what_it_uses(tmp_path: Path) -> None:
+    from wgtpm.proxytree import ProxyTree
+
+    tree = ProxyTree(tmp_path / "tree")
+    mod = "example.com/acme/w"
+    tree.add(mod, "v0.1.0", {"wgt.mod": f"module {mod}\n".encode(), "w.bin": b"weights"})
+    project = tmp_path / "app"
+    project.mkdir()
+    (project / "wgt.mod").write_text("module example.com/app\n")
+    code = (
+        "import json, sys\nfrom wgtpm.cli import main\n"
+        f"code = main(['get', '-q', '{mod}@v0.1.0'])\n"
+        f"print(json.dumps([code, sorted(m for m in {NOT_FOR_A_DOWNLOAD!r} if m in sys.modules)]))\n"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        "WGTPROXY": tree.root.as_uri(),
+        "WGTPM_CACHE": str(tmp_path / "cache"),
+    }
+    env.pop("WGTSUMDB", None)
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+        cwd=project,
+    ).stdout
+    assert json.loads(out) == [0, []]
+    assert (tmp_path / "cache").is_dir()

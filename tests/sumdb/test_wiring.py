@@ -470,3 +470,11 @@ def test_a_file_proxy_that_mirrors_the_database(tmp_path: Path, db: TestServer) 
 
     SumdbCheck(ops.config, ops)(B, "v0.1.0/wgt.mod", publish(ProxyTree(tmp_path / "u"), None, B)[1])
     assert (tmp_path / "sumdb" / NAME / "latest").read_bytes() == db.signed()
+
+
+def test_the_fetchers_name_of_the_setting_is_the_databases() -> None:
+    """modload.fetch reads WGTSUMDB itself, to leave the database's client unloaded when off."""
+    from wgtpm.modload import fetch
+    from wgtpm.sumdb import remote
+
+    assert fetch.SUMDB_ENV == remote.ENV

@@ -19,6 +19,7 @@ watch thread.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -36,6 +37,9 @@ if TYPE_CHECKING:
 
 __all__ = ["open_fetcher"]
 
+#: The checksum database setting (``wgtpm.sumdb.remote.ENV``; a test checks they agree).
+SUMDB_ENV = "WGTSUMDB"
+
 
 @contextmanager
 def open_fetcher(opts: Options, cache: Cache, sums: SumChecker) -> Iterator[Fetcher]:
@@ -43,7 +47,12 @@ def open_fetcher(opts: Options, cache: Cache, sums: SumChecker) -> Iterator[Fetc
     for the block; its HTTP client is closed when the block ends."""
     http = _SharedHttp()
     try:
-        if isinstance(sums, SumLedger) and not opts.readonly:
+        # Unset or blank, WGTSUMDB is off: the checks' module is not even imported then.
+        if (
+            isinstance(sums, SumLedger)
+            and not opts.readonly
+            and os.environ.get(SUMDB_ENV, "").strip()
+        ):
             from ..sumdb.remote import check_from_env
 
             sums.verify_new_lines(check_from_env(cache, http))
@@ -99,7 +108,7 @@ class _LazySource:
             if self._src is None:
                 from ..sources.chain import from_env
 
-                self._src = from_env(self._http(), cache=self._cache)
+                self._src = from_env(self._http, cache=self._cache)  # the client when first needed
             return self._src
 
     @property

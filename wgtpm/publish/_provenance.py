@@ -43,8 +43,6 @@ every artifact file (not ``wgt.mod`` nor this file).
 from __future__ import annotations
 
 import json
-import platform
-import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -140,6 +138,8 @@ def _wgt_record(outputs: Mapping[str, Path]) -> dict[str, Any]:
 
 
 def _paw_record(outputs: Mapping[str, Path]) -> dict[str, Any]:
+    import zipfile  # here: a get imports this module to check provenance (zipfile: ~30 ms)
+
     bundle = next(iter(outputs.values()), None)
     if bundle is None:
         return {}
@@ -157,6 +157,7 @@ def _paw_record(outputs: Mapping[str, Path]) -> dict[str, Any]:
 
 def tool_versions() -> dict[str, str]:
     """Python, wgtpm and the build tools installed here (package metadata, nothing imported)."""
+    import platform  # here: ~25 ms to import, which a get checking provenance never needs
     from importlib import metadata
 
     from .. import __version__

@@ -116,8 +116,9 @@ class ChainSource:
     """Tries the entries of a WGTPROXY list in order (see the module docstring).
 
     The chain is handed what its sources share: ``http``, the one HTTP
-    client (made on first use when omitted, so that a chain that never
-    leaves the cache opens no connection pool), and ``meta_cache``, the
+    client or a function that makes it (called on first use; made here on
+    first use when omitted, so that a chain that never leaves the cache or a
+    ``file://`` tree opens no connection pool), and ``meta_cache``, the
     store of listings the direct sources revalidate by ETag (in memory when
     omitted). It never builds the module cache itself.
 
@@ -130,7 +131,7 @@ class ChainSource:
         self,
         entries: list[Entry],
         private: str = "",
-        http: HttpClient | None = None,
+        http: HttpClient | Callable[[], HttpClient] | None = None,
         make_direct: Callable[[], Source] | None = None,
         *,
         meta_cache: MetaCache | None = None,
@@ -142,6 +143,7 @@ class ChainSource:
         self._make_direct = make_direct
         self.meta_cache = meta_cache
         self._lock = threading.Lock()
+        self._client_lock = threading.Lock()
         self._sources: dict[str, Source] = {}
         # (module, version) -> the source that answered its index or wgt.mod: it serves
         # the version's files too
@@ -150,11 +152,14 @@ class ChainSource:
         self._finding: dict[tuple[str, str], threading.Lock] = {}
 
     def _client(self) -> HttpClient:
-        if self._http is None:
-            from ..httpclient import HttpClient
+        from ..httpclient import HttpClient
 
-            self._http = HttpClient()
-        return self._http
+        with self._client_lock:
+            if self._http is None:
+                self._http = HttpClient()
+            elif not isinstance(self._http, HttpClient):
+                self._http = self._http()
+            return self._http
 
     def _source(self, url: str) -> Source:
         with self._lock:
@@ -172,7 +177,7 @@ class ChainSource:
                 else:
                     from .proxy import ProxySource
 
-                    src = ProxySource(url, self._client())
+                    src = ProxySource(url, None if url.startswith("file:") else self._client())
                 self._sources[url] = src
             return src
 
@@ -259,7 +264,7 @@ class ChainSource:
 
 
 def from_env(
-    http: HttpClient | None = None,
+    http: HttpClient | Callable[[], HttpClient] | None = None,
     environ: Mapping[str, str] | None = None,
     cache: Any = None,
 ) -> ChainSource:
