@@ -6,6 +6,7 @@ this process and in the ``wgtpm get`` processes they start."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import os
 import re
@@ -15,9 +16,10 @@ import sys
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
-from tests.servers import CdnServer, Fault, Request, Response, serve_bytes
+from tests.servers import CdnServer, Fault, LoopbackServer, Request, Response, serve_bytes
 from tests.servers.huggingface import HuggingFaceServer
 from tests.servers.proxytree import ProxyTreeServer
 from tests.sources.conftest import RecordingSums
@@ -377,6 +379,65 @@ def test_a_spliced_range_that_stalls_times_out_and_resumes(
         starts = {a for a, _ in closed_ranges(srv)}
     assert len(starts) > 4, starts  # the stalled range went on from its first MiB
     got_it()
+
+
+class _Blobs(LoopbackServer):
+    """Serves the 16 MiB file at every path (Range works)."""
+
+    def route(self, req: Request) -> Response:
+        return serve_bytes(req, BIG)
+
+
+@pytest.mark.parametrize("spliced", [True, False], ids=["spliced", "read past h11"])
+def test_a_body_read_past_h11_keeps_its_connection(tmp_path, h11_fed, spliced) -> None:
+    """h11 is told the body it did not see has come, so the connection serves the next
+    request; a body cut short closes it."""
+    out = tmp_path / "out"
+    with _Blobs() as srv, HttpClient() as http, open(out, "wb+") as f:
+
+        def get(url: str) -> bytes:
+            with http.stream(url) as resp:
+                if not spliced:
+                    return b"".join(resp.iter_bytes())
+                f.truncate(0)
+                assert sum(_httptransport.write_body(resp, f.fileno(), 0, len(BIG))) == len(BIG)
+                f.seek(0)
+                return f.read()
+
+        for i in range(3):
+            assert get(f"{srv.url}/f{i}") == BIG
+        assert srv.connections == 1
+        assert h11_fed[0] < len(BIG)  # the bodies' bytes went past h11
+        srv.inject(Fault.truncate("/cut", at=0.5))
+        with pytest.raises(httpx.HTTPError):
+            get(f"{srv.url}/cut")
+        assert get(f"{srv.url}/after") == BIG
+        assert srv.connections == 2  # the cut one was not pooled
+
+
+def test_bodies_past_h11_share_pooled_connections_between_threads(tmp_path, monkeypatch) -> None:
+    """A connection that goes back to the pool the moment its body ends is taken by
+    another thread's request at once: what the first request set on it (its reads'
+    size, which says whether a body goes past h11) must be undone before, not after."""
+    monkeypatch.setenv("WGTPM_HTTP_TIMEOUT", "2")  # a body left waiting fails, fast
+    size = 2 << 20
+    with _Blobs() as srv, HttpClient() as http:
+
+        def worker(k: int) -> None:
+            with open(tmp_path / f"out{k}", "wb+") as f:
+                for i in range(12):
+                    start = (k * 12 + i) % 8 * size
+                    hdrs = {"Range": f"bytes={start}-{start + size - 1}"}
+                    with http.stream(f"{srv.url}/f", headers=hdrs) as resp:
+                        got = sum(_httptransport.write_body(resp, f.fileno(), 0, size))
+                    assert got == size
+                    f.seek(0)
+                    assert f.read(size) == BIG[start : start + size]
+
+        with concurrent.futures.ThreadPoolExecutor(6) as pool:
+            for fut in [pool.submit(worker, k) for k in range(6)]:
+                fut.result()
+        assert srv.connections <= 12  # pooled, not one per body
 
 
 class _LongRanges(ProxyTreeServer):

@@ -6,8 +6,9 @@ while it is set: httpcore asks 64 KiB a read, and each read costs a pass
 through h11 and httpx, which dominates a loopback download's Python time.
 :meth:`~wgtpm.httpclient.HttpClient.stream` sets it for the body of a download.
 A download's body of :data:`RAW_MIN` bytes or more skips h11 after its first
-chunk (:class:`Body`), and :func:`write_body` splices such a body on a plain
-socket straight into its file (:meth:`Stream.splice_into`).
+chunk (:class:`Body`; the connection is still kept for the next request), and
+:func:`write_body` splices such a body on a plain socket straight into its
+file (:meth:`Stream.splice_into`).
 httpcore's exceptions are raised as the httpx exceptions of the same name,
 as httpx's own transport does.
 
@@ -42,8 +43,9 @@ __all__ = [
     "write_body",
 ]
 
-RAW_MIN = 64 << 20  # bodies of this many bytes or more are read past h11 by a download
+RAW_MIN = 1 << 20  # bodies of this many bytes or more are read past h11 by a download
 PIPE_SIZE = 1 << 20  # bytes moved per splice of such a body (the pipe's size)
+BODY = "wgtpm.body"  # the response's extension holding its Body
 
 
 def transport(limits: httpx.Limits) -> httpx.BaseTransport:
@@ -94,8 +96,9 @@ class Stream(httpcore.NetworkStream):
     """A socket stream of httpcore whose reads ask for ``read_size`` bytes when it is set.
 
     httpcore asks 64 KiB a read; :meth:`HttpClient.stream` sets ``read_size`` on the
-    connection of a download while its body streams (a socket read returns what has
-    arrived, up to that), and clears it before the connection goes back to the pool.
+    connection of a download while its body streams (:meth:`Body.read_more`: a socket
+    read returns what has arrived, up to that), and the body clears it as it closes,
+    before the connection goes back to the pool.
     """
 
     def __init__(self, inner: Any) -> None:
@@ -165,13 +168,12 @@ def spliceable(resp: httpx.Response) -> Stream | None:
     """The stream of a download's response whose body may go straight into a file
     (:meth:`Stream.splice_into`): a plain TCP socket on Linux, a known body of at least
     :data:`RAW_MIN` bytes, identity-encoded, with a download's reads set."""
-    net = resp.extensions.get("network_stream")
-    if not isinstance(net, Stream) or not net.read_size or not hasattr(os, "splice"):
+    body = resp.extensions.get(BODY)
+    if not isinstance(body, Body) or body.raw is None or not hasattr(os, "splice"):
         return None
-    if type(net.get_extra_info("socket")) is not socket.socket:  # TLS decrypts in here
+    if type(body.raw.get_extra_info("socket")) is not socket.socket:  # TLS decrypts in here
         return None
-    length = _content_length(resp.headers.raw)
-    return net if length is not None and length >= RAW_MIN else None
+    return body.raw
 
 
 class TooLong(Exception):
@@ -201,10 +203,12 @@ def write_body(resp: httpx.Response, fd: int, offset: int, room: int) -> Iterato
             yield len(chunk)
     if net is None:
         return
-    left = int(resp.headers["content-length"]) - len(first)
+    left = resp.extensions[BODY].take()
     timeout = resp.request.extensions.get("timeout", {}).get("read")
     with _httpx_errors(resp.request):
         yield from net.splice_into(fd, offset + len(first), left, timeout)
+    for _ in chunks:  # nothing is left: the body ends for h11 too, and its connection is kept
+        pass
 
 
 def _pwrite_all(fd: int, data: bytes, at: int) -> None:
@@ -269,11 +273,12 @@ class Transport(httpx.BaseTransport):
             resp = self._pool.handle_request(req)
         net = resp.extensions.get("network_stream")
         length = _content_length(resp.headers) if request.method != "HEAD" else None
+        body = Body(resp.stream, request, net if isinstance(net, Stream) else None, length)
         return httpx.Response(
             status_code=resp.status,
             headers=resp.headers,
-            stream=Body(resp.stream, request, net if isinstance(net, Stream) else None, length),
-            extensions=resp.extensions,
+            stream=body,
+            extensions={**resp.extensions, BODY: body},  # httpx wraps the stream it is given
         )
 
     def close(self) -> None:
@@ -289,20 +294,19 @@ class Transport(httpx.BaseTransport):
 class Body(httpx.SyncByteStream):
     """A response body of :class:`Transport` (an httpx ``SyncByteStream``).
 
-    A large download's body skips h11. h11 copies every byte it is given twice
-    (into its buffer, then out of it), and on loopback those copies cost as
-    much as hashing the bytes. So once the first chunk of a body of a known
-    length has come through h11 (what h11 buffered beyond the head, or its
-    first read: after it, h11 holds nothing, as it hands over all it holds up
-    to the body's length), and while a download has set its stream's
-    ``read_size``, the rest of a body of at least :data:`RAW_MIN` bytes is
-    read from the socket as it comes, counted against ``Content-Length``. h11
-    then never sees the body end, so httpcore closes the connection instead
-    of pooling it: one new connection per large body. At :data:`RAW_MIN` and
-    up that is worth it (1 GiB on loopback: 2.8 s of CPU before, 1.9 s with
-    this and the hashing from a map); below, where a new connection may take
-    longer than the body's copies (a round trip or two on a real network),
-    h11 reads the body as before.
+    A download's body of :data:`RAW_MIN` bytes or more skips h11. h11 copies every
+    byte it is given twice (into its buffer, then out of it), and on loopback
+    those copies cost as much as hashing the bytes. So once the first chunk of a
+    body of a known length has come through h11 (what h11 buffered beyond the
+    head, or its first read: after it, h11 holds nothing, as it hands over all it
+    holds up to the body's length), and while a download has set its stream's
+    ``read_size``, the rest is read from the socket as it comes (or by the
+    caller: :meth:`take`, a splice into a file), counted against
+    ``Content-Length``. Once all of it has come, h11 is told so
+    (:func:`_h11_read_outside`), so the message ends and httpcore pools the
+    connection for the next request, as after a body h11 read itself; a body cut
+    short closes it. (Before h11 was told, each such body closed its connection,
+    which cost a new connection per range: the threshold was 64 MiB then.)
     """
 
     def __init__(
@@ -316,32 +320,86 @@ class Body(httpx.SyncByteStream):
         self._request = request
         self._net = net
         self._length = length
+        self._first = -1  # bytes of the first chunk, once it has come through h11
+        self._taken = False
+
+    @property
+    def raw(self) -> Stream | None:
+        """The socket the rest of the body is read from past h11, or ``None`` (h11 reads it)."""
+        net, length = self._net, self._length
+        if net is None or length is None or not net.read_size or length < RAW_MIN:
+            return None
+        return net
+
+    def take(self) -> int:
+        """Leave the rest of the body, after its first chunk, to the caller, who reads it
+        from the socket (:attr:`raw`) itself; returns how many bytes that is. Iterating
+        on after the caller has read them ends the body."""
+        assert self._first >= 0 and self.raw is not None and self._length is not None
+        self._taken = True
+        return self._length - self._first
 
     def __iter__(self) -> Iterator[bytes]:
         with _httpx_errors(self._request):
             chunks = iter(self._inner)
             first = next(chunks, b"")
+            self._first = len(first)
             if first:
                 yield first
-            net, length = self._net, self._length
-            if net is None or length is None or not net.read_size or length < RAW_MIN:
+            net, length = self.raw, self._length
+            if net is None or length is None:
                 yield from chunks
                 return
             left = length - len(first)
-            timeout = self._request.extensions.get("timeout", {}).get("read")
-            while left > 0:
-                chunk = net.read(min(net.read_size, left), timeout)
-                if not chunk:
-                    raise httpcore.RemoteProtocolError(
-                        "peer closed connection without sending complete message body: "
-                        f"received {length - left} bytes, expected {length}"
-                    )
-                left -= len(chunk)
-                yield chunk
+            if not self._taken:
+                timeout = self._request.extensions.get("timeout", {}).get("read")
+                while left > 0:
+                    chunk = net.read(min(net.read_size, left), timeout)
+                    if not chunk:
+                        raise httpcore.RemoteProtocolError(
+                            "peer closed connection without sending complete message body: "
+                            f"received {length - left} bytes, expected {length}"
+                        )
+                    left -= len(chunk)
+                    yield chunk
+            if _h11_read_outside(self._inner, length - len(first)):
+                for extra in chunks:  # h11 ends the message: no byte comes here
+                    if extra:
+                        raise httpcore.RemoteProtocolError("a byte after the body's end")
+
+    def read_more(self, n: int) -> None:
+        """Read the body ``n`` bytes a socket read (a download's; see :class:`Stream`)
+        until it is closed."""
+        if self._net is not None:
+            self._net.read_size = n
 
     def close(self) -> None:
+        # The reads go back to their size before the connection goes back to the pool: a
+        # request on it from another thread may set its own at once.
+        if self._net is not None:
+            self._net.read_size = 0
         with _httpx_errors(self._request):
             self._inner.close()
+
+
+def _h11_read_outside(stream: Any, n: int) -> bool:
+    """Tell the h11 state of ``stream``'s connection that the last ``n`` bytes of the body
+    it is reading were read past it, so that it ends the message and httpcore keeps the
+    connection; whether it was told.
+
+    h11 has no call for this: its reader of a ``Content-Length`` body counts the bytes
+    left (``ContentLengthReader._remaining``), reached through httpcore's pool stream
+    and connection. Only when each of those is what this was written against, and the
+    count left is exactly ``n``, is it set to 0; otherwise nothing is touched and the
+    connection is closed after the body, as it would be without this.
+    """
+    conn = getattr(getattr(stream, "_stream", None), "_connection", None)
+    state = getattr(conn, "_h11_state", None)
+    reader: Any = getattr(state, "_reader", None)
+    if type(reader).__name__ != "ContentLengthReader" or getattr(reader, "_remaining", -1) != n:
+        return False
+    reader._remaining = 0
+    return True
 
 
 def _content_length(headers: list[tuple[bytes, bytes]]) -> int | None:

@@ -664,19 +664,13 @@ class HttpClient:
                 continue
             with stack:
                 if resp.status_code in (200, 206):
-                    from ._httptransport import Stream
+                    from ._httptransport import BODY, Body
 
-                    net = resp.extensions.get("network_stream")
+                    body = resp.extensions.get(BODY)
                     encoding = resp.headers.get("content-encoding", "identity").strip().lower()
-                    if not isinstance(net, Stream) or encoding not in ("", "identity"):
-                        net = None
-                    if net is not None:
-                        net.read_size = DOWNLOAD_READ
-                    try:
-                        yield resp
-                    finally:
-                        if net is not None:
-                            net.read_size = 0  # the connection goes back to the pool
+                    if isinstance(body, Body) and encoding in ("", "identity"):
+                        body.read_more(DOWNLOAD_READ)  # until the body closes
+                    yield resp
                     return
                 body = _read_capped(resp, MAX_ERROR_BODY, None, 0.0, cut=True)
                 if not self._retryable(resp.status_code) or attempt >= self.opts.retries:
