@@ -504,6 +504,9 @@ def test_a_learned_url_that_expires_is_asked_for_again(tmp_path: Path) -> None:
         cdn.good = modfetch.RANGES_FIRST  # the first ranges' own; the next one is refused
         hub, _ = _hf_fetch(tmp_path, cdn)
         refused = cdn.log.where(server="cdn", status=403)
+        asked = cdn.log.where(server="cdn", method="GET")
     resolves = hub.log.where(server="hf", path="*/resolve/*/model.safetensors")
     assert len(refused) == 1
-    assert len(resolves) == modfetch.RANGES_FIRST + 1  # once more, after the refusal
+    # asked again after the refusal (and by a range that started before the new URL was
+    # learned), but not before every range as without learning
+    assert modfetch.RANGES_FIRST + 1 <= len(resolves) < len(asked)

@@ -50,7 +50,7 @@ BODY = "wgtpm.body"  # the response's extension holding its Body
 
 def transport(limits: httpx.Limits) -> httpx.BaseTransport:
     """httpx's transport over httpcore's pool, with sockets whose reads a download may enlarge."""
-    pool = httpcore.ConnectionPool(
+    pool = Pool(
         ssl_context=LazyTLS(),  # type: ignore[arg-type]  # Stream.start_tls takes its context
         max_connections=limits.max_connections,
         max_keepalive_connections=limits.max_keepalive_connections,
@@ -58,6 +58,71 @@ def transport(limits: httpx.Limits) -> httpx.BaseTransport:
         network_backend=Backend(httpcore.SyncBackend()),
     )
     return Transport(pool)
+
+
+class Pool(httpcore.ConnectionPool):
+    """httpcore's connection pool, its bookkeeping done in one pass over the connections.
+
+    httpcore runs ``_assign_requests_to_connections`` twice a request (when it is
+    queued and when it ends), and it scans every connection once more for each
+    idle one, and once or twice for each queued request: with the 32 to 64
+    connections of a get (indexing's 32, then the downloads and their ranges) that
+    was 0.3-0.45 s of CPU, a fifth of a 311 MB get's. This does the same, in the
+    same order, with the same results (tests/test_pool.py compares the two on
+    random pools), looking at each connection a bounded number of times.
+    """
+
+    def _assign_requests_to_connections(self) -> list[Any]:
+        closing: list[Any] = []
+        conns: list[Any] = self._connections
+        keep = self._max_keepalive_connections
+        # Closed ones go; expired ones and (as httpcore counts) idle ones while more
+        # connections than max_keepalive are in the pool are closed.
+        left = len(conns)
+        kept = []
+        for c in conns:
+            if c.is_closed():
+                left -= 1
+            elif c.has_expired() or (c.is_idle() and left > keep):
+                left -= 1
+                closing.append(c)
+            else:
+                kept.append(c)
+        conns[:] = kept
+        queued = [r for r in self._requests if r.is_queued()]
+        if not queued:
+            return closing
+        idle = [c for c in conns if c.is_idle()]
+        # (origin, its available connections in order), per origin asked for: httpcore's
+        # Origin has no hash, and a get asks few
+        available: list[tuple[Any, list[Any]]] = []
+        for r in queued:
+            origin = r.request.url.origin
+            ready = next((group for o, group in available if o == origin), None)
+            if ready is None:
+                ready = [c for c in conns if c.can_handle_request(origin) and c.is_available()]
+                available.append((origin, ready))
+            if ready:
+                r.assign_to_connection(ready[0])
+                continue
+            if len(conns) >= self._max_connections:
+                if not idle:
+                    continue  # it waits for a connection to come free
+                old = idle.pop(0)
+                conns.remove(old)
+                closing.append(old)
+                for _, group in available:
+                    if old in group:
+                        group.remove(old)
+            new = self.create_connection(origin)
+            conns.append(new)
+            r.assign_to_connection(new)
+            if new.is_idle():
+                idle.append(new)
+            for o, group in available:
+                if new.can_handle_request(o) and new.is_available():
+                    group.append(new)
+        return closing
 
 
 class LazyTLS:

@@ -139,9 +139,11 @@ class Cache:
         os.replace(tmp, dst)
         return dst
 
-    def put_bytes(self, data: bytes) -> str:
-        """Store verified in-memory content as a blob; returns its sha256."""
-        digest = hashlib.sha256(data).hexdigest()
+    def put_bytes(self, data: bytes, sha256: str | None = None) -> str:
+        """Store in-memory content as a blob, on disk before it has its name (fsync), as a
+        download is; returns its sha256. ``sha256`` is the hash the caller checked ``data``
+        against (computed here when not given)."""
+        digest = sha256 or hashlib.sha256(data).hexdigest()
         if not self.has_blob(digest):
             d = self.root / "tmp"
             d.mkdir(parents=True, exist_ok=True)
@@ -151,6 +153,8 @@ class Cache:
             try:
                 with os.fdopen(fd, "wb") as f:
                     f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
                 self.commit_blob(Path(name), digest)
             except BaseException:
                 Path(name).unlink(missing_ok=True)

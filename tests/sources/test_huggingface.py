@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -229,6 +230,25 @@ def test_small_files_cross_the_network_once(
     assert (tree / "tokenizer" / "vocab.txt").read_bytes() == b"a\nb\n"
     for name in ("config.json", "tokenizer/vocab.txt"):
         assert len(hf.log.where(server="hf", method="GET", path=f"*/resolve/*/{name}")) == 1
+
+
+def test_small_files_are_stored_without_a_lock_each(
+    tiny: HfRepo, hf: HuggingFaceServer, http: HttpClient, tmp_path: Path, monkeypatch
+) -> None:
+    """Bytes the fetcher is handed (and checks) need no lock: each is written under a name
+    of its own, pushed to disk, then renamed into place. A lock file per blob was an inode
+    more per small file, and stayed in tmp/ for good."""
+    synced: list[int] = []
+    fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), fsync(fd))[1])
+    tree = fetch(source(hf, http), tmp_path / "c", MOD, "v0.1.0", http=http)
+    assert (tree / "config.json").read_bytes() == b'{"hidden": 8}'
+    locks = {p.name for p in (tmp_path / "c" / "tmp").glob("*.lock")}
+    for data in (b'{"hidden": 8}', b"a\nb\n"):
+        assert f"{sha(data)}.lock" not in locks
+    assert f"{sha(WEIGHTS1)}.lock" in locks  # downloaded: other processes wait for it
+    assert len(synced) >= 3  # every file on disk before it got its name
+    assert not [p for p in (tmp_path / "c" / "tmp").iterdir() if not p.name.endswith(".lock")]
 
 
 def test_small_files_beyond_the_memory_budget_still_cross_once(
