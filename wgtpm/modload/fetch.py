@@ -73,6 +73,11 @@ class _SharedHttp:
     :meth:`close` closes it (a call after that is a bug: it raises)."""
 
     def __init__(self) -> None:
+        from ..httpclient import HttpOptions
+
+        # read now, so that a bad WGTPM_HTTP_* setting is an error also when no request
+        # is made (a file:// proxy, everything cached), as it is when one is
+        self._opts = HttpOptions()
         self._client: HttpClient | None = None
         self._closed = False
         self._lock = threading.Lock()
@@ -84,7 +89,7 @@ class _SharedHttp:
             if self._client is None:
                 from ..httpclient import HttpClient
 
-                self._client = HttpClient()
+                self._client = HttpClient(self._opts)
             return self._client
 
     def close(self) -> None:
