@@ -285,10 +285,65 @@ def test_index_accepts_near_misses(path: str) -> None:
     assert index.check_file_path(path) is None
 
 
+@pytest.mark.parametrize("n", [3, index.STREAM_FILES + 2])
+def test_index_encoding_is_canonical_json_and_reads_back(n: int) -> None:
+    """Large indexes are encoded file by file and read without a dict per file: the bytes
+    are canonical JSON all the same, and what is read is what was written (an object that
+    merely looks like a file's, outside ``files``, comes back as the dict it was)."""
+    from wgtpm._fs import canonical_json
+
+    files = [
+        index.IndexEntry(f"d{i % 3}/f{i:05d}.bin", i, f"{i:064x}", "art" if i % 2 else None)
+        for i in range(n)
+    ]
+    build = {"data": [{"path": "x", "size": 1, "sha256": "ab" * 32}], "seed": 7}
+    idx = index.ReleaseIndex("example.com/m", "v1.0.0", files, build=build, extra={"x": {}})
+    data = idx.to_json()
+    doc = {
+        "schema": 1,
+        "module": "example.com/m",
+        "version": "v1.0.0",
+        "files": [e.to_json() for e in sorted(files, key=lambda e: e.path)],
+        "build": build,
+        "x": {},
+    }
+    assert data == canonical_json(doc, pretty=True)
+    back = index.parse(data, "example.com/m", "v1.0.0")
+    assert sorted(back.files, key=lambda e: e.path) == sorted(files, key=lambda e: e.path)
+    assert back.build == build and back.extra == {"x": {}}
+    assert back.to_json() == data
+
+
+def test_index_reads_a_file_with_null_and_unknown_keys() -> None:
+    raw = {
+        "schema": 1,
+        "module": "example.com/m",
+        "version": "v1.0.0",
+        "files": [
+            {"path": "a", "size": 1, "sha256": "ab" * 32, "artifact": None},
+            {"path": "b", "size": 2, "sha256": "cd" * 32, "future": True},
+        ],
+    }
+    idx = index.parse(json.dumps(raw).encode(), "example.com/m", "v1.0.0")
+    assert [(e.path, e.size, e.artifact) for e in idx.files] == [("a", 1, None), ("b", 2, None)]
+
+
 def test_index_refuses_deep_nesting() -> None:
     deep = b'{"schema": 1, "build": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
     with pytest.raises(VerifyError, match="nested too deeply"):
         index.parse(deep, "example.com/m", "v0.1.0")
+
+
+def test_index_reads_what_nests_as_deep_as_the_parser_allows() -> None:
+    head = b'{"schema": 1, "module": "example.com/m", "version": "v0.1.0", "files": [], '
+    for depth in (400, 900, 2000):
+        deep = head + b'"build": {"a": ' + b"[" * depth + b"]" * depth + b"}}"
+        try:
+            idx = index.parse(deep, "example.com/m", "v0.1.0")
+        except VerifyError as exc:  # past what the JSON parser itself takes
+            assert "nested too deeply" in str(exc)
+        else:
+            assert isinstance(idx.build["a"], list)
 
 
 @pytest.mark.parametrize(

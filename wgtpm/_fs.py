@@ -26,7 +26,7 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeGuard
@@ -50,8 +50,9 @@ def is_hex64(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and HEX64.match(value) is not None
 
 
-def write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
-    """Write ``data`` to ``path`` through a unique temporary file renamed into place.
+def write_atomic(path: Path, data: bytes | Iterable[bytes], mode: int | None = None) -> None:
+    """Write ``data`` (bytes, or chunks of them) to ``path`` through a unique temporary
+    file renamed into place.
 
     The temporary file lives beside ``path`` (same file system), is fsynced
     before the rename, and is removed if anything fails. The new file keeps
@@ -63,7 +64,10 @@ def write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            if isinstance(data, bytes | bytearray | memoryview):
+                f.write(data)
+            else:
+                f.writelines(data)
             f.flush()
             os.fsync(f.fileno())
         if mode is None:

@@ -78,6 +78,23 @@ class Cache:
 
     def __init__(self, root: Path | None = None) -> None:
         self.root = Path(root) if root is not None else default_root()
+        self._blobs = f"{self.root}/blobs/sha256"
+        # Directories this object made or found (a get of 100,000 files would ask for
+        # each file's few again), and the versions whose download/ link is in place.
+        self._dirs: set[str] = set()
+        self._exposed: set[tuple[str, str]] = set()
+
+    def _made(self, d: Path) -> None:
+        """Make directory ``d`` (and its parents) unless this object did before."""
+        key = str(d)
+        if key not in self._dirs:
+            d.mkdir(parents=True, exist_ok=True)
+            self._dirs.add(key)
+
+    def _forget_dirs(self) -> None:
+        """What this object knows of directories is old: clean, gc or repair removed some."""
+        self._dirs.clear()
+        self._exposed.clear()
 
     # ---- locks ----------------------------------------------------------
 
@@ -121,22 +138,28 @@ class Cache:
     # ---- blobs ----------------------------------------------------------
 
     def blob_path(self, sha256: str) -> Path:
-        return self.root / "blobs" / "sha256" / sha256[:2] / sha256
+        return Path(f"{self._blobs}/{sha256[:2]}/{sha256}")
 
     def has_blob(self, sha256: str) -> bool:
-        return self.blob_path(sha256).is_file()
+        return os.path.isfile(f"{self._blobs}/{sha256[:2]}/{sha256}")
 
     def partial_path(self, sha256: str) -> Path:
         p = self.root / "tmp" / f"{sha256}.partial"
-        p.parent.mkdir(parents=True, exist_ok=True)
+        self._made(p.parent)
         return p
 
     def commit_blob(self, tmp: Path, sha256: str) -> Path:
         """Move a verified temporary file into ``blobs/`` (read-only)."""
         dst = self.blob_path(sha256)
-        dst.parent.mkdir(parents=True, exist_ok=True)
+        self._made(dst.parent)
         os.chmod(tmp, BLOB_MODE)
-        os.replace(tmp, dst)
+        try:
+            os.replace(tmp, dst)
+        except FileNotFoundError:  # its folder went (another Cache of this root cleaned)
+            if not os.path.exists(tmp):
+                raise
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(tmp, dst)
         return dst
 
     def put_bytes(self, data: bytes, sha256: str | None = None) -> str:
@@ -146,7 +169,7 @@ class Cache:
         digest = sha256 or hashlib.sha256(data).hexdigest()
         if not self.has_blob(digest):
             d = self.root / "tmp"
-            d.mkdir(parents=True, exist_ok=True)
+            self._made(d)
             import tempfile
 
             fd, name = tempfile.mkstemp(prefix=f"{digest}.", suffix=".put", dir=d)
@@ -167,33 +190,51 @@ class Cache:
         return self.root / "mod" / f"{escape_path(path)}@{escape_version(version)}"
 
     def link(self, path: str, version: str, name: str, sha256: str) -> Path:
-        """Place blob ``sha256`` at ``name`` in the tree of ``path@version`` (atomically)."""
+        """Place blob ``sha256`` at ``name`` in the tree of ``path@version`` (atomically).
+
+        A hard link is made straight under its name (a link is there whole or not at
+        all; one that is there already, made by another process, is the same blob, as a
+        version's files never change); a copy, where the blob cannot be linked (another
+        file system), is made under a temporary name and renamed into place.
+        """
         dst = self.mod_dir(path, version) / name
-        if dst.is_file():
-            return dst
         src = self.blob_path(sha256)
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dst.parent / f".{dst.name}.{os.getpid()}.{time.monotonic_ns()}.tmp"
         try:
+            self._made(dst.parent)
             try:
-                os.link(src, tmp)
+                os.link(src, dst)
+            except FileExistsError:
+                pass
             except OSError as exc:
                 if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
                     raise
-                import shutil
-
-                shutil.copyfile(src, tmp)
-                os.chmod(tmp, BLOB_MODE)
-            os.replace(tmp, dst)
+                self._copy_into(src, dst)
         except OSError as exc:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
             raise _disk_error(exc, dst) from exc
         self._expose(path, version)
         return dst
 
+    @staticmethod
+    def _copy_into(src: Path, dst: Path) -> None:
+        if dst.is_file():
+            return
+        import shutil
+
+        tmp = dst.parent / f".{dst.name}.{os.getpid()}.{time.monotonic_ns()}.tmp"
+        try:
+            shutil.copyfile(src, tmp)
+            os.chmod(tmp, BLOB_MODE)
+            os.replace(tmp, dst)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
     def _expose(self, path: str, version: str) -> None:
         """Make ``download/$mod/@v/$version`` point at the tree (the proxy-protocol view)."""
+        if (path, version) in self._exposed:
+            return
+        self._exposed.add((path, version))
         link = self.meta_dir(path) / escape_version(version)
         if link.is_symlink() or link.exists():
             return
@@ -304,6 +345,7 @@ class Cache:
         lock, exclusively, as ``gc`` does.
         """
         with self.exclusive():
+            self._forget_dirs()
             bad: set[tuple[int, int]] = set()
             for pr in problems:
                 with contextlib.suppress(FileNotFoundError):
@@ -341,12 +383,14 @@ class Cache:
     def clean(self) -> None:
         """Remove everything (waits for other wgtpm processes to finish first)."""
         with self.exclusive():
+            self._forget_dirs()
             for name in ("blobs", "mod", "download", "meta", "tmp"):
                 _rmtree(self.root / name)
 
     def gc(self) -> tuple[int, int]:
         """Remove blobs no module tree uses and stale partial files; returns (files, bytes) freed."""
         with self.exclusive():
+            self._forget_dirs()
             used: set[str] = set()
             for _, doc in self._indexes():
                 used.update(e.get("sha256", "") for e in doc.get("files", []))

@@ -36,7 +36,7 @@ import io
 import json
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -103,12 +103,17 @@ class ReleaseIndex:
     def to_json(self) -> bytes:
         """Canonical bytes: sorted keys, files sorted by path, two-space indent, final newline."""
         doc: dict[str, Any] = dict(self.extra)
+        ordered = sorted(self.files, key=lambda e: e.path)
         doc.update(
             {
                 "schema": SCHEMA,
                 "module": self.module,
                 "version": self.version,
-                "files": [e.to_json() for e in sorted(self.files, key=lambda e: e.path)],
+                "files": (
+                    [e.to_json() for e in ordered]
+                    if len(ordered) < STREAM_FILES
+                    else _Made(len(ordered), (e.to_json() for e in ordered))
+                ),
             }
         )
         if self.time:
@@ -127,6 +132,23 @@ class ReleaseIndex:
             out.write(chunk.encode("utf-8"))
         out.write(b"\n")
         return out.getvalue()
+
+
+class _Made(list):  # type: ignore[type-arg]
+    """A list of ``n`` items made as the JSON encoder walks it, for an index's files: the
+    pure-Python encoder (the one with ``indent``) asks only its length and iterates it
+    once, so the files' objects are never all held at once (about 300 bytes a file)."""
+
+    def __init__(self, n: int, items: Iterator[Any]) -> None:
+        super().__init__()
+        self._n = n
+        self._items = items
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __iter__(self) -> Iterator[Any]:
+        return self._items
 
 
 # Characters Windows refuses in a file name; ':' also names NTFS streams.
@@ -181,10 +203,59 @@ def _bad(module: str, version: str, msg: str) -> VerifyError:
     return VerifyError(module, version, f"bad wgt.index.json: {msg}")
 
 
+#: The keys of a file's object; one with these alone is read straight into an IndexEntry.
+_FILE_KEYS = frozenset({"path", "size", "sha256", "artifact", "kind"})
+_FILE_NEEDS = frozenset({"path", "size", "sha256"})
+
+
+def _object(pairs: list[tuple[str, Any]]) -> Any:
+    """A JSON object as the parser reads it: one that looks like a file's becomes an
+    :class:`IndexEntry` at once, unchecked (:func:`_entry` checks it), so that an index of
+    100,000 files never holds 100,000 dicts too; any other object is a dict."""
+    d = dict(pairs)
+    if (
+        len(d) <= len(_FILE_KEYS)
+        and _FILE_NEEDS <= d.keys() <= _FILE_KEYS
+        and d.get("artifact", "") is not None  # a null would not come back from to_json()
+        and d.get("kind", "") is not None
+    ):
+        return IndexEntry(d["path"], d["size"], d["sha256"], d.get("artifact"), d.get("kind"))
+    return d
+
+
+def _plain(v: Any) -> Any:
+    """``v`` with every IndexEntry that :func:`_object` made back as the dict it was read
+    from (an object outside ``files`` that happened to look like a file's). Containers
+    are changed in place, walked without recursion (they may nest as deep as the parser
+    allows)."""
+    if isinstance(v, IndexEntry):
+        return v.to_json()
+    todo = [v]
+    while todo:
+        c = todo.pop()
+        items = c.items() if isinstance(c, dict) else enumerate(c) if isinstance(c, list) else ()
+        for k, x in list(items):
+            if isinstance(x, IndexEntry):
+                c[k] = x.to_json()
+            elif isinstance(x, dict | list):
+                todo.append(x)
+    return v
+
+
 def _entry(module: str, version: str, i: int, raw: Any) -> IndexEntry:
-    if not isinstance(raw, dict):
+    path: Any
+    size: Any
+    sha: Any
+    art: Any
+    kind: Any
+    if isinstance(raw, IndexEntry):
+        path, size, sha = raw.path, raw.size, raw.sha256
+        art, kind = raw.artifact, raw.kind
+    elif isinstance(raw, dict):
+        path, size, sha = raw.get("path"), raw.get("size"), raw.get("sha256")
+        art, kind = raw.get("artifact"), raw.get("kind")
+    else:
         raise _bad(module, version, f"files[{i}] is not an object")
-    path, size, sha = raw.get("path"), raw.get("size"), raw.get("sha256")
     if not isinstance(path, str):
         raise _bad(module, version, f"files[{i}].path is not a string")
     why = check_file_path(path)
@@ -194,12 +265,11 @@ def _entry(module: str, version: str, i: int, raw: Any) -> IndexEntry:
         raise _bad(module, version, f"{path}: size must be a non-negative integer")
     if not is_hex64(sha):
         raise _bad(module, version, f"{path}: sha256 must be 64 lower-case hex digits")
-    art, kind = raw.get("artifact"), raw.get("kind")
     if art is not None and not isinstance(art, str):
         raise _bad(module, version, f"{path}: artifact must be a string")
     if kind is not None and not isinstance(kind, str):
         raise _bad(module, version, f"{path}: kind must be a string")
-    return IndexEntry(path, size, sha, art, kind)
+    return raw if isinstance(raw, IndexEntry) else IndexEntry(path, size, sha, art, kind)
 
 
 def parse(data: bytes, module: str, version: str) -> ReleaseIndex:
@@ -210,11 +280,13 @@ def parse(data: bytes, module: str, version: str) -> ReleaseIndex:
     which is the caller's comparison against wgt.sum.
     """
     try:
-        doc = json.loads(data)
+        doc = json.loads(data, object_pairs_hook=_object)
     except ValueError as exc:  # bad UTF-8, bad JSON, a number too long to read
         raise _bad(module, version, f"not JSON: {exc}") from exc
     except RecursionError as exc:
         raise _bad(module, version, "JSON nested too deeply") from exc
+    if isinstance(doc, IndexEntry):  # a document that is one file's object
+        doc = doc.to_json()
     if not isinstance(doc, dict):
         raise _bad(module, version, "not a JSON object")
     if doc.get("schema") != SCHEMA:
@@ -235,7 +307,8 @@ def parse(data: bytes, module: str, version: str) -> ReleaseIndex:
     if len(raw_files) > MAX_FILES:
         raise _bad(module, version, f"more than {MAX_FILES} files")
     files = [_entry(module, version, i, r) for i, r in enumerate(raw_files)]
-    seen: dict[str, str] = {}
+    del raw_files, doc["files"]
+    seen: dict[str, str] = {}  # folded path -> path
     for e in files:
         folded = fold(e.path)
         if folded in seen:
@@ -247,7 +320,8 @@ def parse(data: bytes, module: str, version: str) -> ReleaseIndex:
             )
             raise _bad(module, version, f"file path {e.path!r} {what}")
         seen[folded] = e.path
-    _check_prefixes(module, version, [e.path for e in files])
+    _check_prefixes(module, version, seen)
+    del seen
     known = {"schema", "module", "version", "files", "time", "commit", "build"}
     build = doc.get("build") if isinstance(doc.get("build"), dict) else {}
     return ReleaseIndex(
@@ -256,18 +330,20 @@ def parse(data: bytes, module: str, version: str) -> ReleaseIndex:
         files=files,
         time=doc.get("time") if isinstance(doc.get("time"), str) else None,
         commit=doc.get("commit") if isinstance(doc.get("commit"), str) else None,
-        build=dict(build or {}),
-        extra={k: v for k, v in doc.items() if k not in known},
+        build=_plain(build or {}),
+        extra={k: _plain(v) for k, v in doc.items() if k not in known},
     )
 
 
-def _check_prefixes(module: str, version: str, paths: Sequence[str]) -> None:
-    """A file may not also be a directory of another file (``a`` and ``a/b``)."""
-    names = {fold(p) for p in paths}
-    for p in paths:
-        parts = fold(p).split("/")
+def _check_prefixes(module: str, version: str, folded: Mapping[str, str]) -> None:
+    """A file may not also be a directory of another file (``a`` and ``a/b``);
+    ``folded`` maps each path's :func:`fold` to the path."""
+    for name, p in folded.items():
+        if "/" not in name:
+            continue
+        parts = name.split("/")
         for i in range(1, len(parts)):
-            if "/".join(parts[:i]) in names:
+            if "/".join(parts[:i]) in folded:
                 raise _bad(
                     module,
                     version,

@@ -152,6 +152,7 @@ class Fetcher:
         self._ranges: dict[str, int] = {}  # label -> ranges per large file
         self._started: set[str] = set()  # labels whose progress has started
         self._stopping: set[str] = set()  # labels whose early downloads are to stop
+        self._indexes: dict[tuple[str, str], _index.ReleaseIndex] = {}  # verified ones
         self._done_lock = threading.Lock()
 
     def _advance(self, label: str, n: int) -> None:
@@ -240,7 +241,12 @@ class Fetcher:
         return data
 
     def index(self, path: str, version: str) -> _index.ReleaseIndex:
-        """The verified index of ``path@version``."""
+        """The verified index of ``path@version`` (kept once verified: a command asks for
+        it again, and a large one costs much to parse)."""
+        with self._done_lock:
+            known = self._indexes.get((path, version))
+        if known is not None:
+            return known
         data = self.cache.read_meta(path, version, "index.json")
         fresh = data is None
         if data is None:
@@ -258,6 +264,8 @@ class Fetcher:
         if fresh:
             with self.cache.using():
                 self.cache.write_meta(path, version, "index.json", data)
+        with self._done_lock:
+            self._indexes[(path, version)] = idx
         return idx
 
     # ---- files ------------------------------------------------------------
@@ -268,11 +276,14 @@ class Fetcher:
         Cheap for a cached version: the cached index is checked against wgt.sum
         (a changed or missing wgt.sum line is caught here too) and the tree is stat'ed.
         """
-        raw = self.cache.read_meta(path, version, "index.json")
-        if raw is None:
-            return True
-        idx = _index.parse(raw, path, version)
-        self._check(path, version, idx.h1(), cached=True)
+        with self._done_lock:
+            idx = self._indexes.get((path, version))
+        if idx is None:
+            raw = self.cache.read_meta(path, version, "index.json")
+            if raw is None:
+                return True
+            idx = _index.parse(raw, path, version)
+            self._check(path, version, idx.h1(), cached=True)
         tree = self.cache.mod_dir(path, version)
         return any(not (tree / e.path).is_file() for e in idx.files if matches(patterns, e.path))
 
@@ -292,9 +303,7 @@ class Fetcher:
         try:
             idx = self.index(path, version)
             self._check_provenance(path, version, idx, tree)
-            missing = [
-                e for e in idx.files if matches(patterns, e.path) and not (tree / e.path).is_file()
-            ]
+            missing = [e for e in idx.files if matches(patterns, e.path) and not _placed(tree, e)]
             if not missing:
                 ok = True
                 tree.mkdir(parents=True, exist_ok=True)
@@ -355,7 +364,7 @@ class Fetcher:
             for e in self.source.known_files(path, version)
             if matches(patterns, e.path)
             and not self.cache.has_blob(e.sha256)
-            and not (tree / e.path).is_file()
+            and not _placed(tree, e)
         ]
         if not todo:
             return _Early.NONE
@@ -1321,6 +1330,12 @@ def _run_all(tasks: Iterable[Callable[[], None]], jobs: int) -> None:
             for th in threads:  # nothing may still write once the caller goes on
                 th.join()
         raise errors[0]
+
+
+def _placed(tree: Path, e: _index.IndexEntry) -> bool:
+    """Whether the file of ``e`` is in module tree ``tree`` (a string, not a Path, is made
+    for each: a release may list 100,000 files)."""
+    return os.path.isfile(f"{tree}/{e.path}")
 
 
 def _is(data: bytes, e: _index.IndexEntry) -> bool:

@@ -228,19 +228,20 @@ class Project:
                     f.result()
         return build
 
-    def files(self, build: list[MV]) -> list[Path]:
-        """Every selected file of the build list's fetched modules, as they lie in the cache."""
+    def files(self, build: list[MV]) -> Iterator[str]:
+        """Every selected file of the build list's fetched modules, as they lie in the cache,
+        one at a time (a module may list 100,000)."""
         from ..modfetch import matches
 
-        out = []
         for m in build[1:]:
             origin = self.origin(m)
             if not isinstance(origin, Fetched):
                 continue
-            tree = self.cache.mod_dir(origin.path, origin.version)
+            tree = str(self.cache.mod_dir(origin.path, origin.version))
             patterns = self.select_patterns(m)
-            out += [tree / e.path for e in self.index(origin).files if matches(patterns, e.path)]
-        return out
+            for e in self.index(origin).files:
+                if matches(patterns, e.path):
+                    yield f"{tree}/{e.path}"
 
     def verified_meta(self, build: list[MV]) -> list[Path]:
         """The cached wgt.mod of every module version of the graph read so far, and the cached

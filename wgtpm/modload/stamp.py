@@ -69,6 +69,7 @@ line parser is even loaded (:func:`wgtpm.cli.main`).
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -159,7 +160,7 @@ def done(cache_root: Path, k: str) -> bool:
     return True
 
 
-def record(cache_root: Path, k: str, meta: Iterable[Path], files: Iterable[Path]) -> None:
+def record(cache_root: Path, k: str, meta: Iterable[Path], files: Iterable[str | Path]) -> None:
     """Write stamp ``k`` (best effort: without it, the next get does the full check).
 
     ``meta`` are the cached wgt.mod and index files the command verified
@@ -170,8 +171,8 @@ def record(cache_root: Path, k: str, meta: Iterable[Path], files: Iterable[Path]
         p.parent.mkdir(parents=True, exist_ok=True)
         clock = _clock(p.parent)
         lines = [_line(str(m), *_read(str(m)), clock) for m in meta]
-        lines += [f"{_ANY}  {f}" for f in files]
-        _write(p, lines)
+        # the files' lines are written as they come: a module may have 100,000 files
+        _write(p, itertools.chain(lines, (f"{_ANY}  {f}" for f in files)))
     except OSError:
         pass
 
@@ -232,7 +233,7 @@ def _line(name: str, digest: str, st: os.stat_result | None, clock: tuple[int, i
     return f"{digest} {_signature(st)}  {name}"
 
 
-def _write(p: Path, lines: list[str]) -> None:
+def _write(p: Path, lines: Iterable[str]) -> None:
     from .._fs import write_atomic
 
-    write_atomic(p, "".join(f"{line}\n" for line in lines).encode())
+    write_atomic(p, (f"{line}\n".encode() for line in lines))
