@@ -70,20 +70,31 @@ class Pool(httpcore.ConnectionPool):
     was 0.3-0.45 s of CPU, a fifth of a 311 MB get's. This does the same, in the
     same order, with the same results (tests/test_pool.py compares the two on
     random pools), looking at each connection a bounded number of times.
+
+    One difference: a connection given to a request is never closed here.
+    httpcore closes one that idled past its keep-alive even when a request was
+    given it, and, in a full pool, an idle one it has just given a request to
+    make room for another; it closes them outside the pool's lock, by when that
+    request's thread may be reading from it ("Bad file descriptor", once in a
+    100,000-file get). Left alone, such a connection is used as it is: if its
+    server did close it, the request fails as on any closed connection and is
+    tried again.
     """
 
     def _assign_requests_to_connections(self) -> list[Any]:
         closing: list[Any] = []
         conns: list[Any] = self._connections
         keep = self._max_keepalive_connections
+        given = {id(r.connection) for r in self._requests if r.connection is not None}
         # Closed ones go; expired ones and (as httpcore counts) idle ones while more
-        # connections than max_keepalive are in the pool are closed.
+        # connections than max_keepalive are in the pool are closed, unless given to a
+        # request.
         left = len(conns)
         kept = []
         for c in conns:
             if c.is_closed():
                 left -= 1
-            elif c.has_expired() or (c.is_idle() and left > keep):
+            elif id(c) not in given and (c.has_expired() or (c.is_idle() and left > keep)):
                 left -= 1
                 closing.append(c)
             else:
@@ -92,7 +103,7 @@ class Pool(httpcore.ConnectionPool):
         queued = [r for r in self._requests if r.is_queued()]
         if not queued:
             return closing
-        idle = [c for c in conns if c.is_idle()]
+        idle = [c for c in conns if c.is_idle() and id(c) not in given]
         # (origin, its available connections in order), per origin asked for: httpcore's
         # Origin has no hash, and a get asks few
         available: list[tuple[Any, list[Any]]] = []
@@ -104,6 +115,9 @@ class Pool(httpcore.ConnectionPool):
                 available.append((origin, ready))
             if ready:
                 r.assign_to_connection(ready[0])
+                given.add(id(ready[0]))
+                if ready[0] in idle:
+                    idle.remove(ready[0])
                 continue
             if len(conns) >= self._max_connections:
                 if not idle:
@@ -117,8 +131,7 @@ class Pool(httpcore.ConnectionPool):
             new = self.create_connection(origin)
             conns.append(new)
             r.assign_to_connection(new)
-            if new.is_idle():
-                idle.append(new)
+            given.add(id(new))
             for o, group in available:
                 if new.can_handle_request(o) and new.is_available():
                     group.append(new)

@@ -36,7 +36,7 @@ import io
 import json
 import re
 import unicodedata
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +48,7 @@ __all__ = [
     "IndexEntry",
     "ReleaseIndex",
     "check_file_path",
+    "check_files",
     "fold",
     "parse",
     "synthetic_mod",
@@ -308,6 +309,34 @@ def parse(data: bytes, module: str, version: str) -> ReleaseIndex:
         raise _bad(module, version, f"more than {MAX_FILES} files")
     files = [_entry(module, version, i, r) for i, r in enumerate(raw_files)]
     del raw_files, doc["files"]
+    _check_names(module, version, files)
+    known = {"schema", "module", "version", "files", "time", "commit", "build"}
+    build = doc.get("build") if isinstance(doc.get("build"), dict) else {}
+    return ReleaseIndex(
+        module=module,
+        version=version,
+        files=files,
+        time=doc.get("time") if isinstance(doc.get("time"), str) else None,
+        commit=doc.get("commit") if isinstance(doc.get("commit"), str) else None,
+        build=_plain(build or {}),
+        extra={k: _plain(v) for k, v in doc.items() if k not in known},
+    )
+
+
+def check_files(module: str, version: str, files: Sequence[IndexEntry]) -> None:
+    """Check entries made for an index as :func:`parse` checks those it reads (safe paths,
+    sizes, sha256, no collisions); raises :class:`VerifyError`. For an index a source
+    makes itself, without encoding and parsing it again (100,000 files: tens of MB)."""
+    if len(files) > MAX_FILES:
+        raise _bad(module, version, f"more than {MAX_FILES} files")
+    for i, e in enumerate(files):
+        _entry(module, version, i, e)
+    _check_names(module, version, files)
+
+
+def _check_names(module: str, version: str, files: Sequence[IndexEntry]) -> None:
+    """No two paths the same on a case-insensitive, normalizing file system; no file
+    inside another."""
     seen: dict[str, str] = {}  # folded path -> path
     for e in files:
         folded = fold(e.path)
@@ -321,18 +350,6 @@ def parse(data: bytes, module: str, version: str) -> ReleaseIndex:
             raise _bad(module, version, f"file path {e.path!r} {what}")
         seen[folded] = e.path
     _check_prefixes(module, version, seen)
-    del seen
-    known = {"schema", "module", "version", "files", "time", "commit", "build"}
-    build = doc.get("build") if isinstance(doc.get("build"), dict) else {}
-    return ReleaseIndex(
-        module=module,
-        version=version,
-        files=files,
-        time=doc.get("time") if isinstance(doc.get("time"), str) else None,
-        commit=doc.get("commit") if isinstance(doc.get("commit"), str) else None,
-        build=_plain(build or {}),
-        extra={k: _plain(v) for k, v in doc.items() if k not in known},
-    )
 
 
 def _check_prefixes(module: str, version: str, folded: Mapping[str, str]) -> None:

@@ -163,6 +163,25 @@ def test_synthesised_index_is_deterministic(
     assert source(hf, http).index(MOD, "v0.1.0") == source(hf, http).index(MOD, "v0.1.0")
 
 
+@pytest.mark.parametrize(
+    ("files", "why"),
+    [
+        ({"Config.json": b"{}", "config.json": b"{}"}, "differ only in case"),
+        ({"w": b"a", "w/x.bin": b"b"}, "which is a file"),
+    ],
+)
+def test_a_tree_no_index_can_hold_is_refused(
+    hf: HuggingFaceServer, http: HttpClient, files: dict[str, bytes], why: str
+) -> None:
+    """A synthesised index is checked as a downloaded one is (on its entries, not by
+    parsing its bytes again): paths that would collide in a checkout are refused."""
+    repo = hf.repo("acme", "clash")
+    repo.commit(files)
+    repo.tag("v0.1.0")
+    with pytest.raises(VerifyError, match=why):
+        source(hf, http).index("hf.co/acme/clash", "v0.1.0")
+
+
 def test_repository_with_its_own_wgt_files(hf: HuggingFaceServer, http: HttpClient) -> None:
     repo = hf.repo("acme", "packaged")
     mod = b"module hf.co/acme/packaged\nwgt 0.1\n"

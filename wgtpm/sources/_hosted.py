@@ -260,13 +260,12 @@ def synthesise_index(
 ) -> bytes:
     """The ``wgt.index.json`` of a release wgtpm did not publish (DESIGN.md section 5)."""
     module = _module.normalise(path)
-    data = _index.ReleaseIndex(
+    # Checked as parse checks what it reads, but on the entries themselves: encoding and
+    # parsing 100,000 files again to check them cost tens of MB at once.
+    _index.check_files(module, version, entries)
+    return _index.ReleaseIndex(
         module, version, list(entries), time=time, commit=commit, build=dict(build)
     ).to_json()
-    # Checked as build_index checks, but the bytes are kept, not encoded again from
-    # the parse: for 100,000 files each copy and parse costs tens of MB at once.
-    _index.parse(data, module, version)
-    return data
 
 
 # ---- errors -----------------------------------------------------------------
