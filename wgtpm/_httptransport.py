@@ -157,10 +157,6 @@ class LazyTLS:
     def set_alpn_protocols(self, protocols: list[str]) -> None:
         self._alpn = list(protocols)
 
-    @property
-    def made(self) -> bool:
-        return self._ctx is not None
-
     def context(self) -> ssl.SSLContext:
         with self._lock:
             if self._ctx is None:

@@ -285,7 +285,7 @@ class Fetcher:
             idx = _index.parse(raw, path, version)
             self._check(path, version, idx.h1(), cached=True)
         tree = self.cache.mod_dir(path, version)
-        return any(not (tree / e.path).is_file() for e in idx.files if matches(patterns, e.path))
+        return any(not _placed(tree, e) for e in idx.files if matches(patterns, e.path))
 
     def download(self, path: str, version: str, patterns: list[str] | None = None) -> Path:
         """Make the module tree of ``path@version`` hold every selected file; returns its dir.
@@ -335,7 +335,7 @@ class Fetcher:
             raise
         finally:
             if not ok:
-                early.stop(self, label)
+                early.stop()
             with self._done_lock:
                 self._done.pop(label, None)
                 self._ranges.pop(label, None)
@@ -771,6 +771,7 @@ class _Early:
         self._errors: dict[tuple[str, int, str], BaseException] = {}
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._fetcher, self._label = fetcher, label
         if fetcher is None or not entries:
             return
 
@@ -809,13 +810,13 @@ class _Early:
         if err is not None:
             raise err
 
-    def stop(self, fetcher: Fetcher, label: str) -> None:
+    def stop(self) -> None:
         """Stop the early downloads at their next chunk (the unit failed) and wait for them;
         what they wrote stays for resuming."""
-        if self._thread is None:
+        if self._thread is None or self._fetcher is None:
             return
-        with fetcher._done_lock:
-            fetcher._stopping.add(label)
+        with self._fetcher._done_lock:
+            self._fetcher._stopping.add(self._label)
         if not _interrupt.CANCEL.is_set():
             self._thread.join()
 

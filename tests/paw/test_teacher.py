@@ -116,7 +116,10 @@ def test_auth_errors_stop_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
                 seed=0,
                 cache_dir=tmp_path,
             )
-        assert len(api.log) == 2  # one per call of the first wave, no retries
+        # the first wave's two calls, neither tried again (retries=3 would make up to 8);
+        # the second may be cancelled before it starts once the first has failed
+        assert 1 <= len(api.log) <= 2
+        assert all(s.status == 401 for s in api.log)
         monkeypatch.setenv("TEACHER_KEY", "sk-right")
         assert (
             len(
