@@ -177,3 +177,16 @@ def test_vendor_verify_refuses_a_provenance_its_manifest_contradicts(
         f"{mod}@{version}: notes.txt: the index says artifact/kind {said % 'file'}, "
         f"{PROVENANCE_FILE} says {said % 'paw'}; the index was changed after publishing"
     ]
+
+
+@pytest.mark.parametrize("size", [0, 1, 4095, 1 << 16, (1 << 16) + 1, 3 * (1 << 16) - 7])
+def test_a_blob_hashed_from_its_map_is_hashed_right(tmp_path, monkeypatch, size) -> None:
+    """verify hashes cache files from a map of the page cache, window by window (64 KiB
+    windows here): the same sha256 as reading them, at every size around the windows."""
+    from wgtpm import _fs
+
+    monkeypatch.setattr(_fs, "MAP_WINDOW", 1 << 16)
+    f = tmp_path / "blob"
+    data = os.urandom(size)
+    f.write_bytes(data)
+    assert _fs.sha256_blob(f) == hashlib.sha256(data).hexdigest() == _fs.sha256_file(f)

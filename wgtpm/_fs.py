@@ -10,7 +10,8 @@ Every writer of a file others may read at the same time goes through here:
   and put back if the swap fails).
 - :class:`FileLock` is a cross-process advisory lock on one file, shared or
   exclusive (``flock``; ``msvcrt`` on Windows, exclusive only).
-- :func:`sha256_file` hashes a file in 1 MiB blocks.
+- :func:`sha256_file` hashes a file in 1 MiB blocks; :func:`sha256_blob` hashes one of the
+  cache's read-only blobs from a map of the page cache.
 - :func:`canonical_json` is the one JSON byte form, in two shapes: ``compact``
   for bytes that are hashed into identifiers (sorted keys, no whitespace,
   UTF-8), and ``pretty`` for files people read (sorted keys, two-space
@@ -37,6 +38,7 @@ __all__ = [
     "canonical_json",
     "is_hex64",
     "replace_dir",
+    "sha256_blob",
     "sha256_file",
     "temp_dir",
     "write_atomic",
@@ -136,6 +138,34 @@ def sha256_file(path: Path) -> str:
         while n := f.readinto(buf):
             h.update(view[:n])
     return h.hexdigest()
+
+
+#: Bytes of a file mapped at once by :func:`sha256_blob`.
+MAP_WINDOW = 64 << 20
+
+
+def sha256_blob(path: Path) -> str:
+    """The hex sha256 of a file of the module cache, hashed from a map of the page cache.
+
+    No copy of each byte into a buffer: for a 1 GiB file read from the page cache that
+    copy cost as much as a third of the hash (``wgtpm verify`` at 1.5x ``openssl dgst``).
+    Only for files nobody changes in place: a map past a file's end faults the process
+    (``SIGBUS``), and the cache's blobs are read-only, replaced whole by a rename, never
+    truncated. The size is read once, and each window is no longer than what is left of it.
+    """
+    import mmap
+
+    with open(path, "rb", buffering=0) as f:
+        size = os.fstat(f.fileno()).st_size
+        if size < MAP_WINDOW // 64:  # small: one read costs less than a map
+            return hashlib.sha256(f.read()).hexdigest()
+        h = hashlib.sha256()
+        for pos in range(0, size, MAP_WINDOW):
+            n = min(MAP_WINDOW, size - pos)
+            with mmap.mmap(f.fileno(), n, access=mmap.ACCESS_READ, offset=pos) as m:
+                with memoryview(m) as v:
+                    h.update(v)
+        return h.hexdigest()
 
 
 def canonical_json(value: Any, *, pretty: bool = False) -> bytes:

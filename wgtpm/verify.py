@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 from . import dirhash
 from . import index as _index
 from ._errors import VerifyError, WgtpmError
-from ._fs import sha256_file
+from ._fs import sha256_blob
 from .index import IndexEntry, ReleaseIndex
 from .modfetch import matches
 from .modload.buildlist import Fetched
@@ -144,13 +144,13 @@ def _hash_files(files: Sequence[Path], sizes: Sequence[int]) -> list[str]:
     """
     workers = min(len(files), os.cpu_count() or 1)
     if workers <= 1:
-        return [sha256_file(f) for f in files]
+        return [sha256_blob(f) for f in files]
     from concurrent.futures import ThreadPoolExecutor
 
     order = sorted(range(len(files)), key=lambda i: -sizes[i])
     out = [""] * len(files)
     with ThreadPoolExecutor(workers) as pool:
-        for i, digest in zip(order, pool.map(sha256_file, [files[i] for i in order]), strict=True):
+        for i, digest in zip(order, pool.map(sha256_blob, [files[i] for i in order]), strict=True):
             out[i] = digest
     return out
 
