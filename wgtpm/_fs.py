@@ -162,9 +162,9 @@ def sha256_blob(path: Path) -> str:
         h = hashlib.sha256()
         for pos in range(0, size, MAP_WINDOW):
             n = min(MAP_WINDOW, size - pos)
-            with mmap.mmap(f.fileno(), n, access=mmap.ACCESS_READ, offset=pos) as m:
-                with memoryview(m) as v:
-                    h.update(v)
+            m = mmap.mmap(f.fileno(), n, access=mmap.ACCESS_READ, offset=pos)
+            with m, memoryview(m) as v:
+                h.update(v)
         return h.hexdigest()
 
 
