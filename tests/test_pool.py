@@ -156,52 +156,43 @@ class Reference(Pool):
     _assign_requests_to_connections = _reference
 
 
-POOLS = dict(
-    conns=st.lists(
+#: (connections as (origin, state), requests as (origin, index of the connection they hold
+#: or None), max_connections, max_keepalive, the state of a new connection)
+POOLS = st.tuples(
+    st.lists(
         st.tuples(
             st.sampled_from(ORIGINS),
             st.sampled_from(["closed", "expired", "idle", "available", "busy"]),
         ),
         max_size=12,
     ),
-    requests=st.lists(
+    st.lists(
         st.tuples(st.sampled_from(ORIGINS), st.one_of(st.none(), st.integers(0, 11))),
         max_size=10,
     ),
-    max_connections=st.integers(1, 14),
-    max_keepalive=st.integers(0, 14),
-    new_state=st.sampled_from(["busy", "available", "idle"]),
+    st.integers(1, 14),
+    st.integers(0, 14),
+    st.sampled_from(["busy", "available", "idle"]),
 )
+Args = tuple[list[tuple[bytes, str]], list[tuple[bytes, int | None]], int, int, str]
 
 
 @settings(max_examples=400, deadline=None)
-@given(**POOLS)
+@given(POOLS)
 # a full pool: the first idle connection makes room for a request no connection can take
-@example([(b"a", "idle"), (b"b", "idle"), (b"c", "busy")], [(b"c", None)], 3, 9, "busy")
-@example([(b"a", "idle"), (b"b", "idle")], [(b"c", None), (b"c", None), (b"a", None)], 2, 9, "idle")
+@example(([(b"a", "idle"), (b"b", "idle"), (b"c", "busy")], [(b"c", None)], 3, 9, "busy"))
+@example(
+    ([(b"a", "idle"), (b"b", "idle")], [(b"c", None), (b"c", None), (b"a", None)], 2, 9, "idle")
+)
 # ... and not the one it has just given to a request
-@example([(b"a", "idle"), (b"b", "idle")], [(b"a", None), (b"c", None)], 2, 9, "busy")
-def test_the_pool_assigns_as_the_reference_does(
-    conns: list[tuple[bytes, str]],
-    requests: list[tuple[bytes, int | None]],
-    max_connections: int,
-    max_keepalive: int,
-    new_state: str,
-) -> None:
-    args = (conns, requests, max_connections, max_keepalive, new_state)
+@example(([(b"a", "idle"), (b"b", "idle")], [(b"a", None), (b"c", None)], 2, 9, "busy"))
+def test_the_pool_assigns_as_the_reference_does(args: Args) -> None:
     assert _run(Pool, *args) == _run(Reference, *args)
 
 
 @settings(max_examples=400, deadline=None)
-@given(**POOLS)
-def test_the_reference_is_httpcores_but_for_connections_given_to_requests(
-    conns: list[tuple[bytes, str]],
-    requests: list[tuple[bytes, int | None]],
-    max_connections: int,
-    max_keepalive: int,
-    new_state: str,
-) -> None:
-    args = (conns, requests, max_connections, max_keepalive, new_state)
+@given(POOLS)
+def test_the_reference_is_httpcores_but_for_connections_given_to_requests(args: Args) -> None:
     closing, _, assigned, _ = stock = _run(httpcore.ConnectionPool, *args)
     assume(not set(closing) & set(assigned))  # httpcore closed none it had given out
     assert _run(Reference, *args) == stock
