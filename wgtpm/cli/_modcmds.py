@@ -352,7 +352,7 @@ def _verify_rebuild(args: argparse.Namespace) -> int:
         if not report.reproduced:
             for tool, (theirs, ours) in report.tools.items():
                 print(
-                    f"note: the release was built with {tool} {theirs or '(none)'}, "
+                    f"wgtpm: note: the release was built with {tool} {theirs or '(none)'}, "
                     f"this rebuild used {ours or '(none)'}",
                     file=sys.stderr,
                 )
