@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import BinaryIO
 
 import httpx
 import pytest
@@ -292,6 +293,13 @@ def test_a_slow_line_gets_more_connections(wgtpm, big, project, monkeypatch) -> 
 class _State:
     def __init__(self) -> None:
         self.done = [0, 0]
+        self.wait = 0.0
+
+    def come(self) -> int:
+        return sum(self.done)
+
+    def waited(self) -> float:
+        return self.wait
 
 
 def test_pace_widens_only_when_each_connection_is_slow(monkeypatch) -> None:
@@ -310,12 +318,17 @@ def test_pace_widens_only_when_each_connection_is_slow(monkeypatch) -> None:
     pace.tick()  # first bytes: the window starts now
     assert widened == []
     fast = int(modfetch.RANGE_SLOW * 2 * modfetch.PACE_WINDOW * 1.5)
-    clock[0] += modfetch.PACE_WINDOW
+    clock[0] += modfetch.PACE_WINDOW * 1.01  # (a whole window, float error aside)
     state.done[0] += fast
     pace.tick()
     assert widened == []  # two connections each faster than RANGE_SLOW: enough
-    clock[0] += modfetch.PACE_WINDOW
+    clock[0] += modfetch.PACE_WINDOW * 1.01
     state.done[1] += int(modfetch.RANGE_SLOW * modfetch.PACE_WINDOW)  # half as fast as needed
+    state.wait += modfetch.PACE_WINDOW / 2  # ... because the hash kept them waiting
+    pace.tick()
+    assert widened == []  # the line was not what held them back
+    clock[0] += modfetch.PACE_WINDOW * 1.01
+    state.done[1] += int(modfetch.RANGE_SLOW * modfetch.PACE_WINDOW)  # half as fast, again
     pace.tick()
     assert widened == [modfetch.ALL_RANGES]  # capped connections: every range at once
     clock[0] += modfetch.PACE_WINDOW / 2
@@ -344,15 +357,21 @@ def h11_fed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 def test_a_large_body_skips_h11_and_a_cut_in_it_resumes(
     wgtpm, big, project, monkeypatch, h11_fed, server
 ) -> None:
-    # in ranges the bodies are spliced into the file; one stream reads them past h11
-    spliced = []
-    splice = _httptransport.Stream.splice_into
+    # in ranges the bodies are read from the socket into buffers (the bytes next in line
+    # for the hash) or spliced into the file (the others); one stream reads them past h11
+    spliced, received = [], []
+    splice, recv_into = _httptransport.Stream.splice, _httptransport.Stream.recv_into
 
-    def counting(self, fd, offset, count, timeout):  # type: ignore[no-untyped-def]
-        spliced.append(count)
-        return splice(self, fd, offset, count, timeout)
+    def counting_splice(self, *args):  # type: ignore[no-untyped-def]
+        spliced.append(n := splice(self, *args))
+        return n
 
-    monkeypatch.setattr(_httptransport.Stream, "splice_into", counting)
+    def counting_recv(self, *args):  # type: ignore[no-untyped-def]
+        received.append(n := recv_into(self, *args))
+        return n
+
+    monkeypatch.setattr(_httptransport.Stream, "splice", counting_splice)
+    monkeypatch.setattr(_httptransport.Stream, "recv_into", counting_recv)
     with server(big.root) as srv:
         srv.inject(Fault.truncate(FILE_PATH, at=0.5, times=1))
         srv.inject(Fault.reset(FILE_PATH, at=0.7, times=1))
@@ -362,7 +381,7 @@ def test_a_large_body_skips_h11_and_a_cut_in_it_resumes(
         asked = [s for s in srv.log.where(path=FILE_PATH) if s.method == "GET"]
     assert len(asked) > (4 if server is ProxyTreeServer else 1)  # cut bodies went on
     assert h11_fed[0] < len(BIG) // 4, h11_fed  # the bodies' bytes went past h11
-    assert bool(spliced) == (server is ProxyTreeServer), spliced
+    assert bool(spliced or received) == (server is ProxyTreeServer), (spliced, received)
     got_it()
 
 
@@ -388,8 +407,25 @@ class _Blobs(LoopbackServer):
         return serve_bytes(req, BIG)
 
 
-@pytest.mark.parametrize("spliced", [True, False], ids=["spliced", "read past h11"])
-def test_a_body_read_past_h11_keeps_its_connection(tmp_path, h11_fed, spliced) -> None:
+def _read_body(resp: httpx.Response, f: BinaryIO, size: int, how: str) -> int:
+    """Read ``resp``'s body of at most ``size`` bytes into ``f`` with a BodyReader, spliced
+    into the file or through a buffer; how many bytes came."""
+    at = 0
+    buf = bytearray(1 << 20)
+    with _httptransport.BodyReader(resp, size) as body:
+        while True:
+            if how == "spliced":
+                n = body.into_file(f.fileno(), at, size - at)
+            else:
+                n = body.into(memoryview(buf))
+                os.pwrite(f.fileno(), buf[:n], at)
+            if not n:
+                return at
+            at += n
+
+
+@pytest.mark.parametrize("how", ["spliced", "into buffers", "read past h11"])
+def test_a_body_read_past_h11_keeps_its_connection(tmp_path, h11_fed, how) -> None:
     """h11 is told the body it did not see has come, so the connection serves the next
     request; a body cut short closes it."""
     out = tmp_path / "out"
@@ -397,10 +433,10 @@ def test_a_body_read_past_h11_keeps_its_connection(tmp_path, h11_fed, spliced) -
 
         def get(url: str) -> bytes:
             with http.stream(url) as resp:
-                if not spliced:
+                if how == "read past h11":
                     return b"".join(resp.iter_bytes())
                 f.truncate(0)
-                assert sum(_httptransport.write_body(resp, f.fileno(), 0, len(BIG))) == len(BIG)
+                assert _read_body(resp, f, len(BIG), how) == len(BIG)
                 f.seek(0)
                 return f.read()
 
@@ -415,7 +451,10 @@ def test_a_body_read_past_h11_keeps_its_connection(tmp_path, h11_fed, spliced) -
         assert srv.connections == 2  # the cut one was not pooled
 
 
-def test_bodies_past_h11_share_pooled_connections_between_threads(tmp_path, monkeypatch) -> None:
+@pytest.mark.parametrize("how", ["spliced", "into buffers"])
+def test_bodies_past_h11_share_pooled_connections_between_threads(
+    tmp_path, monkeypatch, how
+) -> None:
     """A connection that goes back to the pool the moment its body ends is taken by
     another thread's request at once: what the first request set on it (its reads'
     size, which says whether a body goes past h11) must be undone before, not after."""
@@ -429,7 +468,7 @@ def test_bodies_past_h11_share_pooled_connections_between_threads(tmp_path, monk
                     start = (k * 12 + i) % 8 * size
                     hdrs = {"Range": f"bytes={start}-{start + size - 1}"}
                     with http.stream(f"{srv.url}/f", headers=hdrs) as resp:
-                        got = sum(_httptransport.write_body(resp, f.fileno(), 0, size))
+                        got = _read_body(resp, f, size, how)
                     assert got == size
                     f.seek(0)
                     assert f.read(size) == BIG[start : start + size]

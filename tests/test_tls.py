@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import os
 import ssl
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +22,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from tests.servers import LoopbackServer, Request, Response, serve_bytes
+from wgtpm import _httptransport
 from wgtpm.httpclient import CertificateError, HttpClient
 
 BODY = b"over TLS\n" * 1000
@@ -120,3 +122,58 @@ def test_plain_http_makes_no_tls_context(contexts_made: list[int]) -> None:
     with _Files() as srv, HttpClient() as http:
         assert http.get_bytes(f"{srv.url}/a") == BODY
     assert contexts_made == []
+
+
+BIG = os.urandom((6 << 20) + 7)
+
+
+class _Big(LoopbackServer):
+    def route(self, req: Request) -> Response:
+        return serve_bytes(req, BIG)
+
+
+@pytest.mark.parametrize("how", ["into buffers", "into the file"])
+def test_a_large_body_over_tls_goes_past_h11_and_keeps_its_connection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """The TLS socket decrypts a large body straight into the caller's buffer (or it is
+    decrypted here and written into the file): the bytes are right, and the connection
+    serves the next request."""
+    cert, key = _self_signed(tmp_path)
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    srv = _Big()
+    srv.tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    srv.tls.load_cert_chain(cert, key)
+    received = []
+    recv_into = _httptransport.Stream.recv_into
+
+    def counting(self, view, timeout):  # type: ignore[no-untyped-def]
+        assert isinstance(self.sock, ssl.SSLSocket)
+        received.append(n := recv_into(self, view, timeout))
+        return n
+
+    monkeypatch.setattr(_httptransport.Stream, "recv_into", counting)
+    out = tmp_path / "out"
+    buf = bytearray(1 << 20)
+    with srv, HttpClient() as http, open(out, "wb+") as f:
+        for name in ("a", "b"):
+            f.truncate(0)
+            at = 0
+            url = f"{srv.url}/{name}"
+            with http.stream(url) as resp, _httptransport.BodyReader(resp, len(BIG)) as body:
+                while True:
+                    if how == "into the file":
+                        n = body.into_file(f.fileno(), at, len(BIG) - at)
+                    else:
+                        n = body.into(memoryview(buf))
+                        os.pwrite(f.fileno(), buf[:n], at)
+                    if not n:
+                        break
+                    at += n
+            f.seek(0)
+            assert f.read() == BIG
+        assert srv.connections == 1
+    if how == "into buffers":  # most of each body came past h11 and httpx
+        assert sum(received) > len(BIG), received
+    else:
+        assert not received

@@ -7,8 +7,8 @@ through h11 and httpx, which dominates a loopback download's Python time.
 :meth:`~wgtpm.httpclient.HttpClient.stream` sets it for the body of a download.
 A download's body of :data:`RAW_MIN` bytes or more skips h11 after its first
 chunk (:class:`Body`; the connection is still kept for the next request), and
-:func:`write_body` splices such a body on a plain socket straight into its
-file (:meth:`Stream.splice_into`).
+:class:`BodyReader` reads such a body straight into a file (spliced from a
+plain socket) or into the caller's buffers (from the socket, TLS or not).
 httpcore's exceptions are raised as the httpx exceptions of the same name,
 as httpx's own transport does.
 
@@ -18,7 +18,6 @@ Imported only when a client is made (httpx is not imported by a no-op command).
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
 import select
 import socket
@@ -34,13 +33,12 @@ __all__ = [
     "PIPE_SIZE",
     "RAW_MIN",
     "Backend",
+    "BodyReader",
     "LazyTLS",
     "Stream",
     "TooLong",
     "Transport",
-    "spliceable",
     "transport",
-    "write_body",
 ]
 
 RAW_MIN = 1 << 20  # bodies of this many bytes or more are read past h11 by a download
@@ -172,11 +170,14 @@ class Stream(httpcore.NetworkStream):
     httpcore asks 64 KiB a read; :meth:`HttpClient.stream` sets ``read_size`` on the
     connection of a download while its body streams (:meth:`Body.read_more`: a socket
     read returns what has arrived, up to that), and the body clears it as it closes,
-    before the connection goes back to the pool.
+    before the connection goes back to the pool. ``sock`` is the socket a body may be
+    read from directly (:class:`BodyReader`): a TCP one, or the TLS one over it
+    (``None`` for TLS inside a proxy's TLS, which memory BIOs decrypt).
     """
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, sock: socket.socket | None = None) -> None:
         self._inner = inner
+        self.sock = sock
         self.read_size = 0
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
@@ -193,103 +194,182 @@ class Stream(httpcore.NetworkStream):
     ) -> Stream:
         if isinstance(ssl_context, LazyTLS):
             ssl_context = ssl_context.context()
-        return Stream(self._inner.start_tls(ssl_context, server_hostname, timeout))
+        inner = self._inner.start_tls(ssl_context, server_hostname, timeout)
+        over_tcp = type(self.sock) is socket.socket  # then the TLS socket reads into buffers
+        return Stream(inner, inner.get_extra_info("socket") if over_tcp else None)
 
     def get_extra_info(self, info: str) -> Any:
         return self._inner.get_extra_info(info)
 
-    def splice_into(self, fd: int, offset: int, count: int, timeout: float | None) -> Iterator[int]:
-        """Move the next ``count`` bytes of a plain TCP socket into file ``fd`` at ``offset``
-        without copying them through this process (``splice`` through a pipe: the kernel
-        hands the socket's pages to the pipe, and copies them once into the page cache);
-        yields each count as it lands. A socket error is httpcore's ``ReadError`` (or
-        ``ReadTimeout``); an error writing the file is the ``OSError`` it is."""
-        import fcntl
-
-        sock = self.get_extra_info("socket")
-        r, w = os.pipe()
+    def recv_into(self, view: memoryview, timeout: float | None) -> int:
+        """Read what has come, up to ``len(view)`` bytes, into ``view`` (decrypted, on TLS);
+        how many (0: the peer closed). Errors are httpcore's, as :meth:`read`'s."""
+        if self.sock is None:
+            data = self._inner.read(len(view), timeout)
+            view[: len(data)] = data
+            return len(data)
         try:
-            with contextlib.suppress(OSError):  # a larger pipe: fewer, larger moves
-                fcntl.fcntl(w, getattr(fcntl, "F_SETPIPE_SZ", 1031), PIPE_SIZE)
-            while count > 0:
-                try:
-                    n = os.splice(
-                        sock.fileno(), w, min(count, PIPE_SIZE), flags=os.SPLICE_F_NONBLOCK
-                    )
-                except BlockingIOError:
-                    if not _readable(sock, timeout):
-                        raise httpcore.ReadTimeout("timed out") from None
-                    continue
-                except OSError as exc:
-                    raise httpcore.ReadError(str(exc)) from exc
-                if n == 0:
-                    raise httpcore.RemoteProtocolError(
-                        f"peer closed connection without sending complete message body: "
-                        f"{count} bytes short"
-                    )
-                left = n
-                while left:
-                    left -= os.splice(r, fd, left, offset_dst=offset + n - left)
-                offset += n
-                count -= n
-                yield n
-        finally:
-            os.close(r)
-            os.close(w)
+            self.sock.settimeout(timeout)
+            return self.sock.recv_into(view)
+        except TimeoutError as exc:
+            raise httpcore.ReadTimeout(str(exc)) from exc
+        except OSError as exc:
+            raise httpcore.ReadError(str(exc)) from exc
 
-
-def spliceable(resp: httpx.Response) -> Stream | None:
-    """The stream of a download's response whose body may go straight into a file
-    (:meth:`Stream.splice_into`): a plain TCP socket on Linux, a known body of at least
-    :data:`RAW_MIN` bytes, identity-encoded, with a download's reads set."""
-    body = resp.extensions.get(BODY)
-    if not isinstance(body, Body) or body.raw is None or not hasattr(os, "splice"):
-        return None
-    if type(body.raw.get_extra_info("socket")) is not socket.socket:  # TLS decrypts in here
-        return None
-    return body.raw
+    def splice(
+        self, pipe: tuple[int, int], fd: int, offset: int, count: int, timeout: float | None
+    ) -> int:
+        """Move up to ``count`` bytes (at most a pipe's worth) of a plain TCP socket into
+        file ``fd`` at ``offset`` without copying them through this process (``splice``
+        through ``pipe``: the kernel hands the socket's pages to the pipe, and copies them
+        once into the page cache); how many (0: the peer closed). A socket error is
+        httpcore's ``ReadError`` (or ``ReadTimeout``); an error writing the file is the
+        ``OSError`` it is."""
+        assert self.sock is not None
+        r, w = pipe
+        while True:
+            try:
+                n = os.splice(
+                    self.sock.fileno(), w, min(count, PIPE_SIZE), flags=os.SPLICE_F_NONBLOCK
+                )
+                break
+            except BlockingIOError:
+                if not _readable(self.sock, timeout):
+                    raise httpcore.ReadTimeout("timed out") from None
+            except OSError as exc:
+                raise httpcore.ReadError(str(exc)) from exc
+        left = n
+        while left:
+            left -= os.splice(r, fd, left, offset_dst=offset + n - left)
+        return n
 
 
 class TooLong(Exception):
-    """A body longer than the room it was given (:func:`write_body`); nothing past the
-    room was written."""
+    """A body longer than the room it was given (:class:`BodyReader`); nothing past the
+    room was handed over."""
 
 
-def write_body(resp: httpx.Response, fd: int, offset: int, room: int) -> Iterator[int]:
-    """Write the body of ``resp`` into file ``fd`` from ``offset`` on, at most ``room``
-    bytes (a longer body raises :class:`TooLong` before its excess is written); yields
-    the count of each piece as it lands. A large body on a plain socket is spliced (the
-    first chunk, what h11 had, comes through httpx); any other is written as httpx
-    yields it."""
-    length = _content_length(resp.headers.raw)
-    if length is not None and length > room:
-        raise TooLong(f"{length} bytes where {room} were asked for")
-    chunks = resp.iter_bytes()
-    first = next(chunks, b"")
-    net = spliceable(resp)
-    at = offset
-    for chunk in itertools.chain((first,), () if net else chunks):
-        if at + len(chunk) > offset + room:
-            raise TooLong(f"more than the {room} bytes asked for")
-        _pwrite_all(fd, chunk, at)
-        at += len(chunk)
-        if chunk:
-            yield len(chunk)
-    if net is None:
-        return
-    left = resp.extensions[BODY].take()
-    timeout = resp.request.extensions.get("timeout", {}).get("read")
-    with _httpx_errors(resp.request):
-        yield from net.splice_into(fd, offset + len(first), left, timeout)
-    for _ in chunks:  # nothing is left: the body ends for h11 too, and its connection is kept
-        pass
+class BodyReader:
+    """The body of a download's response, at most ``room`` bytes (a longer one raises
+    :class:`TooLong` before its excess is handed over), read piece by piece into a
+    file (:meth:`into_file`) or into the caller's memory (:meth:`into`), as the
+    caller chooses for each piece.
+
+    Its first chunk comes through h11 and httpx. After it, a large body on a socket
+    (:attr:`Body.raw`) is read past them: :meth:`into_file` splices it from a plain
+    TCP socket (no copy through this process), :meth:`into` has the socket read into
+    the caller's buffer (decrypting into it, on TLS); any other body is copied from
+    the chunks httpx yields. Once the whole body has come, h11 is told, and the
+    connection goes back to the pool. Use it as a context manager (it may own a pipe).
+    """
+
+    def __init__(self, resp: httpx.Response, room: int) -> None:
+        length = _content_length(resp.headers.raw)
+        if length is not None and length > room:
+            raise TooLong(f"{length} bytes where {room} were asked for")
+        self._request = resp.request
+        self._room = room
+        self._got = 0
+        self._chunks = resp.iter_bytes()
+        self._held = memoryview(b"")
+        self._hold(next(self._chunks, b""))
+        body = resp.extensions.get(BODY)
+        self._net = body.raw if isinstance(body, Body) else None
+        self._left = body.take() if isinstance(body, Body) and self._net is not None else 0
+        self._ended = False
+        self._pipe: tuple[int, int] | None = None
+        self._timeout = resp.request.extensions.get("timeout", {}).get("read")
+
+    def __enter__(self) -> BodyReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pipe is not None:
+            for fd in self._pipe:
+                os.close(fd)
+            self._pipe = None
+
+    def _hold(self, chunk: bytes) -> None:
+        if self._got + len(chunk) > self._room:
+            raise TooLong(f"more than the {self._room} bytes asked for")
+        self._got += len(chunk)
+        self._held = memoryview(chunk)
+
+    def _take_held(self, most: int) -> memoryview:
+        """Up to ``most`` bytes that came through httpx (the first chunk, or any chunk of a
+        body read through it); empty once the body has ended."""
+        if not self._held and self._net is None:
+            self._hold(next(self._chunks, b""))
+        out, self._held = self._held[:most], self._held[most:]
+        return out
+
+    def _end(self) -> int:
+        if not self._ended:
+            self._ended = True
+            for _ in self._chunks:  # nothing is left: the body ends for h11 too
+                pass
+        return 0
+
+    def into_file(self, fd: int, at: int, most: int) -> int:
+        """Write up to ``most`` of the next bytes into file ``fd`` at ``at``; how many (0:
+        the body has ended)."""
+        net = self._net
+        if self._held or net is None:
+            chunk = self._take_held(most)
+            _pwrite_all(fd, chunk, at)
+            return len(chunk)
+        if not self._left:
+            return self._end()
+        with _httpx_errors(self._request):
+            if type(net.sock) is socket.socket and hasattr(os, "splice"):
+                if self._pipe is None:
+                    self._pipe = _pipe()
+                return self._count(
+                    net.splice(self._pipe, fd, at, min(most, self._left), self._timeout)
+                )
+            data = net.read(min(most, self._left, PIPE_SIZE), self._timeout)  # TLS: decrypted here
+            n = self._count(len(data))
+            _pwrite_all(fd, memoryview(data), at)
+            return n
+
+    def into(self, view: memoryview) -> int:
+        """Read the next bytes into the start of ``view``, up to its length; how many (0:
+        the body has ended)."""
+        net = self._net
+        if self._held or net is None:
+            chunk = self._take_held(len(view))
+            view[: len(chunk)] = chunk
+            return len(chunk)
+        if not self._left:
+            return self._end()
+        with _httpx_errors(self._request):
+            return self._count(net.recv_into(view[: self._left], self._timeout))
+
+    def _count(self, n: int) -> int:
+        if n == 0:
+            raise httpcore.RemoteProtocolError(
+                "peer closed connection without sending complete message body: "
+                f"{self._left} bytes short"
+            )
+        if n > self._left:  # a read of more than was asked (TLS reads what it has)
+            raise TooLong(f"more than the {self._room} bytes asked for")
+        self._left -= n
+        return n
 
 
-def _pwrite_all(fd: int, data: bytes, at: int) -> None:
-    view = memoryview(data)
-    while view:
-        n = os.pwrite(fd, view, at)
-        view, at = view[n:], at + n
+def _pipe() -> tuple[int, int]:
+    import fcntl
+
+    r, w = os.pipe()
+    with contextlib.suppress(OSError):  # a larger pipe: fewer, larger moves
+        fcntl.fcntl(w, getattr(fcntl, "F_SETPIPE_SZ", 1031), PIPE_SIZE)
+    return r, w
+
+
+def _pwrite_all(fd: int, data: memoryview, at: int) -> None:
+    while data:
+        n = os.pwrite(fd, data, at)
+        data, at = data[n:], at + n
 
 
 def _readable(sock: socket.socket, timeout: float | None) -> bool:
@@ -312,12 +392,14 @@ class Backend(httpcore.NetworkBackend):
         local_address: str | None = None,
         socket_options: Any = None,
     ) -> Stream:
-        return Stream(self._inner.connect_tcp(host, port, timeout, local_address, socket_options))
+        inner = self._inner.connect_tcp(host, port, timeout, local_address, socket_options)
+        return Stream(inner, inner.get_extra_info("socket"))
 
     def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: Any = None
     ) -> Stream:
-        return Stream(self._inner.connect_unix_socket(path, timeout, socket_options))
+        inner = self._inner.connect_unix_socket(path, timeout, socket_options)
+        return Stream(inner, inner.get_extra_info("socket"))
 
     def sleep(self, seconds: float) -> None:
         self._inner.sleep(seconds)
@@ -375,7 +457,7 @@ class Body(httpx.SyncByteStream):
     head, or its first read: after it, h11 holds nothing, as it hands over all it
     holds up to the body's length), and while a download has set its stream's
     ``read_size``, the rest is read from the socket as it comes (or by the
-    caller: :meth:`take`, a splice into a file), counted against
+    caller: :meth:`take`, :class:`BodyReader`), counted against
     ``Content-Length``. Once all of it has come, h11 is told so
     (:func:`_h11_read_outside`), so the message ends and httpcore pools the
     connection for the next request, as after a body h11 read itself; a body cut

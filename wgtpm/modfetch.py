@@ -55,6 +55,7 @@ from .cache import Cache
 from .sources import FileRequest, RevInfo, Source
 
 if TYPE_CHECKING:
+    from ._httptransport import BodyReader
     from .httpclient import HttpClient
 
 __all__ = ["FetchOptions", "Fetcher", "SumChecker", "matches"]
@@ -77,12 +78,15 @@ RANGED_MIN = 32 << 20
 RANGE_MIN = 8 << 20
 #: Connections a ranged file starts with; the rest come once each is slower than
 #: :data:`RANGE_SLOW` bytes a second over :data:`PACE_WINDOW` seconds (see ``_Pace``).
-RANGES_FIRST = 2
+RANGES_FIRST = 1
 ALL_RANGES = 1 << 30  # "as many as there are ranges left", to widen()
 RANGE_SLOW = 128 << 20
 PACE_WINDOW = 0.1
 #: Bytes read back from the page cache per hash update while ranges fill a file.
 HASH_READ = 4 << 20
+#: Bytes of a range go into memory (:mod:`wgtpm._direct`) only while the hash is at
+#: most this far behind them; further ahead, they wait in the page cache.
+LEAD = 32 << 20
 MOD_SUFFIX = "/wgt.mod"
 
 
@@ -610,15 +614,17 @@ class Fetcher:
         Each range's thread writes its bytes at their offsets and then records how
         many it has in the range's journal (``<sha256>.partial.<start>``, 20 digits),
         so a killed download resumes every range where it stopped. This thread hashes
-        the file in order as the ranges fill it (from the page cache, while the
-        download goes on), so the hash is done soon after the last byte arrives.
+        the file in order as the ranges fill it, while the download goes on, so the
+        hash is done soon after the last byte arrives: the bytes next in line from
+        memory as they come (written past the page cache, :mod:`wgtpm._direct`), those
+        that came ahead of their turn from a map of the page cache.
         A server that answers a range with anything but that range raises
         :class:`_NoRanges` (the caller goes on with one stream).
         """
         state = _Ranges.open(part.path, e.size, _range_size(e.size, ranges))
         resumed = state.resumed
         stop = threading.Event()
-        errors: list[BaseException] = []
+        errors = state.errors
         pending = [i for i in range(len(state.segs)) if state.done[i] < state.length(i)]
         todo, take = iter(pending), threading.Lock()  # the next range a connection fills
         where = _Location(req)
@@ -677,13 +683,14 @@ class Fetcher:
         """Fill range ``i`` of ``state`` in place, resuming after cuts."""
         import httpx
 
-        from ._httptransport import TooLong, write_body
+        from ._httptransport import BodyReader, TooLong
         from .httpclient import HTTPStatusError, TransportError
 
         start, end = state.segs[i]
         policy = self.opts.resume_policy
         for attempt in policy.attempts_range():
             try:
+                state.drain(i)  # resumed from what was written, not what was in flight
                 have = state.done[i]
                 if have == end - start:
                     return
@@ -696,14 +703,12 @@ class Fetcher:
                     if resp.status_code != 206 or resp.headers.get("content-range") != want:
                         raise _NoRanges("the server answered a range with something else")
                     since, got = time.monotonic(), 0
-                    room = end - start - have
-                    for n in write_body(resp, state.fd, start + have, room):
-                        state.landed(i, n)
+
+                    def tick(n: int) -> None:
+                        nonlocal since, got
                         got += n
                         self._advance(label, n)
                         _interrupt.check()
-                        if stop.is_set():
-                            return
                         elapsed = time.monotonic() - since
                         if elapsed >= self.opts.rate_window:
                             if got < self.opts.min_rate * elapsed:
@@ -711,6 +716,17 @@ class Fetcher:
                                     f"slower than {self.opts.min_rate} bytes/s; reconnecting"
                                 )
                             since, got = time.monotonic(), 0
+
+                    at = start + have
+                    with BodyReader(resp, end - at) as body:
+                        while at < end and not stop.is_set():
+                            n = state.fill(i, body, at, stop, tick)
+                            if not n:
+                                break
+                            at += n
+                if stop.is_set():
+                    return
+                state.drain(i)
                 if state.done[i] < end - start:
                     raise _Cut(
                         f"connection closed after {state.done[i]} of {end - start} bytes of a range"
@@ -870,16 +886,23 @@ class _Ranges:
     JOURNAL_WIDTH = 20
 
     def __init__(self, path: Path, size: int, segs: list[tuple[int, int]], done: list[int]) -> None:
+        from ._direct import Direct
+
         self.path = path
         self.size = size
         self.segs = segs
-        self.done = done
+        self.done = done  # bytes of each range written, from its start
         self.resumed = any(done)
+        self.errors: list[BaseException] = []  # of the ranges' threads and the writers
+        self._reach = list(done)  # bytes of each range come (written, or being written)
+        self._early: list[dict[int, int]] = [{} for _ in segs]  # written past a gap: at -> n
+        self._pos = 0  # bytes hashed
         self._cond = threading.Condition()
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         self._jfd = [os.open(self._journal(s), os.O_RDWR | os.O_CREAT, 0o644) for s, _ in segs]
         if os.fstat(self._fd).st_size > size:
             os.ftruncate(self._fd, size)
+        self.direct = Direct.open(path, self._fd, self._cond, self._landed_at, self._failed)
 
     # ---- the state on disk ---------------------------------------------
 
@@ -974,12 +997,91 @@ class _Ranges:
         """The file, open for writing the ranges' bytes at their offsets."""
         return self._fd
 
-    def landed(self, i: int, n: int) -> None:
-        """Count ``n`` more bytes of range ``i`` as written in the file, in the journal too."""
+    def fill(
+        self,
+        i: int,
+        body: BodyReader,
+        at: int,
+        stop: threading.Event,
+        tick: Callable[[int], None],
+    ) -> int:
+        """Put the next bytes of range ``i``'s ``body`` at ``at`` in the file; how many (0:
+        the body ended, or ``stop``). Bytes next in line for the hash go into a buffer
+        of :attr:`direct`, the hash is taken from there as they are written; any other
+        is written into the file (the page cache), a pipe's worth at a time, and
+        hashed from it later. ``tick(n)`` is called as each ``n`` come, and may raise
+        (what came until then is kept)."""
+        end = self.segs[i][1]
+        direct = self.direct
+        if direct is None or not self._next_in_line(i, at):
+            n = body.into_file(self._fd, at, end - at)
+            if n:
+                self._landed_at(i, at, n)
+                tick(n)
+            return n
+        piece = direct.take(i, at, stop)
+        if piece is None:
+            return 0
+        try:
+            while not piece.full(end):
+                with piece.space(end) as room:
+                    n = body.into(room)
+                if not n:
+                    break
+                piece.n += n
+                with self._cond:
+                    self._reach[i] = max(self._reach[i], at + piece.n - self.segs[i][0])
+                tick(n)
+        finally:
+            direct.submit(piece)
+        return piece.n
+
+    def _next_in_line(self, i: int, at: int) -> bool:
+        """Whether bytes of range ``i`` at ``at`` are next in line for the hash: every byte
+        before the range has come, and the hash is at most :data:`LEAD` bytes behind."""
+        assert self.direct is not None
         with self._cond:
-            self.done[i] += n
+            if not self.direct.on or at - self._pos > LEAD:
+                return False
+            return all(self._reach[k] >= self.length(k) for k in range(i))
+
+    def _landed_at(self, i: int, at: int, n: int) -> None:
+        """Count the ``n`` bytes of range ``i`` at ``at`` as written in the file (they may
+        land before bytes in front of them, two writers being at work), in the journal
+        too."""
+        with self._cond:
+            start = self.segs[i][0]
+            early = self._early[i]
+            early[at] = n
+            while (k := start + self.done[i]) in early:
+                self.done[i] += early.pop(k)
+            self._reach[i] = max(self._reach[i], self.done[i])
             self._cond.notify_all()
-        self._record(i)
+            self._record(i)
+
+    def _failed(self, exc: BaseException) -> None:
+        """A writer's error, for the hasher to raise."""
+        from .cache import _disk_error
+
+        self.errors.append(_disk_error(exc, self.path) if isinstance(exc, OSError) else exc)
+
+    def drain(self, i: int) -> None:
+        """Wait until every byte of range ``i`` that came is written (or has failed); then
+        what it has is :attr:`done`."""
+        if self.direct is not None:
+            self.direct.drain(i)
+        with self._cond:
+            self._early[i].clear()  # none are left but after a writer's failure
+            self._reach[i] = self.done[i]
+
+    def come(self) -> int:
+        """Bytes of the file that have come (written, or in a buffer being written)."""
+        with self._cond:
+            return sum(self._reach)
+
+    def waited(self) -> float:
+        """Seconds the bytes next in line have waited for a free buffer, all told."""
+        return self.direct.waited if self.direct is not None else 0.0
 
     def wake(self) -> None:
         with self._cond:
@@ -988,33 +1090,57 @@ class _Ranges:
     def hash_in_order(
         self, h: hashlib._Hash, errors: list[BaseException], tick: Callable[[], None]
     ) -> None:
-        """Hash the file into ``h`` from byte 0 as the ranges fill it; raises the first
-        error of a range's thread; calls ``tick`` while it waits for bytes. Every
-        ``SYNC_EVERY`` bytes hashed, the bytes are pushed to disk in the background so
-        the final fsync has little left to do."""
+        """Hash the file into ``h`` from byte 0 as the ranges fill it, then wait until all
+        of it is written; raises the first error of a range's thread or a writer; calls
+        ``tick`` while it waits for bytes. Bytes in a buffer of :attr:`direct` are
+        hashed from there (before they are written, even), the rest from the file;
+        every ``SYNC_EVERY`` bytes of those, they are pushed to disk in the background
+        so the final fsync has little left to do."""
         pos = i = 0
         unsynced = 0
         syncer = _Syncer(self._fd)
+        direct = self.direct
         try:
             while pos < self.size:
+                if pos >= self.segs[i][1]:
+                    i += 1
+                    continue
                 with self._cond:
-                    while not errors and self.segs[i][0] + self.done[i] <= pos:
+                    while True:
+                        if errors:
+                            raise errors[0]
+                        piece = direct.ready.pop(pos, None) if direct is not None else None
+                        avail = self.segs[i][0] + self.done[i]
+                        if piece is not None or avail > pos:
+                            break
                         self._cond.wait(0.1)
                         _interrupt.check()
                         tick()
+                    if piece is None and direct is not None and direct.ready:
+                        avail = min(avail, min((k for k in direct.ready if k > pos), default=avail))
+                if piece is not None:
+                    assert direct is not None
+                    with piece.data() as v:
+                        h.update(v)
+                    pos += piece.n
+                    direct.hashed(piece)
+                else:
+                    while pos < avail:
+                        n = min(HASH_READ, avail - pos)
+                        self._hash_span(h, pos, n)
+                        pos += n
+                        unsynced += n
+                        if unsynced >= SYNC_EVERY:
+                            syncer.kick()
+                            unsynced = 0
+                with self._cond:
+                    self._pos = pos
+            with self._cond:
+                while sum(self.done) < self.size:  # hashed from buffers still being written
                     if errors:
                         raise errors[0]
-                    avail = self.segs[i][0] + self.done[i]
-                while pos < avail:
-                    n = min(HASH_READ, avail - pos)
-                    self._hash_span(h, pos, n)
-                    pos += n
-                    unsynced += n
-                    if unsynced >= SYNC_EVERY:
-                        syncer.kick()
-                        unsynced = 0
-                if pos >= self.segs[i][1]:
-                    i += 1
+                    self._cond.wait(0.1)
+                    _interrupt.check()
         finally:
             syncer.stop()
 
@@ -1033,6 +1159,8 @@ class _Ranges:
         os.fsync(self._fd)
 
     def close(self) -> None:
+        if self.direct is not None:
+            self.direct.close()
         os.close(self._fd)
         for fd in self._jfd:
             os.close(fd)
@@ -1043,9 +1171,13 @@ class _Pace:
     per range once a :data:`PACE_WINDOW` shows each connection bringing less than
     :data:`RANGE_SLOW` bytes a second (the line caps each connection, so more
     connections bring more: all of them at once, as each step up costs a round trip
-    or two before its bytes come). On a fast line a few connections are all it
-    takes, and each more one costs CPU the hashing needs (a 1 GiB file on
-    loopback: 8 connections 1.8 s, 2 connections 1.5 s)."""
+    or two before its bytes come). On a fast line one connection is all it takes,
+    and each more one costs CPU the hashing needs, and sends bytes ahead of their
+    turn through the page cache (a 1 GiB file on loopback: 8 connections 1.8 s, 2
+    connections 1.5 s, before bytes next in line skipped the page cache; then 1
+    connection 1.3-1.6 s). A window in which the bytes next in line waited for
+    their buffers (:attr:`_Ranges.waited`: the hash, not the line, set the pace)
+    widens nothing."""
 
     def __init__(
         self, state: _Ranges, running: Callable[[], int], widen: Callable[[int], None]
@@ -1054,20 +1186,24 @@ class _Pace:
         self._running = running
         self._widen = widen
         self._since = 0.0
-        self._had = sum(state.done)
+        self._had = state.come()
+        self._waited = state.waited()
 
     def tick(self) -> None:
         now = time.monotonic()
-        have = sum(self._state.done)
+        have = self._state.come()
         if not self._since:  # the window starts with the first bytes, not the connects
             if have > self._had:
                 self._since, self._had = now, have
+                self._waited = self._state.waited()
             return
         if now - self._since < PACE_WINDOW:
             return
-        if (have - self._had) / (now - self._since) < RANGE_SLOW * self._running():
+        waited = self._state.waited()
+        slow = (have - self._had) / (now - self._since) < RANGE_SLOW * self._running()
+        if slow and waited - self._waited < (now - self._since) / 10:
             self._widen(ALL_RANGES)
-        self._since, self._had = now, have
+        self._since, self._had, self._waited = now, have, waited
 
 
 class _Syncer:
