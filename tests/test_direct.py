@@ -195,8 +195,9 @@ def test_pieces_off_the_page_grid_land_in_place(tmp_path: Path, on: bool) -> Non
 
 
 def test_buffers_are_bounded_and_come_back(tmp_path: Path) -> None:
-    """A range thread waits for a buffer while all are in use, and gets one back once a
-    buffer is both written and hashed; one that has stopped gets none."""
+    """A range thread waits a little for a buffer while all of its file's are in use, and
+    gets one back once a buffer is both written and hashed; one that has stopped gets
+    none."""
     d, fd, _ = _direct_for(tmp_path / "f")
     stop = threading.Event()
     try:
@@ -206,14 +207,42 @@ def test_buffers_are_bounded_and_come_back(tmp_path: Path) -> None:
             p.n = _direct.BUF
             d.submit(p)
         d.drain(0)  # written, not hashed: still in use
+        assert d.take(0, 0, stop) is None  # after TAKE_WAIT
+        assert d.waited >= _direct.TAKE_WAIT
         stop.set()
         assert d.take(0, 0, stop) is None
         stop.clear()
         first = d.ready.pop(0)
         d.hashed(first)
         again = d.take(0, 0, stop)
-        assert again is first
+        assert again is not None and again.buf is first.buf  # the same memory, again
         d.submit(again)  # empty: freed at once
     finally:
         d.close()
         os.close(fd)
+
+
+def test_the_process_holds_at_most_pool_buffers(tmp_path: Path) -> None:
+    """However many files are fetched at once, their buffers are at most POOL; a file
+    that finds none free is told so at once (its bytes go through the page cache)."""
+    files = [_direct_for(tmp_path / f"f{k}") for k in range(3)]
+    stop = threading.Event()
+    taken: list[list[_direct.Piece]] = [[], [], []]
+    try:
+        for k, (d, _, _) in enumerate(files):
+            while len(taken[k]) < _direct.BUFFERS and (p := d.take(0, 0, stop)) is not None:
+                taken[k].append(p)
+        assert sum(map(len, taken)) == _direct.POOL
+        assert len(taken[0]) == _direct.BUFFERS  # the first file came first
+        d = files[2][0]
+        assert d.take(0, 0, stop) is None and d.waited == 0  # none free: no wait
+        for k, (d, _, _) in enumerate(files):
+            for p in taken[k]:
+                d.submit(p)  # empty: freed
+        p = d.take(0, 0, stop)
+        assert p is not None
+        d.submit(p)
+    finally:
+        for d, fd, _ in files:
+            d.close()
+            os.close(fd)

@@ -324,7 +324,7 @@ def test_pace_widens_only_when_each_connection_is_slow(monkeypatch) -> None:
     assert widened == []  # two connections each faster than RANGE_SLOW: enough
     clock[0] += modfetch.PACE_WINDOW * 1.01
     state.done[1] += int(modfetch.RANGE_SLOW * modfetch.PACE_WINDOW)  # half as fast as needed
-    state.wait += modfetch.PACE_WINDOW / 2  # ... because the hash kept them waiting
+    state.wait += modfetch.PACE_WINDOW * 0.8  # ... because the hash kept them waiting
     pace.tick()
     assert widened == []  # the line was not what held them back
     clock[0] += modfetch.PACE_WINDOW * 1.01

@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["ALIGN", "BUF", "BUFFERS", "Direct", "Piece"]
+__all__ = ["ALIGN", "BUF", "BUFFERS", "POOL", "Direct", "Piece"]
 
 #: Offsets, lengths and buffer addresses of direct writes are multiples of this (the
 #: page size; a device's logical block is at most this on all but a few).
@@ -41,13 +41,44 @@ ALIGN = 4096
 BUF = 4 << 20
 #: Buffers of one file at most: one filling, one hashed, two written.
 BUFFERS = 4
+#: Buffers of the whole process (made as first needed, then kept): the bound on this
+#: path's memory however many files are fetched at once. A file that finds none free
+#: goes through the page cache: a fresh buffer's pages cost what fresh page-cache
+#: pages do, so a buffer pays only as it is filled again and again.
+POOL = 6
 #: Threads writing one file's buffers: two writes in flight keep the disk busy.
 WRITERS = 2
-#: Buffers of finished downloads kept for the next (their memory is faulted in already).
-SPARE = 8
+#: Seconds a range thread waits for a free buffer before its next bytes go through the
+#: page cache instead: on loopback the hash frees one every few ms; a line capped per
+#: connection loses what it could have brought while its reader waits.
+TAKE_WAIT = 0.02
 
-_spare: list[mmap.mmap] = []
-_spare_lock = threading.Lock()
+
+class _Pool:
+    """The process's buffers: at most ``size``, each :data:`BUF` bytes on a page boundary."""
+
+    def __init__(self, size: int) -> None:
+        self._lock = threading.Lock()
+        self._free: list[mmap.mmap] = []
+        self._made = 0
+        self.size = size
+
+    def get(self) -> mmap.mmap | None:
+        """A free buffer, a new one while fewer than ``size`` are made, else ``None``."""
+        with self._lock:
+            if self._free:
+                return self._free.pop()
+            if self._made >= self.size:
+                return None
+            self._made += 1
+        return mmap.mmap(-1, BUF)
+
+    def put(self, buf: mmap.mmap) -> None:
+        with self._lock:
+            self._free.append(buf)
+
+
+_POOL = _Pool(POOL)
 
 
 class Piece:
@@ -57,12 +88,8 @@ class Piece:
 
     __slots__ = ("at", "buf", "hashed", "i", "lo", "n", "written")
 
-    def __init__(self, buf: mmap.mmap) -> None:
+    def __init__(self, buf: mmap.mmap, i: int, at: int) -> None:
         self.buf = buf
-        self.i = self.at = self.lo = self.n = 0
-        self.written = self.hashed = False
-
-    def reset(self, i: int, at: int) -> None:
         self.i, self.at, self.lo, self.n = i, at, at % ALIGN, 0
         self.written = self.hashed = False
 
@@ -107,8 +134,7 @@ class Direct:
         self._failed = failed
         self.on = True  # direct writes work (off after a refusal: then all go through fd)
         self.ready: dict[int, Piece] = {}  # file offset -> piece, not hashed yet
-        self._free: list[Piece] = []
-        self._made = 0
+        self._held = 0  # buffers of this file taken and not yet free
         self._writing: dict[int, int] = {}  # range -> pieces queued or being written
         self._queue: queue.SimpleQueue[Piece | None] = queue.SimpleQueue()
         self._writers: list[threading.Thread] = []
@@ -138,29 +164,36 @@ class Direct:
     # ---- range threads ---------------------------------------------------
 
     def take(self, i: int, at: int, stop: threading.Event) -> Piece | None:
-        """A free buffer for the bytes of range ``i`` from ``at``; ``None`` once ``stop`` is set."""
+        """A buffer for the bytes of range ``i`` from ``at``; ``None`` if this file's
+        :data:`BUFFERS` stay in use for :data:`TAKE_WAIT` seconds (its hash lags), if
+        the process has none free (other files hold them), or once ``stop`` is set."""
         with self._cond:
-            if not self._free and self._made >= BUFFERS:
+            if self._held >= BUFFERS:
                 t0 = time.monotonic()
-                while not self._free:
-                    if stop.is_set() or self._dead:
+                while self._held >= BUFFERS:
+                    left = t0 + TAKE_WAIT - time.monotonic()
+                    if stop.is_set() or self._dead or left <= 0:
+                        self.waited += time.monotonic() - t0
                         return None
-                    self._cond.wait(0.1)
+                    self._cond.wait(left)
                 self.waited += time.monotonic() - t0
-            if self._free:
-                p = self._free.pop()
-            else:
-                p = Piece(_buffer())
-                self._made += 1
-        p.reset(i, at)
-        return p
+            buf = _POOL.get()
+            if buf is None:
+                return None
+            self._held += 1
+        return Piece(buf, i, at)
+
+    def _free(self, p: Piece) -> None:
+        """``p``'s buffer back to the process (``cond`` held)."""
+        _POOL.put(p.buf)
+        self._held -= 1
+        self._cond.notify_all()
 
     def submit(self, p: Piece) -> None:
         """Hand over a filled buffer: to the hasher and to a writer (an empty one is freed)."""
         with self._cond:
             if not p.n:
-                self._free.append(p)
-                self._cond.notify_all()
+                self._free(p)
                 return
             self.ready[p.at] = p
             self._writing[p.i] = self._writing.get(p.i, 0) + 1
@@ -184,8 +217,7 @@ class Direct:
         with self._cond:
             p.hashed = True
             if p.written:
-                self._free.append(p)
-                self._cond.notify_all()
+                self._free(p)
 
     # ---- writers -------------------------------------------------------------
 
@@ -205,7 +237,7 @@ class Direct:
                     self._dead = True
                     self._failed(err)
                 if p.hashed:
-                    self._free.append(p)
+                    self._free(p)
                 self._cond.notify_all()
 
     def _write(self, p: Piece) -> None:
@@ -232,32 +264,21 @@ class Direct:
                 _pwrite_all(self._fd, v[lo + tail - at : lo + n], tail)
 
     def close(self) -> None:
-        """Let the writers write what was handed over, stop them, keep the free buffers."""
+        """Let the writers write what was handed over, stop them; the buffers not hashed
+        go back to the process (a buffer a range thread still fills, after an interrupt,
+        is left to it)."""
         for _ in self._writers:
             self._queue.put(None)
         for t in self._writers:
             t.join()
         self._writers.clear()
         with self._cond:
-            self._free.extend(self.ready.values())
+            for p in self.ready.values():
+                if p.written:
+                    self._free(p)
             self.ready.clear()
-            free, self._free = self._free, []
-        with _spare_lock:
-            for p in free:
-                if len(_spare) < SPARE:
-                    _spare.append(p.buf)
-                else:
-                    p.buf.close()
         with contextlib.suppress(OSError):
             os.close(self._dfd)
-
-
-def _buffer() -> mmap.mmap:
-    """A buffer of :data:`BUF` bytes on a page boundary: a spare one, else a new map."""
-    with _spare_lock:
-        if _spare:
-            return _spare.pop()
-    return mmap.mmap(-1, BUF)
 
 
 def _pwrite_all(fd: int, data: memoryview, at: int) -> None:
