@@ -109,7 +109,7 @@ def _in_turns(
     return times
 
 
-def throughput(tmp: Path, size_mib: int) -> None:
+def throughput(tmp: Path, size_mib: int, rounds: int = 3) -> None:
     tree = ProxyTree(tmp / "tree2")
     data_path = tmp / "big.bin"
     with open(data_path, "wb") as f:
@@ -158,7 +158,7 @@ def throughput(tmp: Path, size_mib: int) -> None:
         times: list[list[float]] = [[], [], []]
         cpu: list[list[float]] = [[], [], []]
         load = os.getloadavg()[0]
-        for _ in range(3):  # in turns, so that all three meet the same machine
+        for _ in range(rounds):  # in turns, so that all three meet the same machine
             for i, fn in enumerate(
                 [
                     ours_once,
@@ -180,6 +180,13 @@ def throughput(tmp: Path, size_mib: int) -> None:
         f"minimal client {min(per_run[1]):.0f}-{max(per_run[1]):.0f} MiB/s "
         f"(CPU {min(cpu[1]):.2f}s), openssl dgst -sha256 {min(per_run[2]):.0f}-"
         f"{max(per_run[2]):.0f} MiB/s (CPU {min(cpu[2]):.2f}s)"
+    )
+    print(
+        "  per run, in turns (s): "
+        + "; ".join(
+            f"{name} {'/'.join(f'{t:.2f}' for t in ts)}"
+            for name, ts in zip(["wgtpm", "minimal", "openssl"], times, strict=True)
+        )
     )
     print(
         f"  wgtpm / minimal client: {mini / ours:.2f}x of its throughput (best), "
@@ -204,11 +211,14 @@ def _ratios(a: list[float], b: list[float]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--size-mib", type=int, default=1024)
+    ap.add_argument("--rounds", type=int, default=3, help="download+verify runs of each")
+    ap.add_argument("--no-noop", action="store_true", help="only the download+verify part")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
-        noop_get(Path(d))
+        if not args.no_noop:
+            noop_get(Path(d))
         t0 = time.perf_counter()
-        throughput(Path(d), args.size_mib)
+        throughput(Path(d), args.size_mib, args.rounds)
         print(f"(throughput benchmark took {time.perf_counter() - t0:.0f}s)")
 
 
