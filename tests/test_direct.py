@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.servers import Fault
 from tests.servers.proxytree import ProxyTreeServer
 from wgtpm import _direct, modfetch
 from wgtpm.cache import Cache
@@ -20,6 +21,7 @@ from wgtpm.proxytree import ProxyTree
 MOD = "github.com/acme/big"
 BIG = os.urandom((16 << 20) + 12345)  # the last range ends off the page grid
 SHA = hashlib.sha256(BIG).hexdigest()
+FILE_PATH = f"/{MOD}/@v/v0.1.0/weights.bin"
 
 
 @pytest.fixture(autouse=True)
@@ -89,6 +91,25 @@ def test_one_fast_connection_hashes_every_byte_from_memory(
     assert paths["file"] == 0
     # all but the last range's unaligned tail went past the page cache
     assert len(BIG) - 4096 < paths["direct"] <= len(BIG)
+    got_it()
+
+
+def test_once_more_connections_come_the_bytes_go_through_the_page_cache(
+    wgtpm, big, project, monkeypatch, paths
+) -> None:
+    """A line capped per connection gets more connections, and then the disk's writes are
+    left to the page cache: at most the buffer being filled then is hashed from memory,
+    and nothing is written directly."""
+    with ProxyTreeServer(big.root) as srv:
+        srv.inject(Fault.drip(FILE_PATH, delay=0.02, chunk=64 << 10, times=-1))
+        monkeypatch.setenv("WGTPROXY", srv.url)
+        r = wgtpm("get", f"{MOD}@v0.1.0", cwd=project)
+        assert r.code == 0, r.err
+        ranges = [s for s in srv.log.where(path=FILE_PATH) if s.header("range")]
+    assert len(ranges) == 5  # 4 MiB each, and the 12,345 bytes past them
+    assert paths["memory"] <= _direct.BUF
+    assert paths["memory"] + paths["file"] == len(BIG)
+    assert paths["direct"] == 0
     got_it()
 
 
