@@ -31,6 +31,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ._fs import pwrite_all
+
 __all__ = ["ALIGN", "BUF", "BUFFERS", "POOL", "Direct", "Piece"]
 
 #: Offsets, lengths and buffer addresses of direct writes are multiples of this (the
@@ -246,22 +248,22 @@ class Direct:
         tail = max(head, (at + n) // ALIGN * ALIGN)  # ... and the tail starts here
         with memoryview(p.buf) as v:
             if head > at:
-                _pwrite_all(self._fd, v[lo : lo + head - at], at)
+                pwrite_all(self._fd, v[lo : lo + head - at], at)
             if tail > head:
                 middle = v[lo + head - at : lo + tail - at]
                 if self.on:
                     try:
-                        _pwrite_all(self._dfd, middle, head)
+                        pwrite_all(self._dfd, middle, head)
                     except OSError as exc:
                         if exc.errno != errno.EINVAL:
                             raise
                         self.on = False  # misaligned for this device: the page cache then
-                        _pwrite_all(self._fd, middle, head)
+                        pwrite_all(self._fd, middle, head)
                 else:
-                    _pwrite_all(self._fd, middle, head)
+                    pwrite_all(self._fd, middle, head)
                 middle.release()
             if at + n > tail:
-                _pwrite_all(self._fd, v[lo + tail - at : lo + n], tail)
+                pwrite_all(self._fd, v[lo + tail - at : lo + n], tail)
 
     def close(self) -> None:
         """Let the writers write what was handed over, stop them; the buffers not hashed
@@ -279,9 +281,3 @@ class Direct:
             self.ready.clear()
         with contextlib.suppress(OSError):
             os.close(self._dfd)
-
-
-def _pwrite_all(fd: int, data: memoryview, at: int) -> None:
-    while data:
-        n = os.pwrite(fd, data, at)
-        data, at = data[n:], at + n

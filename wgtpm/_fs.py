@@ -16,6 +16,7 @@ Every writer of a file others may read at the same time goes through here:
   for bytes that are hashed into identifiers (sorted keys, no whitespace,
   UTF-8), and ``pretty`` for files people read (sorted keys, two-space
   indent, UTF-8, one final newline). Both refuse NaN and infinities.
+- :func:`pwrite_all` writes all of a buffer at an offset (``pwrite`` may write less).
 - :data:`HEX64` matches a lower-case hex sha256.
 """
 
@@ -37,6 +38,7 @@ __all__ = [
     "FileLock",
     "canonical_json",
     "is_hex64",
+    "pwrite_all",
     "replace_dir",
     "sha256_blob",
     "sha256_file",
@@ -50,6 +52,13 @@ HEX64 = re.compile(r"[0-9a-f]{64}\Z")
 def is_hex64(value: object) -> TypeGuard[str]:
     """Whether ``value`` is a string of 64 lower-case hex digits (a sha256)."""
     return isinstance(value, str) and HEX64.match(value) is not None
+
+
+def pwrite_all(fd: int, data: memoryview, at: int) -> None:
+    """Write all of ``data`` into file ``fd`` at offset ``at``."""
+    while data:
+        n = os.pwrite(fd, data, at)
+        data, at = data[n:], at + n
 
 
 def write_atomic(path: Path, data: bytes | Iterable[bytes], mode: int | None = None) -> None:

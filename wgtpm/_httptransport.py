@@ -29,6 +29,8 @@ from typing import Any
 import httpcore
 import httpx
 
+from ._fs import pwrite_all
+
 __all__ = [
     "PIPE_SIZE",
     "RAW_MIN",
@@ -316,7 +318,7 @@ class BodyReader:
         net = self._net
         if self._held or net is None:
             chunk = self._take_held(most)
-            _pwrite_all(fd, chunk, at)
+            pwrite_all(fd, chunk, at)
             return len(chunk)
         if not self._left:
             return self._end()
@@ -329,7 +331,7 @@ class BodyReader:
                 )
             data = net.read(min(most, self._left, PIPE_SIZE), self._timeout)  # TLS: decrypted here
             n = self._count(len(data))
-            _pwrite_all(fd, memoryview(data), at)
+            pwrite_all(fd, memoryview(data), at)
             return n
 
     def into(self, view: memoryview) -> int:
@@ -364,12 +366,6 @@ def _pipe() -> tuple[int, int]:
     with contextlib.suppress(OSError):  # a larger pipe: fewer, larger moves
         fcntl.fcntl(w, getattr(fcntl, "F_SETPIPE_SZ", 1031), PIPE_SIZE)
     return r, w
-
-
-def _pwrite_all(fd: int, data: memoryview, at: int) -> None:
-    while data:
-        n = os.pwrite(fd, data, at)
-        data, at = data[n:], at + n
 
 
 def _readable(sock: socket.socket, timeout: float | None) -> bool:
