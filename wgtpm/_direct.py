@@ -14,7 +14,7 @@ on a slow line) still go through the page cache, and are hashed from a map of
 it when their turn comes.
 
 Where ``O_DIRECT`` is not to be had (tmpfs on older kernels, some network and FUSE
-file systems) :meth:`Direct.open` gives ``None``; where a write is refused as
+file systems) :func:`open_direct` gives ``None``; where a write is refused as
 misaligned (a device with blocks larger than :data:`ALIGN`), the writer turns it
 off; the bytes then go through the page cache as all others do.
 """
@@ -33,7 +33,7 @@ from pathlib import Path
 
 from ._fs import pwrite_all
 
-__all__ = ["ALIGN", "BUF", "BUFFERS", "POOL", "Direct", "Piece"]
+__all__ = ["ALIGN", "BUF", "BUFFERS", "POOL", "Direct", "Piece", "open_direct"]
 
 #: Offsets, lengths and buffer addresses of direct writes are multiples of this (the
 #: page size; a device's logical block is at most this on all but a few).
@@ -54,6 +54,17 @@ WRITERS = 2
 #: page cache instead: on loopback the hash frees one every few ms; a line capped per
 #: connection loses what it could have brought while its reader waits.
 TAKE_WAIT = 0.02
+
+
+def open_direct(path: Path) -> int | None:
+    """``path`` opened for direct writes, or ``None`` where its file system takes none."""
+    flag = getattr(os, "O_DIRECT", 0)
+    if not flag:
+        return None
+    try:
+        return os.open(path, os.O_WRONLY | flag | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
 
 
 class _Pool:
@@ -142,26 +153,6 @@ class Direct:
         self._writers: list[threading.Thread] = []
         self._dead = False
         self.waited = 0.0  # seconds range threads have waited in take(), all told
-
-    @classmethod
-    def open(
-        cls,
-        path: Path,
-        fd: int,
-        cond: threading.Condition,
-        landed: Callable[[int, int, int], None],
-        failed: Callable[[BaseException], None],
-    ) -> Direct | None:
-        """A :class:`Direct` writing the file ``path`` (open as ``fd`` too), or ``None``
-        where the file system takes no direct writes."""
-        flag = getattr(os, "O_DIRECT", 0)
-        if not flag:
-            return None
-        try:
-            dfd = os.open(path, os.O_WRONLY | flag | getattr(os, "O_CLOEXEC", 0))
-        except OSError:
-            return None
-        return cls(dfd, fd, cond, landed, failed)
 
     # ---- range threads ---------------------------------------------------
 

@@ -218,17 +218,8 @@ class Cache:
     def _copy_into(src: Path, dst: Path) -> None:
         if dst.is_file():
             return
-        import shutil
-
-        tmp = dst.parent / f".{dst.name}.{os.getpid()}.{time.monotonic_ns()}.tmp"
-        try:
-            shutil.copyfile(src, tmp)
-            os.chmod(tmp, BLOB_MODE)
-            os.replace(tmp, dst)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        with open(src, "rb") as f:
+            write_atomic(dst, iter(lambda: f.read(1 << 20), b""), mode=BLOB_MODE)
 
     def _expose(self, path: str, version: str) -> None:
         """Make ``download/$mod/@v/$version`` point at the tree (the proxy-protocol view)."""

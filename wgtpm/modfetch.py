@@ -888,7 +888,7 @@ class _Ranges:
     JOURNAL_WIDTH = 20
 
     def __init__(self, path: Path, size: int, segs: list[tuple[int, int]], done: list[int]) -> None:
-        from ._direct import Direct
+        from ._direct import Direct, open_direct
 
         self.path = path
         self.size = size
@@ -904,7 +904,12 @@ class _Ranges:
         self._jfd = [os.open(self._journal(s), os.O_RDWR | os.O_CREAT, 0o644) for s, _ in segs]
         if os.fstat(self._fd).st_size > size:
             os.ftruncate(self._fd, size)
-        self.direct = Direct.open(path, self._fd, self._cond, self._landed_at, self._failed)
+        dfd = open_direct(path)
+        self.direct = (
+            None
+            if dfd is None
+            else Direct(dfd, self._fd, self._cond, self._landed_at, self._failed)
+        )
 
     # ---- the state on disk ---------------------------------------------
 
@@ -993,11 +998,6 @@ class _Ranges:
         return b - s
 
     # ---- filling and hashing --------------------------------------------
-
-    @property
-    def fd(self) -> int:
-        """The file, open for writing the ranges' bytes at their offsets."""
-        return self._fd
 
     def fill(
         self,
