@@ -327,6 +327,10 @@ def test_pace_widens_only_when_each_connection_is_slow(monkeypatch) -> None:
     state.wait += modfetch.PACE_WINDOW * 0.8  # ... because the hash kept them waiting
     pace.tick()
     assert widened == []  # the line was not what held them back
+    clock[0] += modfetch.PACE_WINDOW * modfetch.PACE_STALE
+    state.done[1] += int(modfetch.RANGE_SLOW * modfetch.PACE_WINDOW)  # slow over a long window
+    pace.tick()
+    assert widened == []  # the pace was not looked at for that long: this process stalled
     clock[0] += modfetch.PACE_WINDOW * 1.01
     state.done[1] += int(modfetch.RANGE_SLOW * modfetch.PACE_WINDOW)  # half as fast, again
     pace.tick()

@@ -82,6 +82,10 @@ RANGES_FIRST = 1
 ALL_RANGES = 1 << 30  # "as many as there are ranges left", to widen()
 RANGE_SLOW = 128 << 20
 PACE_WINDOW = 0.1
+#: A window this many times :data:`PACE_WINDOW` long says this process stalled (the
+#: hasher, which ticks the pace at least every ``PACE_WINDOW`` while it waits, did not
+#: run): what came in it says nothing of the line.
+PACE_STALE = 2.5
 #: Bytes read back from the page cache per hash update while ranges fill a file.
 HASH_READ = 4 << 20
 #: Bytes of a range go into memory (:mod:`wgtpm._direct`) only while the hash is at
@@ -1193,7 +1197,10 @@ class _Pace:
     connections 1.5 s, before bytes next in line skipped the page cache; then 1
     connection 1.3-1.6 s). A window in which the bytes next in line waited for
     their buffers half the time or more (:meth:`_Ranges.waited`: the hash, not the
-    line, set the pace) widens nothing."""
+    line, set the pace) widens nothing, nor does one that lasted :data:`PACE_STALE`
+    windows or more: the machine stopped this process for a while (a 1 GiB get on
+    loopback once saw 29 MB in a 0.3 s window, and sent the rest of the file through
+    the page cache, as a capped line's are)."""
 
     def __init__(
         self, state: _Ranges, running: Callable[[], int], widen: Callable[[int], None]
@@ -1213,11 +1220,12 @@ class _Pace:
                 self._since, self._had = now, have
                 self._waited = self._state.waited()
             return
-        if now - self._since < PACE_WINDOW:
+        span = now - self._since
+        if span < PACE_WINDOW:
             return
         waited = self._state.waited()
-        slow = (have - self._had) / (now - self._since) < RANGE_SLOW * self._running()
-        if slow and waited - self._waited < (now - self._since) / 2:
+        slow = (have - self._had) / span < RANGE_SLOW * self._running()
+        if slow and waited - self._waited < span / 2 and span < PACE_STALE * PACE_WINDOW:
             self._widen(ALL_RANGES)
         self._since, self._had, self._waited = now, have, waited
 
