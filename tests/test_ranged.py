@@ -327,8 +327,9 @@ def test_pace_widens_only_when_each_connection_is_slow(monkeypatch) -> None:
     state.wait += modfetch.PACE_WINDOW * 0.8  # ... because the hash kept them waiting
     pace.tick()
     assert widened == []  # the line was not what held them back
-    clock[0] += modfetch.PACE_WINDOW * modfetch.PACE_STALE
-    state.done[1] += int(modfetch.RANGE_SLOW * modfetch.PACE_WINDOW)  # slow over a long window
+    stale = modfetch.PACE_WINDOW * modfetch.PACE_STALE
+    clock[0] += stale
+    state.done[1] += int(modfetch.RANGE_SLOW * 0.75 * stale * 2)  # 3/4 as fast, a long window
     pace.tick()
     assert widened == []  # the pace was not looked at for that long: this process stalled
     clock[0] += modfetch.PACE_WINDOW * 1.01
@@ -338,6 +339,20 @@ def test_pace_widens_only_when_each_connection_is_slow(monkeypatch) -> None:
     clock[0] += modfetch.PACE_WINDOW / 2
     pace.tick()
     assert widened == [modfetch.ALL_RANGES]  # not before a whole window
+
+
+def test_pace_widens_after_a_long_window_of_a_capped_line(monkeypatch) -> None:
+    clock = [100.0]
+    monkeypatch.setattr(modfetch.time, "monotonic", lambda: clock[0])
+    state, widened = _State(), []
+    pace = modfetch._Pace(state, lambda: 1, widened.append)  # type: ignore[arg-type]
+    state.done[0] = 1 << 20
+    pace.tick()  # first bytes: the window starts now
+    stale = modfetch.PACE_WINDOW * modfetch.PACE_STALE * 1.2
+    clock[0] += stale  # a busy machine ticked late ...
+    state.done[0] += int(modfetch.RANGE_SLOW * 0.4 * stale)  # ... and the line is capped
+    pace.tick()
+    assert widened == [modfetch.ALL_RANGES]
 
 
 @pytest.fixture

@@ -83,8 +83,9 @@ ALL_RANGES = 1 << 30  # "as many as there are ranges left", to widen()
 RANGE_SLOW = 128 << 20
 PACE_WINDOW = 0.1
 #: A window this many times :data:`PACE_WINDOW` long says this process stalled (the
-#: hasher, which ticks the pace at least every ``PACE_WINDOW`` while it waits, did not
-#: run): what came in it says nothing of the line.
+#: hasher, which ticks the pace about every ``PACE_WINDOW`` while it waits, did not
+#: run); one in which each connection still brought half of :data:`RANGE_SLOW` or
+#: more says nothing of the line.
 PACE_STALE = 2.5
 #: Bytes read back from the page cache per hash update while ranges fill a file.
 HASH_READ = 4 << 20
@@ -1198,9 +1199,11 @@ class _Pace:
     connection 1.3-1.6 s). A window in which the bytes next in line waited for
     their buffers half the time or more (:meth:`_Ranges.waited`: the hash, not the
     line, set the pace) widens nothing, nor does one that lasted :data:`PACE_STALE`
-    windows or more: the machine stopped this process for a while (a 1 GiB get on
-    loopback once saw 29 MB in a 0.3 s window, and sent the rest of the file through
-    the page cache, as a capped line's are)."""
+    windows or more and still brought half of :data:`RANGE_SLOW` a connection: the
+    machine stopped this process for a while (a 1 GiB get on loopback once saw 29 MB
+    in a 0.3 s window, widened, and sent the rest of the file through the page cache,
+    as a capped line's are). A capped line's windows last 0.1-0.2 s on a busy machine,
+    and one of 50 MB/s a connection is slow whatever its window's length."""
 
     def __init__(
         self, state: _Ranges, running: Callable[[], int], widen: Callable[[int], None]
@@ -1224,8 +1227,9 @@ class _Pace:
         if span < PACE_WINDOW:
             return
         waited = self._state.waited()
-        slow = (have - self._had) / span < RANGE_SLOW * self._running()
-        if slow and waited - self._waited < span / 2 and span < PACE_STALE * PACE_WINDOW:
+        rate = (have - self._had) / span / self._running()  # bytes a second a connection
+        stalled = span >= PACE_STALE * PACE_WINDOW and rate >= RANGE_SLOW / 2
+        if rate < RANGE_SLOW and not stalled and waited - self._waited < span / 2:
             self._widen(ALL_RANGES)
         self._since, self._had, self._waited = now, have, waited
 
