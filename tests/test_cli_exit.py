@@ -85,3 +85,19 @@ def test_a_status_above_255_is_what_sys_exit_gives(tmp_path: Path) -> None:
     code = "import sys\nfrom wgtpm import cli\ncli.main = lambda: sys.exit('why')\ncli.entry()\n"
     done = _entry(code, tmp_path)
     assert (done.returncode, done.stderr) == (1, "why\n")
+
+
+def test_ctrl_c_while_threads_finish_is_one_line(tmp_path: Path) -> None:
+    code = (
+        "import os, signal, sys, threading, time\n"
+        "from wgtpm import cli\n"
+        "def late():\n"
+        "    time.sleep(0.2)\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "    time.sleep(30)\n"
+        "threading.Thread(target=late).start()\n"
+        "sys.argv = ['wgtpm', '--version']\n"
+        "cli.entry()\n"
+    )
+    done = _entry(code, tmp_path)
+    assert (done.returncode, done.stderr) == (130, "wgtpm: interrupted\n")

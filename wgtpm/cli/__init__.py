@@ -131,13 +131,17 @@ def entry() -> None:
     callers in the same process use :func:`main`, which returns.
     """
     try:
-        code = main()
-    except SystemExit as exc:  # argparse's --help and usage errors
-        code = _exit_code(exc.code)
-    threading = sys.modules.get("threading")
-    shutdown = getattr(threading, "_shutdown", None)
-    if shutdown is not None:
-        shutdown()
+        try:
+            code = main()
+        except SystemExit as exc:  # argparse's --help and usage errors
+            code = _exit_code(exc.code)
+        threading = sys.modules.get("threading")
+        shutdown = getattr(threading, "_shutdown", None)
+        if shutdown is not None:
+            shutdown()
+    except KeyboardInterrupt:  # before main's own handler, or while threads finish
+        print("wgtpm: interrupted", file=sys.stderr)
+        code = 130
     import atexit
 
     atexit._run_exitfuncs()
