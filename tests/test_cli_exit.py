@@ -9,49 +9,31 @@ import sys
 from pathlib import Path
 
 
-def _entry(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def _python(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=120,
+        [sys.executable, *args], capture_output=True, text=True, cwd=cwd, timeout=120
     )
+
+
+def _entry(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return _python("-c", code, cwd=cwd)
 
 
 def test_help_is_printed_whole_through_a_pipe(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "wgtpm", "--help"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=120,
-    )
+    done = _python("-m", "wgtpm", "--help", cwd=tmp_path)
     assert done.returncode == 0
     assert done.stdout.startswith("usage: wgtpm")
     assert done.stdout.rstrip().splitlines()[-1].strip()  # the last line came too
 
 
 def test_a_usage_error_keeps_its_status(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "wgtpm", "get", "--no-such-flag"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=120,
-    )
+    done = _python("-m", "wgtpm", "get", "--no-such-flag", cwd=tmp_path)
     assert done.returncode == 2
     assert "--no-such-flag" in done.stderr
 
 
 def test_an_error_keeps_its_status_and_its_line(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "wgtpm", "list", "-m"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=120,
-    )
+    done = _python("-m", "wgtpm", "list", "-m", cwd=tmp_path)
     assert done.returncode == 1
     assert done.stderr.startswith("wgtpm: ") and "wgt.mod" in done.stderr
 

@@ -1227,7 +1227,7 @@ class _Pace:
         if span < PACE_WINDOW:
             return
         waited = self._state.waited()
-        rate = (have - self._had) / span / self._running()  # bytes a second a connection
+        rate = (have - self._had) / span / max(1, self._running())  # a second a connection
         stalled = span >= PACE_STALE * PACE_WINDOW and rate >= RANGE_SLOW / 2
         if rate < RANGE_SLOW and not stalled and waited - self._waited < span / 2:
             self._widen(ALL_RANGES)
