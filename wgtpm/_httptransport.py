@@ -29,7 +29,13 @@ from typing import Any
 import httpcore
 import httpx
 
+from . import _preconnect
 from ._fs import pwrite_all
+
+try:  # the stream httpcore's own backend makes of a socket, for one opened ahead
+    from httpcore._backends.sync import SyncStream as _SyncStream
+except ImportError:  # pragma: no cover  (another httpcore: every connection is made here)
+    _SyncStream = None  # type: ignore[assignment,misc]
 
 __all__ = [
     "PIPE_SIZE",
@@ -388,6 +394,21 @@ class Backend(httpcore.NetworkBackend):
         local_address: str | None = None,
         socket_options: Any = None,
     ) -> Stream:
+        sock = _preconnect.take(host, port, timeout) if local_address is None else None
+        if isinstance(sock, OSError):  # the connect failed: raised as httpcore's connect does,
+            try:  # from inside the handler, so that the cause stays the context too (the pool
+                raise sock  # raises its errors "from None")
+            except OSError as exc:
+                if isinstance(exc, TimeoutError):
+                    raise httpcore.ConnectTimeout(exc) from exc
+                raise httpcore.ConnectError(exc) from exc
+        if sock is not None and _SyncStream is not None:  # opened while httpx was loading
+            with contextlib.suppress(OSError):  # as httpcore's own connect sets them
+                for option in socket_options or ():
+                    sock.setsockopt(*option)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                return Stream(_SyncStream(sock), sock)
+            sock.close()
         inner = self._inner.connect_tcp(host, port, timeout, local_address, socket_options)
         return Stream(inner, inner.get_extra_info("socket"))
 

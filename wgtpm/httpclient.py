@@ -427,29 +427,69 @@ def _import_httpx() -> Any:
     return httpx
 
 
+def network_errors() -> tuple[type[Exception], ...]:
+    """What a request may raise for a network failure: :class:`TransportError`, and
+    httpx's errors from a body as it is read. For an ``except`` clause, which evaluates it
+    only once an exception comes: by then a request has imported httpx (and if none has,
+    this imports it as :func:`_import_httpx` does, not as a plain ``import httpx``)."""
+    httpx = _import_httpx()
+    return (TransportError, httpx.HTTPError)
+
+
 class HttpClient:
     """A thread-safe HTTP client; one per command is plenty."""
 
     def __init__(self, opts: HttpOptions | None = None, transport: Any = None) -> None:
-        httpx = _import_httpx()
-
         self.opts = opts or HttpOptions()
         self._policy = self.opts.policy
-        from . import _httptransport
-
-        limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
-        self._client = httpx.Client(
-            follow_redirects=False,
-            timeout=httpx.Timeout(self.opts.timeout, connect=min(10.0, self.opts.timeout)),
-            transport=transport if transport is not None else _httptransport.transport(limits),
-            headers={"User-Agent": self.opts.user_agent},
-            limits=limits,
-        )
+        self._transport = transport
+        self._httpx: httpx.Client | None = None  # made at the first request (_client)
+        self._making = threading.Lock()
+        self._closed = False
         self._watch = _Watch(self.opts)
+
+    def _client(self, url: str) -> httpx.Client:
+        """The httpx client, made at the first request, to ``url``: first a TCP connection
+        to its host is started (:mod:`wgtpm._preconnect`), so that it comes up while httpx
+        and httpcore are imported, then those are."""
+        client = self._httpx
+        if client is not None:
+            return client
+        with self._making:
+            if self._httpx is None:
+                if self._closed:
+                    raise RuntimeError("this HTTP client is closed")
+                connect = min(10.0, self.opts.timeout)
+                if self._transport is None:
+                    from . import _preconnect
+
+                    _preconnect.ahead(url, connect)
+                httpx = _import_httpx()
+                from . import _httptransport
+
+                limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
+                transport = self._transport
+                self._httpx = httpx.Client(
+                    follow_redirects=False,
+                    timeout=httpx.Timeout(self.opts.timeout, connect=connect),
+                    transport=transport
+                    if transport is not None
+                    else _httptransport.transport(limits),
+                    headers={"User-Agent": self.opts.user_agent},
+                    limits=limits,
+                )
+            return self._httpx
 
     def close(self) -> None:
         self._watch.stop()
-        self._client.close()
+        with self._making:
+            client, self._httpx, self._closed = self._httpx, None, True
+        if client is not None:
+            client.close()
+        if self._transport is None:
+            from . import _preconnect
+
+            _preconnect.drop()
 
     def __enter__(self) -> HttpClient:
         return self
@@ -497,6 +537,7 @@ class HttpClient:
         params: Mapping[str, str] | None,
     ) -> Iterator[httpx.Response]:
         """One request with redirects followed safely; the response is streamed."""
+        self._client(url)  # made at the first request (httpx imported then)
         import httpx
 
         first = origin(url)
@@ -512,8 +553,9 @@ class HttpClient:
             live = self._watch.begin(method, cur)
             try:
                 try:
-                    req = self._client.build_request(method, cur, headers=send, params=cur_params)
-                    resp = self._client.send(req, stream=True)
+                    client = self._client(cur)
+                    req = client.build_request(method, cur, headers=send, params=cur_params)
+                    resp = client.send(req, stream=True)
                 except httpx.HTTPError as exc:
                     live.fail(type(exc).__name__)
                     raise self._error(cur, exc) from exc
@@ -601,6 +643,7 @@ class HttpClient:
         :class:`DeadlineExceededError` when it all takes longer than
         ``HttpOptions.deadline``.
         """
+        self._client(url)  # made at the first request (httpx imported then)
         import httpx
 
         deadline = time.monotonic() + self.opts.deadline
@@ -710,6 +753,7 @@ class HttpClient:
         Raises :class:`TransportError` (naming the method and URL, secrets
         redacted) when no complete answer came back.
         """
+        self._client(url)  # made at the first request (httpx imported then)
         import httpx
 
         hdrs = dict(headers or {})
@@ -724,8 +768,9 @@ class HttpClient:
             rh: Mapping[str, str] | None = None
             try:
                 body = content() if callable(content) else content
-                req = self._client.build_request(method, url, headers=hdrs, content=body)
-                resp = self._client.send(req, stream=True)
+                client = self._client(url)
+                req = client.build_request(method, url, headers=hdrs, content=body)
+                resp = client.send(req, stream=True)
                 live.answered(resp)
                 try:
                     ok = 200 <= resp.status_code < 300

@@ -537,9 +537,7 @@ class Fetcher:
         e: _index.IndexEntry,
         label: str,
     ) -> None:
-        import httpx
-
-        from .httpclient import HTTPStatusError, TransportError
+        from .httpclient import HTTPStatusError, network_errors
 
         end = e.size
         if part.have >= end:
@@ -574,7 +572,7 @@ class Fetcher:
             if exc.status in (404, 410):
                 raise NotFoundError(path, version, f"{e.path}: {exc}") from exc
             raise FetchError(path, version, f"{e.path}: {exc}") from exc
-        except (TransportError, httpx.HTTPError) as exc:
+        except network_errors() as exc:
             raise _Cut(f"{type(exc).__name__}: {exc}") from exc
         if part.have < end:
             raise _Cut(f"connection closed after {part.have} of {end} bytes")
@@ -688,10 +686,8 @@ class Fetcher:
         label: str,
     ) -> None:
         """Fill range ``i`` of ``state`` in place, resuming after cuts."""
-        import httpx
-
         from ._httptransport import BodyReader, TooLong
-        from .httpclient import HTTPStatusError, TransportError
+        from .httpclient import HTTPStatusError, network_errors
 
         start, end = state.segs[i]
         policy = self.opts.resume_policy
@@ -749,7 +745,7 @@ class Fetcher:
                 if exc.status == 416:
                     raise _NoRanges(str(exc)) from exc
                 err: WgtpmError = FetchError(path, version, f"{e.path}: {exc}")
-            except (TransportError, httpx.HTTPError) as exc:
+            except network_errors() as exc:
                 err = _Cut(f"{type(exc).__name__}: {exc}")
             except _Cut as exc:
                 err = exc

@@ -322,9 +322,7 @@ class PawHubSource:
         self, path: str, version: str, pid: str, out: IO[bytes] | None
     ) -> tuple[int, str]:
         """Stream the bundle into ``out`` (or only wait for it, with ``None``); returns (size, sha256)."""
-        import httpx
-
-        from ..httpclient import HTTPStatusError, TransportError, retry_after
+        from ..httpclient import HTTPStatusError, network_errors, retry_after
 
         url = self._download_url(pid)
         waited = 0.0  # counted in Retry-After seconds, as the SDK counts
@@ -359,7 +357,7 @@ class PawHubSource:
                         "try again in a few minutes",
                     ) from exc
                 self._sleep(wait)
-            except (TransportError, httpx.HTTPError) as exc:
+            except network_errors() as exc:
                 if CUT_RETRY.last(cuts):
                     raise FetchError(path, version, f"downloading program {pid}: {exc}") from exc
                 CUT_RETRY.sleep(cuts)
