@@ -54,8 +54,16 @@ def test_modfile_reads_the_kinds_table_without_the_builders() -> None:
 
 #: What a ``wgtpm get`` that downloads loads only when a setting asks for it (each costs
 #: milliseconds of every download's start): the provenance check needs neither zipfile
-#: nor platform; the checksum database's client loads only when WGTSUMDB names one.
-NOT_FOR_A_DOWNLOAD = ("zipfile", "platform", "wgtpm.sumdb.remote", "huggingface_hub", "httpx")
+#: nor platform, and a release without a provenance file does not load its module; the
+#: checksum database's client loads only when WGTSUMDB names one.
+NOT_FOR_A_DOWNLOAD = (
+    "zipfile",
+    "platform",
+    "wgtpm.sumdb.remote",
+    "huggingface_hub",
+    "httpx",
+    "wgtpm.publish._provenance",
+)
 
 
 def test_a_download_loads_only_what_it_uses(tmp_path: Path) -> None:

@@ -45,6 +45,7 @@ from ._errors import VerifyError
 from ._fs import canonical_json, is_hex64
 
 __all__ = [
+    "PROVENANCE_FILE",
     "IndexEntry",
     "ReleaseIndex",
     "check_file_path",
@@ -56,6 +57,10 @@ __all__ = [
 
 SCHEMA = 1
 MAX_FILES = 100_000
+#: The release file that holds the provenance (listed in the index, covered by h1; its
+#: format and checks: :mod:`wgtpm.publish._provenance`). Named here so that a download
+#: of a release without one does not load that module.
+PROVENANCE_FILE = "wgt.provenance.json"
 #: Indexes of this many files or more are encoded chunk by chunk (less memory, a little slower).
 STREAM_FILES = 1000
 

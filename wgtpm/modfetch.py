@@ -388,12 +388,12 @@ class Fetcher:
         It is fetched before any other file, whatever ``select`` says, and checked on
         every download, so a refused version never becomes a complete module tree.
         """
-        from .publish._provenance import PROVENANCE_FILE, check_provenance
-
-        e = idx.entry(PROVENANCE_FILE)
+        e = idx.entry(_index.PROVENANCE_FILE)
         if e is not None:
+            from .publish._provenance import check_provenance
+
             if not (tree / e.path).is_file():
-                self._fetch_file(path, version, e, PROVENANCE_FILE)
+                self._fetch_file(path, version, e, _index.PROVENANCE_FILE)
             check_provenance(idx, (tree / e.path).read_bytes())
 
     def _fetch_file(

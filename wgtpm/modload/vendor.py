@@ -93,7 +93,7 @@ def _copy_module(project: Project, m: ModuleVersion, explicit: bool, tmp: Path) 
             files.append({"path": rel, "size": f.stat().st_size, "sha256": sha256_file(f)})
         entry["replace"] = origin.written
     else:
-        from ..publish._provenance import PROVENANCE_FILE
+        from ..index import PROVENANCE_FILE
 
         idx = project.index(origin)
         entry["h1"] = idx.h1()

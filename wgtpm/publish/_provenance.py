@@ -50,6 +50,7 @@ from typing import Any
 
 from .._errors import VerifyError
 from .._fs import canonical_json
+from ..index import PROVENANCE_FILE
 from ..kinds import PAW, WGT
 
 __all__ = [
@@ -61,8 +62,6 @@ __all__ = [
     "tool_versions",
 ]
 
-#: The release file that holds the provenance (listed in the index, covered by h1).
-PROVENANCE_FILE = "wgt.provenance.json"
 SCHEMA = 1
 TOOLS = ("torch", "transformers", "peft", "gguf", "safetensors", "numpy")
 
