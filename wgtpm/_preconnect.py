@@ -107,7 +107,8 @@ def take(host: str, port: int, timeout: float | None) -> socket.socket | OSError
 
 
 def drop() -> None:
-    """Close the connections opened ahead that nobody took (the client is closing)."""
+    """Close the connections opened ahead that nobody took (a client is closing; one that
+    another client was about to take is then opened by its backend as usual)."""
     with _lock:
         left = list(_ahead.values())
         _ahead.clear()

@@ -537,7 +537,7 @@ class HttpClient:
         params: Mapping[str, str] | None,
     ) -> Iterator[httpx.Response]:
         """One request with redirects followed safely; the response is streamed."""
-        self._client(url)  # made at the first request (httpx imported then)
+        client = self._client(url)  # made at the first request (httpx imported then)
         import httpx
 
         first = origin(url)
@@ -553,7 +553,6 @@ class HttpClient:
             live = self._watch.begin(method, cur)
             try:
                 try:
-                    client = self._client(cur)
                     req = client.build_request(method, cur, headers=send, params=cur_params)
                     resp = client.send(req, stream=True)
                 except httpx.HTTPError as exc:
@@ -643,9 +642,6 @@ class HttpClient:
         :class:`DeadlineExceededError` when it all takes longer than
         ``HttpOptions.deadline``.
         """
-        self._client(url)  # made at the first request (httpx imported then)
-        import httpx
-
         deadline = time.monotonic() + self.opts.deadline
         attempt = 0
         while True:
@@ -661,7 +657,7 @@ class HttpClient:
                         raise HTTPStatusError(resp.status_code, str(resp.url), resp.headers, body)
                     rh: Mapping[str, str] | None = resp.headers
                     why = f"HTTP {resp.status_code}"
-            except (TransportError, httpx.HTTPError) as exc:
+            except network_errors() as exc:
                 _interrupt.check()
                 err = exc if isinstance(exc, TransportError) else self._error(url, exc)
                 if err.final or attempt >= self.opts.retries:
@@ -753,7 +749,7 @@ class HttpClient:
         Raises :class:`TransportError` (naming the method and URL, secrets
         redacted) when no complete answer came back.
         """
-        self._client(url)  # made at the first request (httpx imported then)
+        client = self._client(url)  # made at the first request (httpx imported then)
         import httpx
 
         hdrs = dict(headers or {})
@@ -768,7 +764,6 @@ class HttpClient:
             rh: Mapping[str, str] | None = None
             try:
                 body = content() if callable(content) else content
-                client = self._client(url)
                 req = client.build_request(method, url, headers=hdrs, content=body)
                 resp = client.send(req, stream=True)
                 live.answered(resp)

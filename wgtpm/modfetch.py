@@ -627,7 +627,6 @@ class Fetcher:
         state = _Ranges.open(part.path, e.size, _range_size(e.size, ranges))
         resumed = state.resumed
         stop = threading.Event()
-        errors = state.errors
         pending = [i for i in range(len(state.segs)) if state.done[i] < state.length(i)]
         todo, take = iter(pending), threading.Lock()  # the next range a connection fills
         where = _Location(req)
@@ -641,7 +640,7 @@ class Fetcher:
                         return
                     self._fetch_range(where, state, i, stop, path, version, e, label)
             except BaseException as exc:  # handed to the thread that hashes
-                errors.append(exc)
+                state.errors.append(exc)
                 stop.set()
             finally:
                 state.wake()
@@ -661,7 +660,7 @@ class Fetcher:
             widen(RANGES_FIRST)
             pace = _Pace(state, lambda: len(threads), widen)
             h = hashlib.sha256()
-            state.hash_in_order(h, errors, pace.tick)
+            state.hash_in_order(h, pace.tick)
             state.finish()
         finally:
             stop.set()
@@ -1104,9 +1103,7 @@ class _Ranges:
         with self._cond:
             self._cond.notify_all()
 
-    def hash_in_order(
-        self, h: hashlib._Hash, errors: list[BaseException], tick: Callable[[], None]
-    ) -> None:
+    def hash_in_order(self, h: hashlib._Hash, tick: Callable[[], None]) -> None:
         """Hash the file into ``h`` from byte 0 as the ranges fill it, then wait until all
         of it is written; raises the first error of a range's thread or a writer; calls
         ``tick`` while it waits for bytes. Bytes in a buffer of :attr:`direct` are
@@ -1117,6 +1114,7 @@ class _Ranges:
         unsynced = 0
         syncer = _Syncer(self._fd)
         direct = self.direct
+        errors = self.errors
         try:
             while pos < self.size:
                 if pos >= self.segs[i][1]:
