@@ -134,3 +134,21 @@ def test_version(wgtpm, capsys) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(SystemExit):
         wgtpm("--version")
     assert capsys.readouterr().out.startswith("wgtpm ")
+
+
+def test_each_command_is_built_from_its_own_module_alone() -> None:
+    import importlib
+
+    from wgtpm.cli._parser import COMMAND_MODULES
+    from wgtpm.cli._parser import COMMANDS as MODULES
+
+    registered = {}
+    for module in MODULES:
+        sub = argparse.ArgumentParser().add_subparsers()
+        importlib.import_module(module).register(sub)
+        registered |= dict.fromkeys(sub.choices, module)
+    assert registered == COMMAND_MODULES  # a new command goes in the table too
+    for name in registered:
+        parser = build_parser(name)
+        (action,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        assert list(action.choices) == [name]  # built alone, not by the fallback that builds all

@@ -1,8 +1,9 @@
 """The command line parser: argparse, built for the command being run.
 
 Each command module (``_modcmds``, ``_cache`` ...) defines
-``register(subparsers)``; :func:`build_parser` calls them all, but builds
-only the parser of the command being run (:class:`_Only`). A usage error is
+``register(subparsers)``; :func:`build_parser` calls them all, or for the
+command being run only its own module (:data:`COMMAND_MODULES`), and builds
+only that command's parser (:class:`_Only`). A usage error is
 argparse's message on stderr and, under ``--json``, also a JSON object on
 stdout (:func:`print_json_error`).
 """
@@ -16,7 +17,7 @@ from typing import Any, NoReturn
 
 from .. import __version__
 
-__all__ = ["COMMANDS", "build_parser", "parse", "print_json_error"]
+__all__ = ["COMMANDS", "COMMAND_MODULES", "build_parser", "parse", "print_json_error"]
 
 # The command modules, in the order ``wgtpm --help`` lists them.
 COMMANDS: tuple[str, ...] = (
@@ -29,6 +30,24 @@ COMMANDS: tuple[str, ...] = (
     "wgtpm.cli._publish",
     "wgtpm.cli._help",
 )
+
+#: The module that registers each command: the parser of one command imports only its
+#: module (importing the other six costs about 5 ms a start). A command missing here
+#: builds every parser, as an unknown one does (tests/test_cli_help.py checks the table).
+COMMAND_MODULES: dict[str, str] = {
+    **dict.fromkeys(
+        ("init", "get", "tidy", "verify", "list", "graph", "why", "vendor", "mod"),
+        "wgtpm.cli._modcmds",
+    ),
+    "path": "wgtpm.cli._path",
+    "cache": "wgtpm.cli._cache",
+    **dict.fromkeys(("build", "check", "run", "inspect"), "wgtpm.cli._weightlang"),
+    "paw": "wgtpm.cli._paw",
+    "registry": "wgtpm.cli._registry",
+    "publish": "wgtpm.cli._publish",
+    "retract": "wgtpm.cli._publish",
+    "help": "wgtpm.cli._help",
+}
 
 
 class _Ignored:
@@ -88,7 +107,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     target = _Only(sub, only) if only else sub
-    for name in COMMANDS:
+    own = COMMAND_MODULES.get(only) if only else None
+    for name in (own,) if own else COMMANDS:
         importlib.import_module(name).register(target)
     if only and only not in sub.choices:
         return build_parser()
