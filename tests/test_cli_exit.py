@@ -72,6 +72,9 @@ def test_a_status_above_255_is_what_sys_exit_gives(tmp_path: Path) -> None:
 def test_ctrl_c_while_threads_finish_is_one_line(tmp_path: Path) -> None:
     code = (
         "import os, signal, sys, threading, time\n"
+        # Ctrl-C as a terminal gives it, even where this test runs as a background job of a
+        # script (which starts with SIGINT ignored, and Python then keeps it ignored)
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "from wgtpm import cli\n"
         "def late():\n"
         "    time.sleep(0.2)\n"
