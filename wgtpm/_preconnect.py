@@ -55,10 +55,16 @@ class _Ahead:
                 self.sock = sock
         self.done.set()
 
+    def claim(self) -> socket.socket | None:
+        """The connected socket, handed over once (``None`` after a drop or a failure)."""
+        with self._guard:
+            sock, self.sock = self.sock, None
+        return sock
+
     def drop(self) -> None:
         with self._guard:
             self._dropped = True
-            sock, self.sock = self.sock, None
+        sock = self.claim()
         if sock is not None:
             sock.close()
 
@@ -89,8 +95,7 @@ def take(host: str, port: int, timeout: float | None) -> socket.socket | OSError
         if a is not None:
             a.drop()
         return None
-    with a._guard:
-        sock, a.sock = a.sock, None
+    sock = a.claim()
     if sock is None:
         return a.error
     was = sock.gettimeout()

@@ -19,21 +19,9 @@ from .. import __version__
 
 __all__ = ["COMMANDS", "COMMAND_MODULES", "build_parser", "parse", "print_json_error"]
 
-# The command modules, in the order ``wgtpm --help`` lists them.
-COMMANDS: tuple[str, ...] = (
-    "wgtpm.cli._modcmds",
-    "wgtpm.cli._path",
-    "wgtpm.cli._cache",
-    "wgtpm.cli._weightlang",
-    "wgtpm.cli._paw",
-    "wgtpm.cli._registry",
-    "wgtpm.cli._publish",
-    "wgtpm.cli._help",
-)
-
-#: The module that registers each command: the parser of one command imports only its
-#: module (importing the other six costs about 5 ms a start). A command missing here
-#: builds every parser, as an unknown one does (tests/test_cli_help.py checks the table).
+#: The module that registers each command, in the order ``wgtpm --help`` lists them: the
+#: parser of one command imports only its module (importing the other six costs about 5 ms
+#: a start). tests/test_cli_help.py checks the table against what each module registers.
 COMMAND_MODULES: dict[str, str] = {
     **dict.fromkeys(
         ("init", "get", "tidy", "verify", "list", "graph", "why", "vendor", "mod"),
@@ -48,6 +36,8 @@ COMMAND_MODULES: dict[str, str] = {
     "retract": "wgtpm.cli._publish",
     "help": "wgtpm.cli._help",
 }
+#: The command modules, each once, in that order.
+COMMANDS: tuple[str, ...] = tuple(dict.fromkeys(COMMAND_MODULES.values()))
 
 
 class _Ignored:
