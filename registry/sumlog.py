@@ -51,6 +51,9 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from wgtpm import version as _version
+from wgtpm._errors import WgtpmError
+from wgtpm.module import check_path
 from wgtpm.sumdb import record as _record
 from wgtpm.sumdb import tlog
 from wgtpm.sumdb.tlog import Tree
@@ -96,6 +99,15 @@ sumdb_tree = sa.Table(
 )
 
 TREE_ROW = 1
+
+
+def _loggable(module: str, version: str) -> bool:
+    """Whether ``module@version`` may have a record (:func:`record_text` would raise)."""
+    try:
+        check_path(module)
+    except WgtpmError:
+        return False
+    return _version.is_valid(version)
 
 
 def record_text(module: str, version: str, h1: str, mod_h1: str) -> bytes:
@@ -232,6 +244,9 @@ class SqlSumLog:
                     if missing:
                         _lock_tree(conn)  # then look again: another replica may have caught up
                         missing = conn.execute(q).all()
+                    # A row an older server let in with an invalid path or version (one
+                    # ending in a newline) is left out: its record would not parse back.
+                    missing = [r for r in missing if _loggable(r[0], r[1])]
                     for path, version, h1, mod_h1 in missing:
                         append(conn, path, version, record_text(path, version, h1, mod_h1))
                     return len(missing)

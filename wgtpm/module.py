@@ -38,8 +38,10 @@ __all__ = [
     "unescape_path",
 ]
 
-_ELEM = re.compile(r"^[A-Za-z0-9\-._~]+$")
-_MAJOR = re.compile(r"^v([2-9]|[1-9]\d+)$")
+# Matched whole (fullmatch): ``$`` also matches before a final newline, which let an
+# element like ``a\n`` into a module path.
+_ELEM = re.compile(r"[A-Za-z0-9\-._~]+")
+_MAJOR = re.compile(r"v([2-9]|[1-9]\d+)")
 
 
 class ModuleVersion(NamedTuple):
@@ -78,7 +80,7 @@ def check_path(path: str) -> None:
     for e in elems:
         if e == "":
             raise InvalidPathError(path, "empty path element (double or trailing slash)")
-        if not _ELEM.match(e):
+        if not _ELEM.fullmatch(e):
             raise InvalidPathError(path, f"element {e!r} may use only letters, digits and -._~")
         if e.startswith(".") or e.endswith("."):
             raise InvalidPathError(path, f"element {e!r} may not start or end with a dot")

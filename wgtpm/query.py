@@ -32,8 +32,8 @@ MAX_QUERY_LEN = 256
 # change a URL or a file path (no '..', no '//', no leading '/', '-' or '.').
 _REVISION = re.compile(r"[A-Za-z0-9_+][A-Za-z0-9._+/-]*\Z")
 
-_PREFIX = re.compile(r"^v(0|[1-9]\d*)(\.(0|[1-9]\d*))?$")
-_CMP = re.compile(r"^(<=|<|>=|>)(v.*)$")
+_PREFIX = re.compile(r"^v(0|[1-9]\d*)(\.(0|[1-9]\d*))?\Z")
+_CMP = re.compile(r"^(<=|<|>=|>)(v.*)\Z")
 
 
 def _complete(bound: str) -> str:

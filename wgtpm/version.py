@@ -44,11 +44,13 @@ __all__ = [
     "to_semver",
 ]
 
+# Matched whole (fullmatch, or \Z): ``$`` also matches before a final newline, which let
+# ``v1.0.0\n`` pass for a version and reach the checksum log.
 _SEMVER = re.compile(
-    r"^v(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
-    r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?$"
+    r"v(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
+    r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?\Z"
 )
-_PSEUDO = re.compile(r"^v\d+\.\d+\.\d+-(?:.*\.)?(?:0\.)?(\d{14})-([0-9a-f]{12})$")
+_PSEUDO = re.compile(r"v\d+\.\d+\.\d+-(?:.*\.)?(?:0\.)?(\d{14})-([0-9a-f]{12})\Z")
 REV_LEN = 12
 # Longer versions are refused: no real one comes close, and Python refuses to
 # turn numbers of over 4,300 digits into ints.
@@ -57,7 +59,7 @@ MAX_VERSION_LEN = 256
 
 def is_valid(v: str) -> bool:
     """Whether ``v`` is a canonical version (``v1.2.3``, ``v1.2.3-rc.1``)."""
-    return len(v) <= MAX_VERSION_LEN and _SEMVER.match(v) is not None
+    return len(v) <= MAX_VERSION_LEN and _SEMVER.fullmatch(v) is not None
 
 
 class _Parsed(NamedTuple):
@@ -69,7 +71,7 @@ class _Parsed(NamedTuple):
 
 @lru_cache(maxsize=1 << 16)
 def _parsed(v: str) -> _Parsed:
-    m = _SEMVER.match(v) if len(v) <= MAX_VERSION_LEN else None
+    m = _SEMVER.fullmatch(v) if len(v) <= MAX_VERSION_LEN else None
     if m is None:
         raise ValueError(f"invalid version {v[:80]!r}")
     return _Parsed(int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4))
@@ -140,14 +142,14 @@ def is_prerelease(v: str) -> bool:
 
 def is_pseudo(v: str) -> bool:
     """Whether ``v`` is a pseudo-version."""
-    return is_valid(v) and _PSEUDO.match(v) is not None
+    return is_valid(v) and _PSEUDO.fullmatch(v) is not None
 
 
 def pseudo_time(v: str) -> datetime:
     """The commit time recorded in a pseudo-version."""
     from datetime import datetime, timezone
 
-    m = _PSEUDO.match(v)
+    m = _PSEUDO.fullmatch(v)
     if not m:
         raise ValueError(f"not a pseudo-version: {v}")
     return datetime.strptime(m.group(1), "%Y%m%d%H%M%S").replace(tzinfo=timezone.utc)
@@ -155,7 +157,7 @@ def pseudo_time(v: str) -> datetime:
 
 def pseudo_rev(v: str) -> str:
     """The revision (12 hex digits) recorded in a pseudo-version."""
-    m = _PSEUDO.match(v)
+    m = _PSEUDO.fullmatch(v)
     if not m:
         raise ValueError(f"not a pseudo-version: {v}")
     return m.group(2)

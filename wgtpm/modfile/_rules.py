@@ -53,8 +53,8 @@ __all__ = [
 VERBS = ("module", "wgt", "require", "exclude", "replace", "retract", "select", "artifact")
 BLOCK_VERBS = frozenset(VERBS[2:])
 LANGUAGE_VERSION = "0.1"
-_ARTIFACT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
-_WGT_VERSION = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)$")
+_ARTIFACT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*\Z")
+_WGT_VERSION = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\Z")
 
 
 @dataclass

@@ -281,7 +281,7 @@ def parse_syntax(data: bytes, name: str) -> tuple[FileSyntax, list[PositionedErr
     return f, errors
 
 
-_BARE = re.compile(r"^[^\s\"()\[\],]+$")
+_BARE = re.compile(r"^[^\s\"()\[\],]+\Z")
 
 
 def quote(tok: str) -> str:

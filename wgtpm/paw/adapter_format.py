@@ -21,7 +21,7 @@ QUANTIZATIONS: tuple[str, ...] = ("Q4_0", "Q8_0", "F16", "BF16", "F32")
 
 #: An adapter tensor's name: group 1 the layer, 2 the GGUF module name, 3 ``a`` or ``b``.
 TENSOR_NAME_RE = re.compile(
-    r"^blk\.(\d+)\.(" + "|".join(GGUF_MODULE_NAMES.values()) + r")\.weight\.lora_(a|b)$"
+    r"^blk\.(\d+)\.(" + "|".join(GGUF_MODULE_NAMES.values()) + r")\.weight\.lora_(a|b)\Z"
 )
 
 

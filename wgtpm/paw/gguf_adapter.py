@@ -59,7 +59,7 @@ _GGUF_TO_MODULE = {v: k for k, v in GGUF_MODULE_NAMES.items()}
 _PEFT_NAME_RE = re.compile(
     r"(?:^|\.)layers\.(\d+)\.(?:self_attn|mlp)\.("
     + "|".join(GGUF_MODULE_NAMES)
-    + r")\.lora_(A|B)(?:\.default)?\.weight$"
+    + r")\.lora_(A|B)(?:\.default)?\.weight\Z"
 )
 
 

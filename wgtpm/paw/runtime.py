@@ -60,8 +60,8 @@ INPUT_PLACEHOLDER = "{INPUT_PLACEHOLDER}"
 QWEN3_RUNTIME_ID = "qwen3-0.6b-q6_k"
 RUNTIME_MANIFEST_VERSION = 1
 
-_RUNTIME_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-_SHA256_RE = re.compile(r"^[0-9a-fA-F]{64}$")
+_RUNTIME_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z")
+_SHA256_RE = re.compile(r"^[0-9a-fA-F]{64}\Z")
 
 _PROMPT_CONTRACT = {"format": "rendered_text", "placeholder": INPUT_PLACEHOLDER}
 _PROGRAM_ASSETS = {

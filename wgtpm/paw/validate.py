@@ -49,8 +49,8 @@ from .shape import GGUF_MODULE_NAMES, InterpreterShape
 
 __all__ = ["AdapterSummary", "ValidProgram", "check_bundle", "validate_file"]
 
-PROGRAM_ID_RE = re.compile(r"^[a-f0-9]{16,64}$")
-_RUNTIME_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+PROGRAM_ID_RE = re.compile(r"^[a-f0-9]{16,64}\Z")
+_RUNTIME_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 _GGUF_TO_MODULE = {v: k for k, v in GGUF_MODULE_NAMES.items()}
 
 

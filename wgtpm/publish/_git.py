@@ -129,7 +129,7 @@ def public_url(url: str) -> str:
 
 
 #: ``[user@]host:path``, git's scp-like ssh address (a host of one letter is a Windows drive).
-_SCP = re.compile(r"^(?:[^@/:]+@)?(?P<host>[^@/:]{2,}):(?P<path>[^/].*)$")
+_SCP = re.compile(r"^(?:[^@/:]+@)?(?P<host>[^@/:]{2,}):(?P<path>[^/].*)\Z")
 
 
 def repository_url(url: str) -> str:

@@ -101,8 +101,8 @@ API_VERSION = "2022-11-28"
 PER_PAGE = 100
 #: A listing longer than this many pages is refused rather than followed for ever.
 MAX_PAGES = 100
-_ELEM = re.compile(r"^[A-Za-z0-9_](?:[A-Za-z0-9._-]*[A-Za-z0-9_])?$")
-_HEX = re.compile(r"^[0-9a-f]{7,40}$")
+_ELEM = re.compile(r"^[A-Za-z0-9_](?:[A-Za-z0-9._-]*[A-Za-z0-9_])?\Z")
+_HEX = re.compile(r"^[0-9a-f]{7,40}\Z")
 
 
 def asset_name(path: str) -> str:

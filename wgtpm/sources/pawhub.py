@@ -91,7 +91,7 @@ KEEP_BUNDLE = 64 << 20  # bundles up to this size are kept from hashing for the 
 ATTEMPTS = 3
 #: Reconnects after a bundle download was cut, and the waits between.
 CUT_RETRY = Backoff(attempts=ATTEMPTS, base=0.1)
-_ID = re.compile(r"^[a-f0-9]{16,64}$")
+_ID = re.compile(r"^[a-f0-9]{16,64}\Z")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 

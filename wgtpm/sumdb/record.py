@@ -37,7 +37,16 @@ MOD_SUFFIX = "/wgt.mod"
 
 
 def record_text(path: str, version: str, h1: str, mod_h1: str) -> bytes:
-    """The record for ``path@version``: its wgt.sum line, then its ``/wgt.mod`` line."""
+    """The record for ``path@version``: its wgt.sum line, then its ``/wgt.mod`` line.
+
+    Raises :class:`InvalidPathError` or :class:`InvalidVersionError` unless
+    ``path`` and ``version`` are valid: the log is append-only, so a record
+    that does not parse back (a version ending in a newline would split its
+    line) must never be written.
+    """
+    _module.check_path(path)
+    if not _version.is_valid(version):
+        raise InvalidVersionError(path, version, "not a canonical version")
     return f"{path} {version} {h1}\n{path} {version}{MOD_SUFFIX} {mod_h1}\n".encode()
 
 
