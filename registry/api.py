@@ -145,8 +145,10 @@ async def put_file(request: Request) -> JSONResponse:
         raise TooLargeError(
             f"{entry.path}: the index says {entry.size} bytes, the body has {declared}"
         )
-    if await run_in_threadpool(reg.blobs.size, entry.sha256) == entry.size:
-        return JSONResponse({**_file(entry), "stored": False})  # already there (deduplicated)
+    # Already there and this upload's to use (deduplicated); a blob stored for someone
+    # else is taken and checked like a new one, so the answer does not tell it exists.
+    if await run_in_threadpool(reg.has_file, uid, token, entry):
+        return JSONResponse({**_file(entry), "stored": False})
     writer = await run_in_threadpool(reg.blobs.writer, entry.sha256, entry.size)
     try:
         # Appending to a local spool file is fast enough to do on the event loop; the
@@ -158,6 +160,7 @@ async def put_file(request: Request) -> JSONResponse:
                 f"{entry.path}: the index says {entry.size} bytes, the body had {writer.size}"
             )
         await run_in_threadpool(writer.commit)
+        await run_in_threadpool(reg.file_received, uid, entry)
     finally:
         writer.abort()
     return JSONResponse({**_file(entry), "stored": True}, status_code=201)

@@ -8,6 +8,7 @@ Tables (created and upgraded by the Alembic migrations in
               time, commit, committed, created;  UNIQUE (module_id, version)
     files     version_id -> versions, path, size, sha256;  PRIMARY KEY (version_id, path)
     uploads   id, module, version, h1, index_sha256, private, token_id, created
+    upload_blobs  upload_id -> uploads (ON DELETE CASCADE), sha256;  PRIMARY KEY (both)
     tokens    id, secret_sha256 UNIQUE, prefix, scope, created, revoked
     pending_versions  module, version (PRIMARY KEY), h1, mod_h1, index_sha256,
               mod_sha256, time, commit, created
@@ -24,6 +25,11 @@ A ``pending_versions`` row is a proxied version whose index the Hub API
 answered before its files were all stored (:mod:`registry.ondemand`): its
 index and wgt.mod are blobs, so any replica serves its files from the row
 (:meth:`SqlMetadataStore.add_pending`, :meth:`~SqlMetadataStore.get_pending`).
+An ``upload_blobs`` row says that upload ``upload_id`` sent blob ``sha256``
+itself, its hash checked: blobs are shared by sha256, and a commit may name
+a stored blob only when its upload sent it or its token can read a committed
+version that lists it (:meth:`SqlMetadataStore.public_blobs`,
+:meth:`~SqlMetadataStore.private_blob_modules`; ``files.sha256`` is indexed).
 
 Committing a version is one transaction that inserts the version and its
 files; ``UNIQUE (module_id, version)`` makes it race-free across processes
@@ -43,7 +49,7 @@ from __future__ import annotations
 import abc
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -126,6 +132,18 @@ uploads = sa.Table(
     sa.Column("private", sa.Boolean, nullable=False),
     sa.Column("token_id", sa.String(64)),
     sa.Column("created", sa.String(32), nullable=False, index=True),
+)
+
+upload_blobs = sa.Table(
+    "upload_blobs",
+    metadata,
+    sa.Column(
+        "upload_id",
+        sa.String(64),
+        sa.ForeignKey("uploads.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    sa.Column("sha256", sa.String(64), primary_key=True),
 )
 
 tokens = sa.Table(
@@ -345,6 +363,24 @@ class MetadataStore(abc.ABC):
         """Forget upload sessions started before ``created``; returns how many."""
 
     @abc.abstractmethod
+    def add_upload_blob(self, upload_id: str, sha256: str) -> None:
+        """Record that upload ``upload_id`` sent blob ``sha256`` (its hash checked); a no-op
+        when recorded already or when the upload is gone."""
+
+    @abc.abstractmethod
+    def upload_blobs(self, upload_id: str) -> set[str]:
+        """The sha256s upload ``upload_id`` sent itself."""
+
+    @abc.abstractmethod
+    def public_blobs(self, shas: Collection[str]) -> set[str]:
+        """Those of ``shas`` that a committed version of a public module lists."""
+
+    @abc.abstractmethod
+    def private_blob_modules(self, shas: Collection[str]) -> dict[str, set[str]]:
+        """For each of ``shas`` that a committed version of a private module lists, the
+        paths of those modules."""
+
+    @abc.abstractmethod
     def add_token(self, token: TokenRecord) -> None: ...
 
     @abc.abstractmethod
@@ -448,6 +484,7 @@ _VERSION_COLS = (
     modules.c.private,
     versions.c.created,
 )
+_IN_CHUNK = 500  # sha256s per IN (...) list: SQLite allows 32,766 bound parameters, old ones 999
 _MODULE_COLS = (modules.c.path, modules.c.private, modules.c.created, modules.c.proxied)
 _by_module = modules.c.path == sa.bindparam("module")
 _of_version = sa.and_(
@@ -839,11 +876,68 @@ class SqlMetadataStore(MetadataStore):
 
     def delete_upload(self, upload_id: str) -> None:
         with self._tx(write=True) as conn:
+            conn.execute(upload_blobs.delete().where(upload_blobs.c.upload_id == upload_id))
             conn.execute(uploads.delete().where(uploads.c.id == upload_id))
 
     def delete_uploads_before(self, created: str) -> int:
+        old = sa.select(uploads.c.id).where(uploads.c.created < created)
         with self._tx(write=True) as conn:
+            conn.execute(upload_blobs.delete().where(upload_blobs.c.upload_id.in_(old)))
             return conn.execute(uploads.delete().where(uploads.c.created < created)).rowcount
+
+    def add_upload_blob(self, upload_id: str, sha256: str) -> None:
+        try:
+            with self._tx(write=True) as conn:
+                live = sa.exists().where(uploads.c.id == upload_id)
+                there = sa.exists().where(
+                    upload_blobs.c.upload_id == upload_id, upload_blobs.c.sha256 == sha256
+                )
+                conn.execute(
+                    upload_blobs.insert().from_select(
+                        ["upload_id", "sha256"],
+                        sa.select(sa.literal(upload_id), sa.literal(sha256)).where(live, ~there),
+                    )
+                )
+        except IntegrityError:
+            pass  # the same body raced in twice, or the upload was deleted meanwhile
+
+    def upload_blobs(self, upload_id: str) -> set[str]:
+        with self._tx() as conn:
+            rows = conn.execute(
+                sa.select(upload_blobs.c.sha256).where(upload_blobs.c.upload_id == upload_id)
+            )
+            return {r.sha256 for r in rows}
+
+    def _blob_rows(self, shas: Collection[str], private: bool) -> list[Any]:
+        """``(sha256, module path)`` of the committed versions of public (or private) modules
+        that list one of ``shas``, distinct, in chunks of bound parameters."""
+        cols = (files.c.sha256,) if not private else (files.c.sha256, modules.c.path)
+        out: list[Any] = []
+        todo = sorted(set(shas))
+        with self._tx() as conn:
+            for i in range(0, len(todo), _IN_CHUNK):
+                q = (
+                    sa.select(*cols)
+                    .distinct()
+                    .join(versions, files.c.version_id == versions.c.id)
+                    .join(modules, versions.c.module_id == modules.c.id)
+                    .where(
+                        files.c.sha256.in_(todo[i : i + _IN_CHUNK]),
+                        versions.c.committed.is_(True),
+                        modules.c.private.is_(private),
+                    )
+                )
+                out.extend(conn.execute(q).all())
+        return out
+
+    def public_blobs(self, shas: Collection[str]) -> set[str]:
+        return {r.sha256 for r in self._blob_rows(shas, private=False)}
+
+    def private_blob_modules(self, shas: Collection[str]) -> dict[str, set[str]]:
+        out: dict[str, set[str]] = {}
+        for r in self._blob_rows(shas, private=True):
+            out.setdefault(r.sha256, set()).add(r.path)
+        return out
 
     # -- tokens
 

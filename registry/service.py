@@ -10,14 +10,26 @@ Publishing is three steps (the routes are in ``registry/api.md``):
 1. :meth:`Registry.start_upload` checks the token, the module path, the
    version and the index (``wgtpm.index.parse`` for that module and version,
    ``wgt.mod`` listed, the limits), stores the index bytes as a blob, and
-   says which files the store does not hold yet.
+   says which files are missing (below).
 2. :meth:`Registry.file_entry` names the index entry an uploaded body must
-   match; the caller streams it into ``blobs.writer(sha256, size)``, which
-   publishes it only when its sha256 matches.
-3. :meth:`Registry.commit` checks that every file is stored with the size
-   and sha256 of its entry, that ``wgt.mod`` names the module, and that the
-   h1 agrees; then records the version in one transaction. The same h1 again
-   is a no-op; another h1 is a :class:`ConflictError` naming both.
+   match; unless :meth:`Registry.has_file` says the upload may use the stored
+   blob already, the caller streams the body into ``blobs.writer(sha256,
+   size)``, which publishes it only when its sha256 matches, and then calls
+   :meth:`Registry.file_received`.
+3. :meth:`Registry.commit` checks that no file is missing, that ``wgt.mod``
+   names the module, and that the h1 agrees; then records the version in one
+   transaction. The same h1 again is a no-op; another h1 is a
+   :class:`ConflictError` naming both.
+
+Blobs are shared by sha256 across modules, so "stored" is not enough: a
+file is *missing* unless its blob is stored with the entry's size and either
+this upload sent it (``upload_blobs``) or the token can read a committed
+version that lists it (a public module's, or a private one under the
+token's prefix). Otherwise naming the sha256 of another tenant's private
+file would publish it. A blob that is stored but not the upload's to use is
+answered exactly as one that is not stored (missing, then ``stored: true``
+when its bytes arrive), so the answers tell nothing about other tenants'
+blobs.
 
 Committing a (public) version also appends its two wgt.sum lines to the
 checksum log, in the same database transaction
@@ -454,12 +466,42 @@ class Registry:
         self._expire_uploads()
         self.blobs.put(rec.index_sha256, [index], max_size=self.limits.max_index_size)
         self.meta.add_upload(rec)
-        return UploadState(rec, self._missing(idx))
+        return UploadState(rec, self._missing(idx, rec.id, token, sent=set()))
 
-    def _missing(self, idx: ReleaseIndex) -> list[FileRecord]:
+    def _usable(
+        self, shas: set[str], upload_id: str, token: TokenRecord | None, sent: set[str] | None
+    ) -> set[str]:
+        """Those of ``shas`` that upload ``upload_id`` may name without sending them (again):
+        it sent them (``sent``, read when ``None``), or ``token`` can read a committed version
+        that lists them."""
+        if sent is None:
+            sent = self.meta.upload_blobs(upload_id)
+        ok = shas & sent
+        rest = shas - ok
+        if rest:
+            ok |= self.meta.public_blobs(rest)
+            rest -= ok
+        if rest and token is not None:
+            for sha, mods in self.meta.private_blob_modules(rest).items():
+                if any(self._may_read(token, m, True) for m in mods):
+                    ok.add(sha)
+        return ok
+
+    def _missing(
+        self,
+        idx: ReleaseIndex,
+        upload_id: str,
+        token: TokenRecord | None,
+        sent: set[str] | None = None,
+    ) -> list[FileRecord]:
+        """The files the upload must still send, one per sha256, by path: those it may not use
+        (:meth:`_usable`) and those not stored with their entry's size."""
+        usable = self._usable({e.sha256 for e in idx.files}, upload_id, token, sent)
         out, seen = [], set()
         for e in sorted(idx.files, key=lambda e: e.path):
-            if e.sha256 not in seen and self.blobs.size(e.sha256) != e.size:
+            if e.sha256 not in seen and (
+                e.sha256 not in usable or self.blobs.size(e.sha256) != e.size
+            ):
                 out.append(FileRecord(e.path, e.size, e.sha256))
             seen.add(e.sha256)
         return out
@@ -484,7 +526,7 @@ class Registry:
         """The session ``upload_id`` and the files it still lacks."""
         rec = self._open_upload(upload_id, token)
         idx = self._index(rec.index_sha256, rec.module, rec.version)
-        return UploadState(rec, self._missing(idx))
+        return UploadState(rec, self._missing(idx, rec.id, token))
 
     def file_entry(
         self,
@@ -503,6 +545,19 @@ class Registry:
         what = f"sha256 {sha256}" if sha256 is not None else f"path {path!r}"
         raise BadRequestError(f"{rec.module}@{rec.version}: the index lists no file with {what}")
 
+    def has_file(self, upload_id: str, token: TokenRecord | None, entry: FileRecord) -> bool:
+        """Whether upload ``upload_id`` may use the stored blob of ``entry`` without sending
+        it: stored with its size, and sent by this upload or readable by ``token``. When not,
+        the body must be streamed and checked (also when the blob is stored: answering
+        otherwise would tell whether another tenant holds those bytes)."""
+        if not self._usable({entry.sha256}, upload_id, token, None):
+            return False
+        return self.blobs.size(entry.sha256) == entry.size
+
+    def file_received(self, upload_id: str, entry: FileRecord) -> None:
+        """Record that upload ``upload_id`` sent ``entry``'s blob, its sha256 checked."""
+        self.meta.add_upload_blob(upload_id, entry.sha256)
+
     def commit(
         self, upload_id: str, token: TokenRecord | None, h1: str | None = None
     ) -> CommitOutcome:
@@ -512,7 +567,7 @@ class Registry:
         got = idx.h1()
         if got != rec.h1 or (h1 is not None and h1 != got):
             raise BadRequestError(f"the index hashes to {got}, not {h1 or rec.h1}")
-        missing = self._missing(idx)
+        missing = self._missing(idx, rec.id, token)
         if missing:
             names = ", ".join(m.path for m in missing[:20])
             more = f" and {len(missing) - 20} more" if len(missing) > 20 else ""

@@ -174,6 +174,43 @@ def test_uploads(store: SqlMetadataStore) -> None:
     assert store.get_upload("u2") is None
 
 
+def test_upload_blobs(store: SqlMetadataStore) -> None:
+    for uid, created in (("u1", "2026-01-01T00:00:00Z"), ("u2", "2026-06-01T00:00:00Z")):
+        store.add_upload(UploadRecord(uid, M, "v0.1.0", "h1:A=", "d" * 64, created=created))
+    store.add_upload_blob("u1", "c" * 64)
+    store.add_upload_blob("u1", "c" * 64)  # the same body again: a no-op
+    store.add_upload_blob("u2", "f" * 64)
+    store.add_upload_blob("gone", "f" * 64)  # a deleted (or unknown) upload: nothing recorded
+    assert store.upload_blobs("u1") == {"c" * 64} and store.upload_blobs("gone") == set()
+    assert store.delete_uploads_before("2026-03-01T00:00:00Z") == 1
+    assert store.upload_blobs("u1") == set() and store.upload_blobs("u2") == {"f" * 64}
+    store.delete_upload("u2")
+    assert store.upload_blobs("u2") == set()
+
+
+def test_blobs_by_visibility(store: SqlMetadataStore) -> None:
+    store.commit_version(version())  # public: lists b*64 and c*64
+    priv = version(module="example.com/team/priv", private=True)
+    store.commit_version(
+        NewVersion(**{**priv.__dict__, "files": [FileRecord("w.bin", 5, "e" * 64)]})
+    )
+    store.commit_version(
+        NewVersion(
+            **{
+                **version(module="example.com/team/p2", private=True).__dict__,
+                "files": [FileRecord("w.bin", 5, "e" * 64), FileRecord("x", 1, "c" * 64)],
+            }
+        )
+    )
+    shas = ["b" * 64, "c" * 64, "e" * 64, "a" * 64, "9" * 64]
+    assert store.public_blobs(shas) == {"b" * 64, "c" * 64}  # not the index blob a*64
+    assert store.private_blob_modules(shas) == {
+        "e" * 64: {"example.com/team/priv", "example.com/team/p2"},
+        "c" * 64: {"example.com/team/p2"},
+    }
+    assert store.public_blobs([f"{i:064x}" for i in range(1200)]) == set()  # chunked IN lists
+
+
 def test_tokens(store: SqlMetadataStore) -> None:
     a = TokenRecord("t1", "1" * 64, "example.com/acme", "publish", created="2026-01-01T00:00:00Z")
     b = TokenRecord("t2", "2" * 64, "example.com", "read", created="2026-01-02T00:00:00Z")
