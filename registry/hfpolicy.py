@@ -9,9 +9,11 @@ every repository::
 
 The list limits the repositories the caching proxy fetches for the Hub API
 (:mod:`registry.hfmirror`); ``hf.co`` modules published here are served
-whatever it says. ``--offline`` (``WGTPM_REGISTRY_OFFLINE=1``) serves only
-what is stored: no upstream is opened, and a revision or file that is not
-stored is an error that says so.
+whatever it says. Names compare exactly, though the Hub ignores their case:
+the list only grants, so ``acme/*`` refuses ``ACME/x`` rather than let a
+spelling it does not name through. ``--offline``
+(``WGTPM_REGISTRY_OFFLINE=1``) serves only what is stored: no upstream is
+opened, and a revision or file that is not stored is an error that says so.
 """
 
 from __future__ import annotations

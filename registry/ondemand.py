@@ -342,6 +342,7 @@ class OnDemand:
         have = self.reg.meta.get_version(module, version)
         if have is not None:
             return have
+        self.proxy.admit(self.reg, module)  # never indexed (and logged) if hosted here
         self.proxy.spool.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix="fill-", dir=self.proxy.spool))
         try:

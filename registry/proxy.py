@@ -6,8 +6,14 @@ unless given) takes a ``WGTPROXY`` list (``direct``, proxy URLs, ``,`` and
 ``direct`` reaches GitHub, Hugging Face and the PAW hub with the server's
 ``GITHUB_TOKEN``, ``HF_TOKEN``, ``PAW_API_KEY`` and their ``*_URL`` settings.
 
-A module is proxied when it is not hosted: no token's prefix covers it and
-it was not published here (:meth:`registry.service.Registry.proxied`).
+A module is proxied when it is not hosted: no token's prefix reserves it and
+it was not published here (:meth:`registry.service.Registry.proxied`). A
+prefix reserves every spelling of its paths that the upstream would resolve
+to the same repository (:func:`registry.tokens.reserves`): on GitHub and
+Hugging Face, which ignore the case of owner and repository names, a token
+for ``github.com/acme`` keeps ``github.com/Acme/secret`` from being fetched
+with the server's ``GITHUB_TOKEN``, served and logged. ``huggingface.co/...``
+is refused (410, naming the ``hf.co/...`` path): one repository, one name.
 For a proxied module
 
 - ``@v/list``, ``@latest`` and the ``.info`` of a version not cached yet
@@ -219,8 +225,20 @@ class CachingProxy:
                 else:
                     self._fills[key] = (lk, n - 1)
 
+    @staticmethod
+    def admit(reg: Registry, module: str) -> None:
+        """Raise :class:`NotFoundError` unless ``module`` is proxied
+        (:meth:`~registry.service.Registry.proxied`): checked again at the door of every
+        fetch that uses the server's credentials and ends in the checksum log, so that no
+        caller can fill a module of the hosted namespace, in any spelling of it."""
+        if not reg.proxied(module):
+            raise NotFoundError(
+                f"{module}: no such module here (a private module needs a read token)"
+            )
+
     def fill(self, reg: Registry, module: str, version: str) -> VersionRecord:
         """``module@version`` committed here, fetched from the upstream first if need be."""
+        self.admit(reg, module)
         with self._hold((module, version)):
             deadline = time.monotonic() + FILL_WAIT
             while True:

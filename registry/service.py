@@ -59,7 +59,7 @@ from wgtpm import dirhash
 from wgtpm import version as _v
 from wgtpm._errors import WgtpmError
 from wgtpm.index import ReleaseIndex, parse
-from wgtpm.module import check_path, check_path_major
+from wgtpm.module import check_canonical, check_path, check_path_major
 
 from . import tokens as _tokens
 from ._errors import (
@@ -107,6 +107,10 @@ def create_token(meta: MetadataStore, prefix: str, scope: str) -> tuple[str, Tok
         raise BadRequestError(
             f"a token prefix is a module path prefix like example.com/team, not {prefix!r}"
         )
+    try:
+        check_canonical(prefix)  # a prefix on huggingface.co would cover no publishable path
+    except WgtpmError as exc:
+        raise BadRequestError(str(exc)) from exc
     text, cred = _tokens.new_token()
     rec = TokenRecord(cred.id, _tokens.hash_secret(cred.secret), prefix.rstrip("/"), scope)
     meta.add_token(rec)
@@ -211,13 +215,14 @@ class Registry:
     def proxied(self, module: str, rec: ModuleRecord | None = None) -> bool:
         """Whether ``module`` (whose row is ``rec``, when read already) is answered by the
         caching proxy: there is one, and the module was not published here and lies under
-        no token's prefix (hosted always wins)."""
+        no token's prefix, whatever its case on a host that ignores case (hosted always
+        wins; :func:`~registry.tokens.reserves`)."""
         if self.proxy is None:
             return False
         rec = rec or self.meta.get_module(module)
         if rec is not None:
             return rec.proxied
-        return not any(_tokens.covers(p, module) for p in self._hosted_prefixes())
+        return not any(_tokens.reserves(p, module) for p in self._hosted_prefixes())
 
     def _visible(
         self, module: str, token: TokenRecord | None, rec: ModuleRecord | bool | None = True
@@ -229,6 +234,7 @@ class Registry:
         """
         try:
             check_path(module)
+            check_canonical(module)
         except WgtpmError as exc:
             raise GoneError(str(exc)) from exc
         if isinstance(rec, bool):
@@ -442,6 +448,7 @@ class Registry:
         assert token is not None
         try:
             check_path(module)
+            check_canonical(module)
             check_path_major(module, version)
         except WgtpmError as exc:
             raise BadRequestError(str(exc)) from exc

@@ -40,7 +40,10 @@ the tree head, a record's id, records and stored hashes (and catches up at
 startup, above).
 
 Private modules are not logged: a log is public, and their names would leak
-(clients list them in ``WGTPRIVATE`` or ``WGTNOSUMDB``).
+(clients list them in ``WGTPRIVATE`` or ``WGTNOSUMDB``). Nor is any spelling
+of the hosted namespace: the caching proxy fetches (and so logs) only
+modules that no token's prefix reserves in any case on GitHub or Hugging Face
+(:func:`registry.tokens.reserves`, :meth:`registry.proxy.CachingProxy.admit`).
 """
 
 from __future__ import annotations

@@ -9,7 +9,18 @@ constant time.
 A token covers a module when its prefix matches a leading run of the path's
 elements (``models.acme.test/team`` covers ``models.acme.test/team/enc`` but
 not ``models.acme.test/teamwork``); elements may be globs, as in
-``WGTPRIVATE`` (``*.acme.test``). Scopes::
+``WGTPRIVATE`` (``*.acme.test``).
+
+Case: a check that *grants* compares exactly, one that *denies* compares
+folded (:func:`wgtpm.module.fold`), so that no spelling of a module reaches
+more than its canonical spelling would. :func:`covers` grants (publish and
+read under the prefix) and is exact: a token for ``github.com/acme`` does
+not publish ``github.com/Acme/x``. :func:`reserves` denies (every token's
+prefix is the hosted namespace, which the caching proxy never fetches
+with the server's credentials) and is folded: GitHub and Hugging Face
+resolve ``github.com/ACME/secret`` to the repository ``acme/secret``, so a
+prefix ``github.com/acme`` reserves it, and ``huggingface.co/acme`` reserves
+``hf.co/acme/...``. Scopes::
 
     read      read private modules under the prefix
     publish   publish under the prefix, and read as ``read`` does
@@ -29,7 +40,7 @@ import re
 import secrets
 from dataclasses import dataclass
 
-from wgtpm.module import match_patterns
+from wgtpm.module import match_folded, match_patterns
 
 __all__ = [
     "SCOPES",
@@ -39,6 +50,7 @@ __all__ = [
     "new_token",
     "parse_authorization",
     "parse_token",
+    "reserves",
     "secret_matches",
 ]
 
@@ -97,5 +109,12 @@ def parse_authorization(header: str | None) -> Credentials | None:
 
 
 def covers(prefix: str, module: str) -> bool:
-    """Whether a token for ``prefix`` covers ``module`` (element-wise, globs allowed)."""
+    """Whether a token for ``prefix`` covers ``module`` (element-wise, globs allowed, exact
+    case: it grants)."""
     return bool(prefix) and match_patterns(prefix, module) and "," not in prefix
+
+
+def reserves(prefix: str, module: str) -> bool:
+    """Whether a token's ``prefix`` puts ``module`` in the hosted namespace: :func:`covers`
+    compared in folded form (it denies the proxy, so no case variant or alias slips past)."""
+    return bool(prefix) and match_folded(prefix, module) and "," not in prefix

@@ -13,6 +13,12 @@ Paths are case-sensitive, but file systems and URLs are not always, so paths
 and versions are *escaped* for both: every upper-case letter becomes ``!``
 followed by its lower-case form (``hf.co/Qwen/Qwen3`` ->
 ``hf.co/!qwen/!qwen3``), exactly as Go escapes module paths.
+
+Some hosts are not case-sensitive: GitHub and the Hugging Face Hub resolve
+``github.com/ACME/Secret`` to the repository ``acme/secret``. A check that
+must hold for every spelling of a repository (a registry's hosted namespace,
+``WGTPRIVATE``) compares :func:`fold`-ed paths (:func:`match_folded`); a
+registry refuses the ``huggingface.co`` alias (:func:`check_canonical`).
 """
 
 from __future__ import annotations
@@ -26,11 +32,16 @@ from . import version as _version
 from ._errors import InvalidPathError, InvalidVersionError
 
 __all__ = [
+    "CASE_INSENSITIVE_HOSTS",
+    "HOST_ALIASES",
     "ModuleVersion",
+    "check_canonical",
     "check_path",
     "check_path_major",
     "escape_path",
     "escape_version",
+    "fold",
+    "match_folded",
     "match_patterns",
     "normalise",
     "source_kind",
@@ -38,6 +49,12 @@ __all__ = [
     "unescape_path",
 ]
 
+#: Hosts that resolve owner and repository names whatever their case (GitHub, the
+#: Hugging Face Hub): ``github.com/Acme/Secret`` is the repository ``github.com/acme/secret``.
+CASE_INSENSITIVE_HOSTS = frozenset({"github.com", "hf.co"})
+#: Other names of a host above; a module has one name, so a registry refuses these.
+HOST_ALIASES = {"huggingface.co": "hf.co", "www.huggingface.co": "hf.co"}
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 # Matched whole (fullmatch): ``$`` also matches before a final newline, which let an
 # element like ``a\n`` into a module path.
 _ELEM = re.compile(r"[A-Za-z0-9\-._~]+")
@@ -201,3 +218,55 @@ def match_patterns(patterns: str, path: str) -> bool:
         if all(fnmatch.fnmatchcase(e, p) for e, p in zip(elems, pelems)):
             return True
     return False
+
+
+def fold(path: str) -> str:
+    """The one spelling under which every name of a module compares equal.
+
+    The host is lower-cased and its alias replaced; on a host of
+    :data:`CASE_INSENSITIVE_HOSTS` the whole path is lower-cased too (ASCII
+    letters only, as module paths hold no others)::
+
+        fold("github.com/Acme/Secret")       -> "github.com/acme/secret"
+        fold("huggingface.co/Qwen/Qwen3")    -> "hf.co/qwen/qwen3"
+        fold("example.com/Team/m")           -> "example.com/Team/m"
+
+    Paths are still case-sensitive everywhere else (the lock, wgt.sum, the
+    checksum log). ``fold`` is for the checks that must not be dodged by a
+    case variant: whether a path lies in a namespace that denies something.
+    It works on globs too (``*`` and ``?`` are unchanged).
+    """
+    host, sep, rest = path.partition("/")
+    host = host.translate(_ASCII_LOWER)
+    host = HOST_ALIASES.get(host, host)
+    if host in CASE_INSENSITIVE_HOSTS:
+        rest = rest.translate(_ASCII_LOWER)
+    return host + sep + rest
+
+
+def match_folded(patterns: str, path: str) -> bool:
+    """:func:`match_patterns` with the path and the patterns :func:`fold`-ed.
+
+    On a case-insensitive host ``github.com/acme`` matches
+    ``github.com/ACME/secret``, and ``*/acme`` does too (whether a pattern
+    ignores case is decided by the host of the path it is matched against,
+    so a glob for the host does not escape the folding).
+    """
+    folded = fold(path)
+    if folded.partition("/")[0] in CASE_INSENSITIVE_HOSTS:
+        patterns = patterns.translate(_ASCII_LOWER)
+    return match_patterns(",".join(fold(p.strip()) for p in patterns.split(",")), folded)
+
+
+def check_canonical(path: str) -> None:
+    """Raise :class:`InvalidPathError` when ``path`` names its host by an alias.
+
+    A client normalises ``huggingface.co/x`` to ``hf.co/x`` (:func:`normalise`)
+    before it asks anyone; a registry that also served the alias would keep
+    two names, two histories and two checksum-log records for one
+    repository, so it refuses the alias and names the path to use.
+    """
+    host, sep, rest = path.partition("/")
+    canonical = HOST_ALIASES.get(host.translate(_ASCII_LOWER))
+    if canonical is not None:
+        raise InvalidPathError(path, f"{host} is an alias: use {canonical}{sep}{rest}")

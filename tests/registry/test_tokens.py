@@ -13,6 +13,7 @@ from registry.tokens import (
     new_token,
     parse_authorization,
     parse_token,
+    reserves,
     secret_matches,
 )
 
@@ -54,3 +55,27 @@ def test_authorization_header() -> None:
 )
 def test_covers(prefix: str, module: str, want: bool) -> None:
     assert covers(prefix, module) is want
+
+
+@pytest.mark.parametrize(
+    ("prefix", "module", "covered", "reserved"),
+    [
+        # grants are exact; the hosted namespace is folded on hosts that ignore case
+        ("github.com/acme", "github.com/acme/x", True, True),
+        ("github.com/acme", "github.com/Acme/x", False, True),
+        ("github.com/Acme", "github.com/acme/x", False, True),
+        ("github.com/acme/*", "github.com/ACME/Secret", False, True),
+        ("hf.co/acme", "hf.co/ACME/m", False, True),
+        ("huggingface.co/acme", "hf.co/acme/m", False, True),
+        ("hf.co/acme", "huggingface.co/acme/m", False, True),
+        ("github.com/acme", "github.com/acmeco/x", False, False),
+        ("example.com/team", "example.com/Team/x", False, False),
+        ("", "github.com/acme/x", False, False),
+        ("github.com/acme,other.org", "github.com/Acme/x", False, False),
+    ],
+)
+def test_covers_is_exact_and_reserves_is_folded(
+    prefix: str, module: str, covered: bool, reserved: bool
+) -> None:
+    assert covers(prefix, module) is covered
+    assert reserves(prefix, module) is reserved
