@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from .. import modfile
 from .. import version as _v
+from .._contain import resolve_inside
 from .._errors import UsageError, WgtpmError
 from .._report import Reporter
 from ..build import BUILD_DIR
@@ -73,8 +74,10 @@ class Outcome:
 
 
 def _modfile(pkg: Path) -> modfile.ModFile:
+    # The release ships this file: a link out of the package is refused (wgtpm._contain).
+    path = resolve_inside(pkg, pkg / MOD_FILE, MOD_FILE)
     try:
-        data = (pkg / MOD_FILE).read_bytes()
+        data = path.read_bytes()
     except FileNotFoundError as exc:
         raise UsageError(
             f"no {MOD_FILE} in {pkg}: run 'wgtpm publish' in a package directory"
