@@ -12,7 +12,10 @@ published with ``wgtpm publish --dry-run``:
   artifact directory from outside the package by path: refused at publish;
 - a link that stays inside the package still builds and ships its bytes;
 - ``verify --rebuild`` of a release whose commit holds such a link refuses it
-  too (a release made by a wgtpm that did not check, as in test_repository.py).
+  too (a release made by a wgtpm that did not check, as in test_repository.py);
+- a dry run does not write its proxy tree through a committed ``dist`` link.
+
+A committed ``build/`` link is refused by publish and rebuild in test_repository.py.
 """
 
 from __future__ import annotations
@@ -129,7 +132,7 @@ def test_a_weightlang_data_file_linked_to_the_environment_is_not_echoed(
     wgtpm,  # type: ignore[no-untyped-def]
     tmp_path: Path,
 ) -> None:
-    """Before, the environment was parsed as CSV, and its cells were printed as errors."""
+    """Before, the environment was read and parsed as rows of numbers."""
     pkg = _linked(
         tmp_path, {"@artifacts": "xor model.wgt", "model.wgt": DATA_WGT}, {"more.csv": ENVIRON}
     )
@@ -235,3 +238,17 @@ def test_a_rebuild_refuses_a_commit_that_links_out(
         "out of the package"
     )
     assert "building artifact" not in r.err
+
+
+def test_a_dry_run_refuses_a_dist_linked_out_of_the_package(wgtpm, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    pkg = _linked(
+        tmp_path, {"@artifacts": "notes notes.txt", "notes.txt": "hi\n"}, {"dist": elsewhere}
+    )
+    assert _refused(wgtpm, pkg, "publish", "--version", "v0.1.0", "--dry-run") == (
+        f"wgtpm: dist leads out of the package through a symlink (to {elsewhere}), so the "
+        "release would be written there: remove the link (git rm --cached dist if it is "
+        "committed), or pass -o DIR"
+    )
+    assert list(elsewhere.iterdir()) == []
