@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.paw.conftest import Notices, write_package
+from tests.paw.conftest import BASE_FILE, BASE_MODULE, Notices, write_package
 from wgtpm._errors import BuildError, ParseError
 from wgtpm.build import Target, build_artifact
 from wgtpm.deps import MapResolver
@@ -109,3 +109,22 @@ def test_a_pawspec_linked_out_of_the_package_is_refused(
     with pytest.raises(BuildError) as info:
         _build(pkg, resolver)
     assert str(info.value) == f"artifact fruit: fruit.pawspec is a symlink to {outside}, {WHY}"
+
+
+def test_a_local_base_model_linked_out_is_refused(
+    resolver: MapResolver, tmp_path: Path, base_dir: Path
+) -> None:
+    pkg, spec = _package(tmp_path)
+    (pkg / "base.gguf").symlink_to(base_dir / BASE_FILE)
+    spec.write_text(
+        spec.read_text().replace(
+            f'base_model = "{BASE_MODULE}/{BASE_FILE}"',
+            'base_model = "./base.gguf"\nrepo = "acme/tiny-gguf"',
+        )
+    )
+    with pytest.raises(ParseError) as info:
+        _build(pkg, resolver)
+    assert str(info.value) == (
+        f"{spec}:{_line(spec, 'base_model')}: runtime.base_model: ./base.gguf is a symlink to "
+        f"{base_dir / BASE_FILE}, {WHY}"
+    )

@@ -73,8 +73,8 @@ def build_program(
     ``name`` is the artifact's name in wgt.mod (for messages only: the program
     ID does not depend on it). ``root`` is the package directory when the spec
     is an artifact of one: the files the spec names must lie inside it
-    (:func:`~wgtpm.paw.spec.parse_spec`), checked before any work. Each step is a ``reporter.notice`` line starting
-    ``paw NAME:``. Raises :class:`~wgtpm.ParseError` for a bad spec or examples
+    (:func:`~wgtpm.paw.spec.parse_spec`), checked before any work. Each step is
+    a ``reporter.notice`` line starting ``paw NAME:``. Raises :class:`~wgtpm.ParseError` for a bad spec or examples
     file and :class:`~wgtpm.BuildError` for anything else.
     """
     return compile_spec(

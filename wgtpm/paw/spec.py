@@ -69,7 +69,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from .._contain import dir_escape_problem
+from .._contain import dir_escape_problem, escape_problem
 from .._errors import ParseError, Position, PositionedError
 from .adapter_format import QUANTIZATIONS, quantization_block
 from .runtime import QWEN3_RUNTIME_ID
@@ -318,7 +318,8 @@ def _read_examples(doc: Mapping[str, Any], checker: _Checker, path: Path) -> Pat
 def _check_local_files(spec: PawSpec, checker: _Checker) -> None:
     """A local interpreter and base model: inside the package (see :func:`parse_spec`)."""
     if spec.local_path(spec.interpreter) is not None:
-        checker.inside("", "interpreter", spec.interpreter, spec.path.parent / spec.interpreter)
+        local = spec.path.parent / spec.interpreter
+        checker.inside("", "interpreter", spec.interpreter, local, walk=True)
     base = spec.runtime.base_model
     if base is not None and spec.local_path(base) is not None:
         checker.inside("runtime", "base_model", base, spec.path.parent / base)
@@ -483,16 +484,21 @@ class _Checker:
         self.errors: list[PositionedError] = []
         self._lines = key_lines(text)
 
-    def inside(self, table: str, key: str, ref: object, path: Path) -> bool:
-        """Whether ``path`` (``ref`` as written), and every file under it when it is a
-        directory, may be read: always without a ``root``; else an error on ``key``."""
-        if self.root is None:
+    def inside(self, table: str, key: str, ref: str, path: Path, *, walk: bool = False) -> bool:
+        """Whether the file ``path`` (``ref`` as written) may be read, or with ``walk`` the
+        directory and every file under it: always without a ``root``; else an error on
+        ``key`` when not (:mod:`wgtpm._contain`)."""
+        if self.root is None or not ref:
             return True
-        found = dir_escape_problem(self.root, path)
+        if walk:
+            found = dir_escape_problem(self.root, path)
+        else:
+            why = escape_problem(self.root, path)
+            found = (path, why) if why is not None else None
         if found is None:
             return True
         at, why = found
-        shown = str(ref) if at == path else f"{str(ref).rstrip('/')}/{at.relative_to(path)}"
+        shown = ref if at == path else f"{ref.rstrip('/')}/{at.relative_to(path)}"
         self.error(table, key, f"{shown} {why}")
         return False
 
