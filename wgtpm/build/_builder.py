@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from .._contain import resolve_inside
 from .._errors import BuildError
 from .._report import Reporter
 from ..deps import ModuleResolver
@@ -40,6 +41,7 @@ class Target:
 
     ``source`` is relative to ``project_dir`` as written in wgt.mod;
     ``out_dir`` is where outputs go (``project_dir / "build"`` for ``wgtpm build``).
+    Every file the build reads must lie inside ``project_dir`` (:mod:`wgtpm._contain`).
     """
 
     project_dir: Path
@@ -47,10 +49,17 @@ class Target:
     source: str
     out_dir: Path
 
+    def source_path(self) -> Path:
+        """The source file, once it is known to be a regular file inside the package
+        (:func:`wgtpm._contain.resolve_inside`); a :class:`BuildError` naming it otherwise."""
+        path = self.project_dir / self.source
+        resolve_inside(self.project_dir, path, f"artifact {self.name}: {self.source}")
+        return path  # as written: a .wgt's data files are relative to it, not to its target
+
     def read_source(self) -> bytes:
         """The bytes of the source file; a :class:`BuildError` naming it when unreadable."""
         try:
-            return (self.project_dir / self.source).read_bytes()
+            return self.source_path().read_bytes()
         except OSError as exc:
             raise BuildError(
                 f"artifact {self.name}: cannot read {self.source} ({exc.strerror})"

@@ -5,7 +5,9 @@ streamed in :data:`BLOCK` reads and renamed into place) and publishes
 ``data/vocab.json``. The build reads the source once: what a publish hashes
 and ships is the copy it made (:attr:`BuildResult.outputs`), so a source that
 reads differently each time (a link into ``/proc``) cannot ship other bytes
-than were built. After a ``wgtpm build``, :meth:`FileBuilder.outputs` names the
+than were built; and a source that is a link out of the package, or not a
+regular file, is refused before it is read (:meth:`Target.source_path`).
+After a ``wgtpm build``, :meth:`FileBuilder.outputs` names the
 source, which the copy equals.
 """
 
@@ -38,8 +40,9 @@ class FileBuilder:
 
     def build(self, target: Target, resolver: ModuleResolver, reporter: Reporter) -> BuildResult:
         dest = target.out_dir / target.source
+        path = target.source_path()  # a link out of the package is refused, not copied
         try:
-            src = open(target.project_dir / target.source, "rb")
+            src = open(path, "rb")
         except OSError as exc:
             raise BuildError(
                 f"artifact {target.name}: cannot read {target.source} ({exc.strerror})"

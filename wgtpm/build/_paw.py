@@ -6,6 +6,8 @@
 is validated in full, as a consumer will (:func:`wgtpm.paw.validate.check_bundle`),
 and copied to ``build/triage.paw``. Either way the release holds
 ``triage.paw``, of kind ``paw``, which ``wgtpm get --paw-install`` installs.
+The spec, and every file it names, must lie inside the package
+(:mod:`wgtpm._contain`), checked when the spec is read, before any training.
 The paw extra (torch, transformers, peft, gguf) is imported only by
 :meth:`PawBuilder.build`.
 """
@@ -67,7 +69,12 @@ def _compile(target: Target, out: Path, resolver: ModuleResolver, reporter: Repo
             f"pip install 'wgtpm[paw]' ({exc})"
         ) from exc
     build_program(
-        target.project_dir / target.source, out, resolver, name=target.name, reporter=reporter
+        target.source_path(),
+        out,
+        resolver,
+        name=target.name,
+        reporter=reporter,
+        root=target.project_dir,
     )
 
 

@@ -2,7 +2,8 @@
 
 ``artifact xor model.wgt`` builds ``build/xor/`` (``manifest.json``,
 ``weights.safetensors``, ``source.wgt``; :mod:`wgtpm.weightlang.build`) and
-publishes every file of it as ``xor/<file>``. torch is imported only by
+publishes every file of it as ``xor/<file>``. The source and its data files
+must lie inside the package (:mod:`wgtpm._contain`). torch is imported only by
 :meth:`WgtBuilder.build`.
 """
 
@@ -32,11 +33,12 @@ class WgtBuilder:
 
         dest = target.out_dir / target.name
         result = build_wgt(
-            target.project_dir / target.source,
+            target.source_path(),
             dest,
             resolver=resolver,
             name=target.source,
             reporter=reporter,
+            root=target.project_dir,
         )
         weights = result.manifest["weights"]
         origins: dict[str, int] = {}

@@ -66,16 +66,19 @@ def build_program(
     reporter: Reporter = SILENT,
     teacher_cache: Path | None = None,
     cache_dir: Path | None = None,
+    root: Path | None = None,
 ) -> Path:
     """Build the program ``spec_path`` describes into ``out_path``; returns ``out_path``.
 
     ``name`` is the artifact's name in wgt.mod (for messages only: the program
-    ID does not depend on it). Each step is a ``reporter.notice`` line starting
-    ``paw NAME:``. Raises :class:`~wgtpm.ParseError` for a bad spec or examples
+    ID does not depend on it). ``root`` is the package directory when the spec
+    is an artifact of one: the files the spec names must lie inside it
+    (:func:`~wgtpm.paw.spec.parse_spec`), checked before any work. Each step is
+    a ``reporter.notice`` line starting ``paw NAME:``. Raises :class:`~wgtpm.ParseError` for a bad spec or examples
     file and :class:`~wgtpm.BuildError` for anything else.
     """
     return compile_spec(
-        load_spec(spec_path),
+        load_spec(spec_path, root=root),
         out_path,
         resolver,
         CompileOptions(name=name, teacher_cache=teacher_cache, cache_dir=cache_dir),

@@ -69,6 +69,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from .._contain import dir_escape_problem, escape_problem
 from .._errors import ParseError, Position, PositionedError
 from .adapter_format import QUANTIZATIONS, quantization_block
 from .runtime import QWEN3_RUNTIME_ID
@@ -191,13 +192,17 @@ class PawSpec:
         return None
 
 
-def load_spec(path: Path) -> PawSpec:
-    """Read and parse a ``.pawspec``; raises :class:`ParseError` with every problem found."""
+def load_spec(path: Path, *, root: Path | None = None) -> PawSpec:
+    """Read and parse a ``.pawspec``; raises :class:`ParseError` with every problem found.
+
+    ``root`` is the package directory when the spec is an artifact of one: every
+    local file it names must then lie inside it (see :func:`parse_spec`).
+    """
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ParseError([PositionedError(Position(str(path), 1), f"cannot read: {exc}")]) from exc
-    return parse_spec(text, path)
+    return parse_spec(text, path, root=root)
 
 
 _TOP_KEYS = (
@@ -213,8 +218,15 @@ _TOP_KEYS = (
 _TOML_POS = re.compile(r"\(at line (\d+), column (\d+)\)")
 
 
-def parse_spec(text: str, path: Path) -> PawSpec:
-    """Parse the text of a ``.pawspec`` read from ``path``."""
+def parse_spec(text: str, path: Path, *, root: Path | None = None) -> PawSpec:
+    """Parse the text of a ``.pawspec`` read from ``path``.
+
+    With ``root`` (the package directory of an artifact build), ``spec_file``,
+    ``examples``, a local ``interpreter`` directory (every file in it) and a
+    local ``[runtime] base_model`` must be regular files inside ``root``, links
+    followed (:func:`wgtpm._contain.escape_problem`); each that is not is an
+    error on its key's line, found here, before anything is read or trained.
+    """
     name = str(path)
     try:
         doc = tomllib.loads(text)
@@ -229,7 +241,7 @@ def parse_spec(text: str, path: Path) -> PawSpec:
         raise ParseError(
             [PositionedError(Position(name, 1), "invalid TOML: arrays or tables nested too deeply")]
         ) from exc
-    checker = _Checker(name, text)
+    checker = _Checker(name, text, root)
     spec = _read_spec_text(doc, checker, path)
     spec_obj = PawSpec(
         path=path,
@@ -251,6 +263,7 @@ def parse_spec(text: str, path: Path) -> PawSpec:
             'the PAW compiler writes the pseudo-program when recipe.lora_init = "mapper"; '
             'remove pseudo_program or set lora_init = "random"',
         )
+    _check_local_files(spec_obj, checker)
     checker.unknown(doc, "", _TOP_KEYS)
     if not spec_obj.interpreter:
         checker.error(
@@ -272,6 +285,8 @@ def _read_spec_text(doc: Mapping[str, Any], checker: _Checker, path: Path) -> st
         checker.error("", "spec_file", "give spec or spec_file, not both")
     if "spec_file" in doc:
         ref = checker.string(doc, "", "spec_file", default="")
+        if not checker.inside("", "spec_file", ref, path.parent / ref):
+            return ""
         try:
             text = (path.parent / ref).read_text(encoding="utf-8").strip()
         except (OSError, UnicodeDecodeError) as exc:
@@ -294,7 +309,20 @@ def _read_examples(doc: Mapping[str, Any], checker: _Checker, path: Path) -> Pat
     if "examples" not in doc:
         return None
     ref = checker.string(doc, "", "examples", default="")
-    return (path.parent / ref) if ref else None
+    if not ref:
+        return None
+    checker.inside("", "examples", ref, path.parent / ref)
+    return path.parent / ref
+
+
+def _check_local_files(spec: PawSpec, checker: _Checker) -> None:
+    """A local interpreter and base model: inside the package (see :func:`parse_spec`)."""
+    if spec.local_path(spec.interpreter) is not None:
+        local = spec.path.parent / spec.interpreter
+        checker.inside("", "interpreter", spec.interpreter, local, walk=True)
+    base = spec.runtime.base_model
+    if base is not None and spec.local_path(base) is not None:
+        checker.inside("runtime", "base_model", base, spec.path.parent / base)
 
 
 def _read_teacher(doc: Mapping[str, Any], checker: _Checker) -> TeacherSpec | None:
@@ -450,10 +478,29 @@ def _read_runtime(doc: Mapping[str, Any], checker: _Checker) -> RuntimeSpec:
 class _Checker:
     """Reads typed values out of the TOML document and collects positioned errors."""
 
-    def __init__(self, name: str, text: str) -> None:
+    def __init__(self, name: str, text: str, root: Path | None = None) -> None:
         self.name = name
+        self.root = root
         self.errors: list[PositionedError] = []
         self._lines = key_lines(text)
+
+    def inside(self, table: str, key: str, ref: str, path: Path, *, walk: bool = False) -> bool:
+        """Whether the file ``path`` (``ref`` as written) may be read, or with ``walk`` the
+        directory and every file under it: always without a ``root``; else an error on
+        ``key`` when not (:mod:`wgtpm._contain`)."""
+        if self.root is None or not ref:
+            return True
+        if walk:
+            found = dir_escape_problem(self.root, path)
+        else:
+            why = escape_problem(self.root, path)
+            found = (path, why) if why is not None else None
+        if found is None:
+            return True
+        at, why = found
+        shown = ref if at == path else f"{ref.rstrip('/')}/{at.relative_to(path)}"
+        self.error(table, key, f"{shown} {why}")
+        return False
 
     def error(self, table: str, key: str, message: str) -> None:
         """An error about ``table.key`` (``table`` "" for the top level), on the key's line.

@@ -10,7 +10,13 @@ commit's time, so that a time stamped into an output is the commit's.
 
 A package whose ``build/`` (or anything in it) is a symlink is refused before
 anything builds (:func:`check_build_dir`): builders would write through it, out
-of the export, into whatever it points at.
+of the export, into whatever it points at. So is a package whose artifact
+sources, or the artifact directories its ``.wgt`` files import by path, are
+not inside the export's package directory, links followed (:func:`check_inputs`,
+with :mod:`wgtpm._contain`): a committed ``data/vocab.json -> /proc/self/environ``
+would otherwise ship the publisher's environment, and an import from outside
+cannot be built again from the commit. The builders refuse the files they read
+themselves (data files, a spec's examples) the same way.
 
 A WeightLang artifact with untrained (randomly initialised) tensors is
 refused unless the caller allows it. :func:`compare_builds` checks two builds
@@ -25,6 +31,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .._contain import dir_escape_problem, resolve_inside
 from .._errors import BuildError, WgtpmError
 from .._report import Reporter
 from ..deps import ModuleResolver
@@ -38,6 +45,7 @@ __all__ = [
     "artifact_order",
     "build_package",
     "check_build_dir",
+    "check_inputs",
     "compare_builds",
     "first_difference",
 ]
@@ -74,21 +82,12 @@ def artifact_order(pkg: Path, artifacts: Sequence[Artifact], out_dir: Path) -> l
 
 def _path_imports(pkg: Path, artifact: Artifact, by_dir: dict[Path, str]) -> list[str]:
     """The artifacts of the package that ``artifact`` (a ``.wgt``) imports by path."""
-    if artifact.kind != WGT:
-        return []
-    from ..weightlang.syntax import PathSource, parse_bytes
-
     source = pkg / artifact.source
-    try:
-        program = parse_bytes(source.read_bytes(), artifact.source)
-    except (OSError, WgtpmError):
-        return []  # the build reports it, with its position
     out = []
-    for imp in program.imports:
-        if isinstance(imp.source, PathSource):
-            name = by_dir.get((source.parent / imp.source.path).resolve())
-            if name is not None and name != artifact.name:
-                out.append(name)
+    for ref in _path_import_refs(source, artifact):
+        name = by_dir.get((source.parent / ref).resolve())
+        if name is not None and name != artifact.name:
+            out.append(name)
     return out
 
 
@@ -120,6 +119,7 @@ def build_package(
 
     out_dir = pkg / BUILD_DIR
     check_build_dir(pkg)
+    check_inputs(pkg, artifacts)
     built = []
     with pinned_env(epoch):
         for i, a in enumerate(artifact_order(pkg, artifacts, out_dir), 1):
@@ -150,6 +150,35 @@ def check_build_dir(pkg: Path) -> None:
             f"{shown} is committed as a symlink, which builders would write through; "
             f"untrack it (git rm --cached {shown}), ignore {BUILD_DIR}/ in .gitignore, and commit"
         )
+
+
+def check_inputs(pkg: Path, artifacts: Sequence[Artifact]) -> None:
+    """Refuse an artifact whose source, or an artifact directory its ``.wgt`` imports by
+    path, is not inside ``pkg`` (links followed; see the module docstring)."""
+    for a in artifacts:
+        source = pkg / a.source
+        resolve_inside(pkg, source, f"artifact {a.name}: {a.source}")
+        for ref in _path_import_refs(source, a):
+            found = dir_escape_problem(pkg, source.parent / ref)
+            if found is not None:
+                raise BuildError(
+                    f'artifact {a.name}: {a.source} imports from "{ref}", which {found[1]}, '
+                    "or import it from a module by its path: a release builds from the package "
+                    "alone"
+                )
+
+
+def _path_import_refs(source: Path, artifact: Artifact) -> list[str]:
+    """The paths a ``.wgt`` artifact imports from (``import h from "build/enc".h``)."""
+    if artifact.kind != WGT:
+        return []
+    from ..weightlang.syntax import PathSource, parse_bytes
+
+    try:
+        program = parse_bytes(source.read_bytes(), artifact.source)
+    except (OSError, WgtpmError):
+        return []  # the build reports it, with its position
+    return [i.source.path for i in program.imports if isinstance(i.source, PathSource)]
 
 
 def _refuse_untrained(name: str, outputs: dict[str, Path]) -> None:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from .. import modfile
 from .. import version as _v
+from .._contain import resolve_inside
 from .._errors import UsageError, WgtpmError
 from .._report import Reporter
 from ..build import BUILD_DIR
@@ -73,8 +74,10 @@ class Outcome:
 
 
 def _modfile(pkg: Path) -> modfile.ModFile:
+    # The release ships this file: a link out of the package is refused (wgtpm._contain).
+    path = resolve_inside(pkg, pkg / MOD_FILE, MOD_FILE)
     try:
-        data = (pkg / MOD_FILE).read_bytes()
+        data = path.read_bytes()
     except FileNotFoundError as exc:
         raise UsageError(
             f"no {MOD_FILE} in {pkg}: run 'wgtpm publish' in a package directory"
@@ -102,6 +105,7 @@ def publish_package(
     module = mf.module.path
     target.ready()
     check_version(module, opts.version)
+    _check_output_dir(pkg, target)
     checkout = open_checkout(pkg, _outputs(pkg, target))
     tag = tag_for(module, opts.version, checkout.subdir)
     check_tag(tag, tag_commit(pkg, tag), checkout.commit)
@@ -169,6 +173,21 @@ def _outputs(pkg: Path, target: PublishTarget) -> tuple[str, ...]:
     if isinstance(target, DirectoryTarget) and target.tree.root.is_relative_to(pkg):
         out.append(target.tree.root.relative_to(pkg).as_posix())
     return tuple(out)
+
+
+def _check_output_dir(pkg: Path, target: PublishTarget) -> None:
+    """Refuse a directory target in the package (``dist/``) that a symlink leads out of it:
+    the release would be written wherever the link points (a committed ``dist``, say)."""
+    if not isinstance(target, DirectoryTarget) or not target.tree.root.is_relative_to(pkg):
+        return
+    real = target.tree.root.resolve()
+    if not real.is_relative_to(pkg.resolve()):
+        shown = target.tree.root.relative_to(pkg).as_posix()
+        raise UsageError(
+            f"{shown} leads out of the package through a symlink (to {real}), so the release "
+            f"would be written there: remove the link (git rm --cached {shown} if it is "
+            "committed), or pass -o DIR"
+        )
 
 
 def _mkdir(d: Path) -> Path:

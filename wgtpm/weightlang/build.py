@@ -140,17 +140,20 @@ def build_wgt(
     resolver: ModuleResolver | None = None,
     name: str | None = None,
     reporter: Reporter = SILENT,
+    root: Path | None = None,
 ) -> BuildResult:
     """Build ``source`` into the artifact directory ``dest`` (replacing an older build).
 
     ``resolver`` answers module imports from the package's build list; it is
-    needed only when the source has any. Training reports one notice per
+    needed only when the source has any. ``root`` is the package directory
+    when the source is an artifact of one: its data files must then lie inside
+    it (:func:`~wgtpm.weightlang.data.load_data`). Training reports one notice per
     epoch to ``reporter``, ``train MODEL: epoch E/N loss L`` (the CLI shows a
     bar, or a line every few seconds). Raises ParseError, LayerImportError or
     BuildError; on any error ``dest`` is left as it was.
     """
     program, source_bytes = _read_program(source, name or str(source))
-    datasets = load_data(program, source.parent)
+    datasets = load_data(program, source.parent, root=root)
     imported = resolve_imports(program, source.parent, resolver)
 
     def on_epoch(epoch: int, epochs: int, loss: float) -> None:

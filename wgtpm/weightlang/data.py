@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import _json
+from .._contain import escape_problem
 from .._errors import Position, PositionedError
 from .check import check_rows, raise_errors
 from .syntax import FileData, InlineData, Program, Row
@@ -58,11 +59,14 @@ class Dataset:
     record: dict[str, Any]
 
 
-def load_data(program: Program, base_dir: Path) -> dict[str, Dataset]:
+def load_data(program: Program, base_dir: Path, *, root: Path | None = None) -> dict[str, Dataset]:
     """Read every data set of ``program`` (files relative to ``base_dir``) and check its rows.
 
-    Raises ParseError listing every unreadable file, malformed line and row that
-    does not fit the model.
+    With ``root`` (the package directory of an artifact build), a data file must
+    be a regular file inside it, links followed (:func:`wgtpm._contain.escape_problem`):
+    a committed ``data.csv -> /proc/self/environ`` is refused before it is read.
+    Raises ParseError listing every unreadable or refused file, malformed line
+    and row that does not fit the model.
     """
     sets: dict[str, Dataset] = {}
     errors: list[PositionedError] = []
@@ -70,7 +74,7 @@ def load_data(program: Program, base_dir: Path) -> dict[str, Dataset]:
         if isinstance(decl, InlineData):
             sets[decl.name] = _inline(decl)
             continue
-        dataset = _from_file(program, decl, base_dir, errors)
+        dataset = _from_file(program, decl, base_dir, root, errors)
         if dataset is not None:
             errors += check_rows(program, decl.name, dataset.rows)
             sets[decl.name] = dataset
@@ -89,7 +93,11 @@ def _inline(decl: InlineData) -> Dataset:
 
 
 def _from_file(
-    program: Program, decl: FileData, base_dir: Path, errors: list[PositionedError]
+    program: Program,
+    decl: FileData,
+    base_dir: Path,
+    root: Path | None,
+    errors: list[PositionedError],
 ) -> Dataset | None:
     kind = Path(decl.path).suffix.lower().lstrip(".")
     if kind not in ("csv", "jsonl"):
@@ -109,7 +117,7 @@ def _from_file(
             PositionedError(decl.path_pos, f'data {decl.name} from "{decl.path}": expected {need}')
         )
         return None
-    raw = _read(decl, base_dir, errors)
+    raw = _read(decl, base_dir, root, errors)
     if raw is None:
         return None
     shown = str(Path(program.file).parent / decl.path)
@@ -142,8 +150,14 @@ def _from_file(
     return Dataset(decl.name, tuple(rows), record)
 
 
-def _read(decl: FileData, base_dir: Path, errors: list[PositionedError]) -> bytes | None:
+def _read(
+    decl: FileData, base_dir: Path, root: Path | None, errors: list[PositionedError]
+) -> bytes | None:
     path = base_dir / decl.path
+    why = escape_problem(root, path) if root is not None else None
+    if why is not None:
+        errors.append(PositionedError(decl.path_pos, f'data {decl.name}: "{decl.path}" {why}'))
+        return None
     try:
         with path.open("rb") as fh:
             raw = fh.read(MAX_DATA_FILE + 1)
