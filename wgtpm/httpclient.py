@@ -13,7 +13,10 @@ Every network request of wgtpm goes through :class:`HttpClient`:
   reach the origin they were meant for and never another one: GitHub and
   Hugging Face redirect downloads to storage hosts. A redirect from a public
   address to a loopback, link-local or private one is refused
-  (:class:`RedirectRefusedError`).
+  (:class:`RedirectRefusedError`); so is one to anything but an ``http`` or
+  ``https`` URL (``file://``), and more than ``HttpOptions.max_redirects`` in
+  a row is a loop (:class:`RedirectError`). These are final: never retried,
+  one line naming the URL and what the redirect did.
 - Credentials go to their own origin only: a :class:`Credential` (a token
   of ``GITHUB_TOKEN``, ``HF_TOKEN``, ``PAW_API_KEY``) yields its header
   only for a URL of its origin (scheme, host, port), whatever URL an API
@@ -93,6 +96,8 @@ __all__ = [
     "HTTPStatusError",
     "HttpClient",
     "HttpOptions",
+    "InvalidURLError",
+    "RedirectError",
     "RedirectRefusedError",
     "ResponseTooLargeError",
     "TransportError",
@@ -118,6 +123,9 @@ MAX_ERROR_BODY = 64 << 10
 #: (:meth:`HttpClient.get`) keep 64 KiB reads, so one gzip read inflates at most that much
 #: before ``limit`` is checked.
 DOWNLOAD_READ = 1 << 20
+
+#: The most characters of a redirect's target (the server's text) that a message shows.
+MAX_SHOWN_URL = 200
 
 #: Headers that may follow a redirect to another origin; all others are dropped.
 SAFE_HEADERS = frozenset({"accept", "accept-encoding", "range", "user-agent"})
@@ -178,6 +186,12 @@ class UnknownHostError(TransportError):
     final = True
 
 
+class InvalidURLError(TransportError):
+    """A URL that httpx cannot send (a malformed one an API named); trying again cannot help."""
+
+    final = True
+
+
 class CertificateError(TransportError):
     """The server's TLS certificate is not trusted (expired, for another name, or signed
     by a CA that the bundle in use does not hold, as a proxy that re-signs TLS does)."""
@@ -185,7 +199,23 @@ class CertificateError(TransportError):
     final = True
 
 
-class RedirectRefusedError(TransportError):
+class RedirectError(TransportError):
+    """A redirect that wgtpm does not follow: more than ``HttpOptions.max_redirects`` in a row
+    (a loop), or to a URL that is not ``http``/``https`` with a host (``file:///etc/passwd``).
+
+    Final: the same request would be redirected the same way again, so it is
+    not retried (and a download is not resumed). ``target`` is where the last
+    redirect pointed.
+    """
+
+    final = True
+
+    def __init__(self, url: str, target: str, why: str) -> None:
+        self.target = target
+        super().__init__(url, why)
+
+
+class RedirectRefusedError(RedirectError):
     """A redirect from a public address to a loopback, link-local or private one.
 
     Such a redirect lets a remote server make wgtpm reach the local machine
@@ -193,13 +223,11 @@ class RedirectRefusedError(TransportError):
     at such an address (a private mirror, a test server) it is followed.
     """
 
-    final = True
-
     def __init__(self, url: str, target: str) -> None:
-        self.target = target
         super().__init__(
             url,
-            f"refused a redirect to {_redact(target)}: a public server may not send "
+            target,
+            f"refused a redirect to {_shown_target(target)}: a public server may not send "
             "wgtpm to a loopback, link-local or private address",
         )
 
@@ -323,6 +351,36 @@ def _internal(host: str) -> bool:
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped
     return ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_unspecified
+
+
+def _shown_target(url: str) -> str:
+    """A redirect's target as a message shows it: user information hidden, printable, at most
+    :data:`MAX_SHOWN_URL` characters (it is the server's text)."""
+    shown = _printable(_redact(url))
+    return shown if len(shown) <= MAX_SHOWN_URL else shown[: MAX_SHOWN_URL - 3] + "..."
+
+
+def _redirect_target(start: str, cur: str, location: str) -> str:
+    """The absolute URL a redirect from ``cur`` to ``location`` names, if wgtpm may follow it:
+    ``http`` or ``https`` with a host (and a valid port). Anything else (``file://``,
+    ``ftp://``, ``javascript:``, a malformed URL) is a :class:`RedirectError` for the
+    request begun at ``start``; no request is made to it."""
+    try:
+        nxt = urljoin(cur, location)
+        u = urlsplit(nxt)
+        u.port  # noqa: B018  # raises ValueError for a port out of range or not a number
+    except ValueError:
+        raise RedirectError(
+            start, location, f"refused a redirect to {_shown_target(location)}: not a valid URL"
+        ) from None
+    if u.scheme not in ("http", "https") or not u.hostname:
+        raise RedirectError(
+            start,
+            nxt,
+            f"refused a redirect to {_shown_target(nxt)}: wgtpm follows redirects only to "
+            "http and https URLs",
+        )
+    return nxt
 
 
 def _printable(text: str) -> str:
@@ -554,7 +612,20 @@ class HttpClient:
             try:
                 try:
                     req = client.build_request(method, cur, headers=send, params=cur_params)
+                except httpx.InvalidURL as exc:
+                    live.fail(type(exc).__name__)
+                    raise self._error(cur, exc) from exc
+                try:
                     resp = client.send(req, stream=True)
+                except (
+                    httpx.InvalidURL
+                ) as exc:  # httpx parses a redirect's Location, followed or not
+                    live.fail(type(exc).__name__)
+                    raise RedirectError(
+                        url,
+                        cur,
+                        f"refused a redirect: the server's Location is not a valid URL ({exc})",
+                    ) from exc
                 except httpx.HTTPError as exc:
                     live.fail(type(exc).__name__)
                     raise self._error(cur, exc) from exc
@@ -564,7 +635,7 @@ class HttpClient:
                     with contextlib.suppress(httpx.HTTPError):
                         _read_capped(resp, MAX_ERROR_BODY, None, 0.0, cut=True)
                     resp.close()
-                    nxt = urljoin(cur, resp.headers["location"])
+                    nxt = _redirect_target(url, cur, resp.headers["location"])
                     if not _internal(first[1]) and _internal(origin(nxt)[1]):
                         raise RedirectRefusedError(url, nxt)
                     cur, cur_params = nxt, None
@@ -576,13 +647,22 @@ class HttpClient:
                 return
             finally:
                 self._watch.end(live)
-        raise TransportError(url, f"more than {self.opts.max_redirects} redirects")
+        raise RedirectError(
+            url,
+            cur,
+            f"more than {self.opts.max_redirects} redirects in a row (the last to "
+            f"{_shown_target(cur)}): the server redirects in a loop; tell its owner",
+        )
 
     def _error(self, url: str, exc: Exception, method: str = "GET") -> TransportError:
         """The :class:`TransportError` of a failed request (:class:`UnknownHostError` when
         the resolver says the host's name does not exist)."""
         import ssl  # loaded by then: httpx imports it
 
+        import httpx
+
+        if isinstance(exc, httpx.InvalidURL):
+            return InvalidURLError(url, f"not a valid URL ({exc})", method=method)
         cause: BaseException | None = exc
         while cause is not None:
             if isinstance(cause, socket.gaierror) and cause.errno in _NO_SUCH_NAME:
@@ -774,7 +854,7 @@ class HttpClient:
                     )
                 finally:
                     resp.close()
-            except httpx.HTTPError as exc:
+            except (httpx.HTTPError, httpx.InvalidURL) as exc:
                 live.fail(type(exc).__name__)
                 err = self._error(url, exc, method)
                 if not retry or err.final or attempt >= self.opts.retries:
