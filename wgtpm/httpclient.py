@@ -23,9 +23,11 @@ Every network request of wgtpm goes through :class:`HttpClient`:
   names (an asset ``url``, a ``Link: rel="next"``). A host without an
   ``Authorization`` header gets credentials from ``~/.netrc`` (or
   ``$NETRC``), for private registries.
-- Secrets never reach a message: every credential value is registered, and
-  :func:`redact` (applied to every error this module raises) shows it as
-  ``***``; a URL's user information is shown as ``***@`` too, and of a
+- Secrets never reach a message: every credential value (and the password of
+  a URL requested, ``https://user:PASSWORD@reg.example``) is registered, and
+  :func:`redact` (applied to every error this module raises, and by the
+  publish targets to theirs) shows it as ``***``; a URL's user information
+  is shown as ``***@`` too (:func:`redact_url` for one URL), and of a
   server's error body only a short, single-line, printable excerpt is shown.
 
 Limits (named, as Go's ``MaxGoMod``):
@@ -69,6 +71,7 @@ import ipaddress
 import math
 import netrc
 import os
+import re
 import socket
 import sys
 import threading
@@ -77,7 +80,7 @@ import types
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
-from urllib.parse import urljoin, urlsplit, urlunsplit
+from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 
 from . import _interrupt
 from ._errors import UsageError, WgtpmError
@@ -106,6 +109,7 @@ __all__ = [
     "origin",
     "redact",
     "redact_url",
+    "register_userinfo",
     "shown_url",
 ]
 
@@ -311,11 +315,15 @@ def forwarded(headers: Mapping[str, str], start: str, url: str) -> dict[str, str
 
 
 def redact_url(url: str) -> str:
-    """``url`` with any user information (``user:pass@``, ``TOKEN@``) shown as ``***@``."""
+    """``url`` with any user information (``user:pass@``, ``TOKEN@``) shown as ``***@``;
+    also in what a user typed without a scheme (``user:pass@reg.example/x``)."""
     try:
         u = urlsplit(url)
     except ValueError:
         return url.split("://", 1)[0] + "://***" if "@" in url else url
+    if not u.netloc and "://" not in url:
+        head, sep, tail = url.partition("/")
+        return "***@" + head.rsplit("@", 1)[1] + sep + tail if "@" in head else url
     if "@" not in u.netloc:
         return url
     host = u.netloc.rsplit("@", 1)[1]
@@ -388,13 +396,44 @@ def _printable(text: str) -> str:
     return "".join(ch if ch.isprintable() else "?" for ch in text)
 
 
+#: The user information of a URL inside free text: ``scheme://`` then anything up to the
+#: last ``@`` before the host's end (``/``, ``?``, ``#`` or a space), as :func:`redact_url` cuts it.
+_USERINFO = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*://)[^/?#\s]*@")
+#: Registered secrets shorter than this are left alone: they would hide common words.
+MIN_SECRET = 6
+
+
 def redact(text: str) -> str:
-    """``text`` with every registered secret (credential values) shown as ``***``."""
+    """``text`` with every registered secret (credential values) shown as ``***``, and the
+    user information of every URL in it as ``***@`` (as :func:`redact_url` shows one URL).
+
+    What every message that may hold a URL or a server's words goes through:
+    ``http://user:pw@reg.example/x: HTTP 401`` -> ``http://***@reg.example/x: HTTP 401``.
+    """
     with _SECRETS_LOCK:
         secrets = sorted(_SECRETS, key=len, reverse=True)
     for secret in secrets:
         text = text.replace(secret, "***")
-    return text
+    return _USERINFO.sub(r"\1***@", text)
+
+
+def _register(*secrets: str) -> None:
+    """Have :func:`redact` hide each of ``secrets`` (those of :data:`MIN_SECRET` characters or more)."""
+    with _SECRETS_LOCK:
+        _SECRETS.update(s for s in secrets if len(s) >= MIN_SECRET)
+
+
+def register_userinfo(url: str) -> None:
+    """Have :func:`redact` hide the password of ``url``'s user information (``user:PASSWORD@``),
+    as written and percent-decoded, wherever it appears, not only inside the URL."""
+    if "@" not in url:
+        return
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        return
+    if password:
+        _register(password, unquote(password))
 
 
 @dataclass(frozen=True)
@@ -413,9 +452,7 @@ class Credential:
 
     def __post_init__(self) -> None:
         # the whole value and its token alone ("Bearer T" -> "T"); short strings are common words
-        parts = {self.value, self.value.rsplit(" ", 1)[-1]}
-        with _SECRETS_LOCK:
-            _SECRETS.update(p for p in parts if len(p) >= 6)
+        _register(self.value, self.value.rsplit(" ", 1)[-1])
 
     def headers_for(self, url: str) -> dict[str, str]:
         """``{header: value}`` when ``url`` has this credential's origin, else ``{}``."""
@@ -598,6 +635,7 @@ class HttpClient:
         client = self._client(url)  # made at the first request (httpx imported then)
         import httpx
 
+        register_userinfo(url)
         first = origin(url)
         hdrs = dict(headers or {})
         if not any(k.lower() == "authorization" for k in hdrs):
@@ -832,6 +870,7 @@ class HttpClient:
         client = self._client(url)  # made at the first request (httpx imported then)
         import httpx
 
+        register_userinfo(url)
         hdrs = dict(headers or {})
         for cred in credentials:
             hdrs.update(cred.headers_for(url))
