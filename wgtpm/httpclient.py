@@ -38,9 +38,14 @@ Limits (named, as Go's ``MaxGoMod``):
   otherwise. The count runs while the body streams, after content decoding,
   so a huge ``Content-Length``, an endless body or a gzip bomb stops at the
   limit with :class:`ResponseTooLargeError` naming the URL and the limit;
-- such a request, retries and waits included, ends within
-  ``HttpOptions.deadline`` seconds (a server trickling a byte a second cannot
-  hang a command), with :class:`DeadlineExceededError`;
+- such a request, its retries included, ends within ``HttpOptions.deadline``
+  seconds (:data:`METADATA_DEADLINE`, 30, unless ``WGTPM_HTTP_DEADLINE`` says
+  otherwise), so a server trickling a byte a second cannot hang a command:
+  :class:`DeadlineExceededError`. The waits between tries are not counted
+  (each is at most ``max_retry_after`` and announced). A *file* read whole
+  (``get(..., file=True)``) has no deadline: like a download it must keep
+  ``HttpOptions.min_rate`` bytes a second over each ``rate_window`` seconds,
+  or the try is cut and retried (:data:`FILE_MIN_RATE`);
 - of an error response only :data:`MAX_ERROR_BODY` bytes are read.
 
 What the user sees (through :func:`wgtpm._report.network`): a notice naming
@@ -79,7 +84,7 @@ import time
 import types
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 
 from . import _interrupt
@@ -91,8 +96,11 @@ if TYPE_CHECKING:
     import httpx
 
 __all__ = [
+    "FILE_MIN_RATE",
+    "FILE_RATE_WINDOW",
     "MAX_ERROR_BODY",
     "MAX_METADATA",
+    "METADATA_DEADLINE",
     "CertificateError",
     "Credential",
     "DeadlineExceededError",
@@ -118,6 +126,16 @@ Body: TypeAlias = bytes | Callable[[], Iterable[bytes]] | None
 
 #: The most decoded bytes of a body read whole (metadata, API JSON), as Go's ``MaxGoMod``.
 MAX_METADATA = 16 << 20
+#: Seconds a metadata request (a list, ``.info``, ``.mod``, an index, API JSON) may take, its
+#: retries included and the waits between them not (``WGTPM_HTTP_DEADLINE`` overrides it).
+#: Such a body is kilobytes: 30 s carries a 1 MiB index at 35 KB/s, while a server that
+#: trickles a byte a second is given up on in half a minute (it was 300 s, issue 26).
+METADATA_DEADLINE = 30.0
+#: Bytes a second a file read whole (``get(..., file=True)``) must keep over each
+#: :data:`FILE_RATE_WINDOW` seconds, as a download does (``modfetch.FetchOptions.min_rate``):
+#: a file may take long when it is large, never because its server trickles.
+FILE_MIN_RATE = 1024
+FILE_RATE_WINDOW = 30.0
 #: The most bytes read of an error response's body (the message shows less).
 MAX_ERROR_BODY = 64 << 10
 
@@ -170,7 +188,7 @@ class TransportError(WgtpmError):
 
 
 class DeadlineExceededError(TransportError):
-    """A request (retries included) that took longer than ``HttpOptions.deadline``."""
+    """A metadata request (retries included) that took longer than ``HttpOptions.deadline``."""
 
     final = True
 
@@ -281,8 +299,14 @@ class HttpOptions:
     retries: int = field(default_factory=_env_retries)
     backoff: float = 0.5
     max_retry_after: float = 60.0
-    #: Seconds a request read whole may take, retries included (``WGTPM_HTTP_DEADLINE``).
-    deadline: float = field(default_factory=lambda: _env_float("WGTPM_HTTP_DEADLINE", 300.0))
+    #: Seconds a metadata request may take, retries included (:data:`METADATA_DEADLINE`,
+    #: ``WGTPM_HTTP_DEADLINE``).
+    deadline: float = field(
+        default_factory=lambda: _env_float("WGTPM_HTTP_DEADLINE", METADATA_DEADLINE)
+    )
+    #: A file read whole keeps ``min_rate`` bytes a second over each ``rate_window`` seconds.
+    min_rate: int = FILE_MIN_RATE
+    rate_window: float = FILE_RATE_WINDOW
     max_redirects: int = 10
     user_agent: str = "wgtpm/0.1"
 
@@ -671,7 +695,7 @@ class HttpClient:
                 if resp.status_code in REDIRECTS and "location" in resp.headers:
                     # read to the end (it is small) so the connection is kept for the next request
                     with contextlib.suppress(httpx.HTTPError):
-                        _read_capped(resp, MAX_ERROR_BODY, None, 0.0, cut=True)
+                        _read_capped(resp, MAX_ERROR_BODY, None, cut=True)
                     resp.close()
                     nxt = _redirect_target(url, cur, resp.headers["location"])
                     if not _internal(first[1]) and _internal(origin(nxt)[1]):
@@ -752,25 +776,31 @@ class HttpClient:
         ok: Collection[int] = (200,),
         method: str = "GET",
         limit: int = MAX_METADATA,
+        file: bool = False,
     ) -> httpx.Response:
         """GET ``url`` with retries; the body is read, at most ``limit`` decoded bytes of it.
 
         Raises :class:`HTTPStatusError` unless the status is in ``ok``,
         :class:`ResponseTooLargeError` for a longer body, and
         :class:`DeadlineExceededError` when it all takes longer than
-        ``HttpOptions.deadline``.
+        ``HttpOptions.deadline`` (the waits between tries not counted). With
+        ``file`` the body is a file's bytes, not metadata: instead of the deadline,
+        each try must keep ``HttpOptions.min_rate`` bytes a second (:class:`_MinRate`).
         """
-        deadline = time.monotonic() + self.opts.deadline
+        pace: _Pace = (
+            _MinRate(url, self.opts.min_rate, self.opts.rate_window)
+            if file
+            else _Deadline(url, self.opts.deadline)
+        )
         attempt = 0
         while True:
+            pace.begin()
             try:
                 with self._send(method, url, headers, params) as resp:
                     if resp.status_code in ok:
-                        body = _read_capped(resp, limit, deadline, self.opts.deadline)
+                        body = _read_capped(resp, limit, pace)
                         return _buffered(resp, body)
-                    body = _read_capped(
-                        resp, MAX_ERROR_BODY, deadline, self.opts.deadline, cut=True
-                    )
+                    body = _read_capped(resp, MAX_ERROR_BODY, pace, cut=True)
                     if not self._retryable(resp.status_code) or attempt >= self.opts.retries:
                         raise HTTPStatusError(resp.status_code, str(resp.url), resp.headers, body)
                     rh: Mapping[str, str] | None = resp.headers
@@ -781,16 +811,22 @@ class HttpClient:
                 if err.final or attempt >= self.opts.retries:
                     raise self._gave_up(err, url, attempt + 1) from exc
                 rh, why = None, err.reason
+            pace.check()  # out of time: no wait, no other try
+            slept = time.monotonic()
             self._sleep(attempt, rh, url, why)
-            if time.monotonic() > deadline:
-                raise DeadlineExceededError(url, self.opts.deadline)
+            pace.waited(time.monotonic() - slept)
             attempt += 1
 
     def get_bytes(
-        self, url: str, *, headers: Mapping[str, str] | None = None, limit: int = MAX_METADATA
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        limit: int = MAX_METADATA,
+        file: bool = False,
     ) -> bytes:
         """The body of a 200 answer to GET ``url``, at most ``limit`` bytes (see :meth:`get`)."""
-        return self.get(url, headers=headers, limit=limit).content
+        return self.get(url, headers=headers, limit=limit, file=file).content
 
     @contextlib.contextmanager
     def stream(
@@ -829,7 +865,7 @@ class HttpClient:
                         body.read_more(DOWNLOAD_READ)  # until the body closes
                     yield resp
                     return
-                body = _read_capped(resp, MAX_ERROR_BODY, None, 0.0, cut=True)
+                body = _read_capped(resp, MAX_ERROR_BODY, None, cut=True)
                 if not self._retryable(resp.status_code) or attempt >= self.opts.retries:
                     raise HTTPStatusError(resp.status_code, str(resp.url), resp.headers, body)
                 rh = resp.headers
@@ -888,9 +924,7 @@ class HttpClient:
                 live.answered(resp)
                 try:
                     ok = 200 <= resp.status_code < 300
-                    data = _read_capped(
-                        resp, limit if ok else MAX_ERROR_BODY, None, 0.0, cut=not ok
-                    )
+                    data = _read_capped(resp, limit if ok else MAX_ERROR_BODY, None, cut=not ok)
                 finally:
                     resp.close()
             except (httpx.HTTPError, httpx.InvalidURL) as exc:
@@ -930,14 +964,14 @@ def _buffered(resp: httpx.Response, body: bytes) -> httpx.Response:
 
 
 def _read_capped(
-    resp: httpx.Response, limit: int, deadline: float | None, seconds: float, *, cut: bool = False
+    resp: httpx.Response, limit: int, pace: _Pace | None, *, cut: bool = False
 ) -> bytes:
     """The decoded body of ``resp``, counted while it streams.
 
     Over ``limit`` bytes: the first ``limit`` when ``cut``, else
     :class:`ResponseTooLargeError`, raised before the rest is received (also
-    at once when ``Content-Length`` already says so). Past ``deadline``
-    (``time.monotonic()``): :class:`DeadlineExceededError`.
+    at once when ``Content-Length`` already says so). ``pace`` is told of
+    every chunk, and raises when the body comes too slowly.
     """
     url = str(resp.url)
     declared = resp.headers.get("content-length", "")
@@ -947,8 +981,8 @@ def _read_capped(
     have = 0
     for chunk in resp.iter_bytes():
         _interrupt.check()
-        if deadline is not None and time.monotonic() > deadline:
-            raise DeadlineExceededError(url, seconds)
+        if pace is not None:
+            pace.chunk(len(chunk))
         have += len(chunk)
         if have > limit:
             if not cut:
@@ -957,6 +991,77 @@ def _read_capped(
             break
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+class _Pace(Protocol):
+    """How slowly a body read whole (:meth:`HttpClient.get`) may come; raises when too slowly."""
+
+    def begin(self) -> None:
+        """A try starts."""
+
+    def chunk(self, n: int) -> None:
+        """``n`` more bytes of the body came."""
+
+    def check(self) -> None:
+        """A try failed: raise if no other may be made."""
+
+    def waited(self, seconds: float) -> None:
+        """The client waited ``seconds`` before the next try."""
+
+
+class _Deadline:
+    """A metadata request's pace: all of it within ``seconds`` (:data:`METADATA_DEADLINE`),
+    every try included, the waits between tries not (each is bounded and announced)."""
+
+    def __init__(self, url: str, seconds: float) -> None:
+        self.url = url
+        self.seconds = seconds
+        self.at = time.monotonic() + seconds
+
+    def begin(self) -> None:
+        pass
+
+    def chunk(self, n: int) -> None:
+        self.check()
+
+    def check(self) -> None:
+        if time.monotonic() > self.at:
+            raise DeadlineExceededError(self.url, self.seconds)
+
+    def waited(self, seconds: float) -> None:
+        self.at += seconds
+
+
+class _MinRate:
+    """A file's pace (``get(..., file=True)``): each try brings at least ``rate`` bytes a
+    second over each ``window`` seconds, as a download must (:data:`FILE_MIN_RATE`); a
+    slower one is cut with a :class:`TransportError`, which is retried."""
+
+    def __init__(self, url: str, rate: int, window: float) -> None:
+        self.url = url
+        self.rate = rate
+        self.window = window
+        self.since, self.got = time.monotonic(), 0
+
+    def begin(self) -> None:
+        self.since, self.got = time.monotonic(), 0
+
+    def chunk(self, n: int) -> None:
+        self.got += n
+        elapsed = time.monotonic() - self.since
+        if elapsed < self.window:
+            return
+        if self.got < self.rate * elapsed:
+            raise TransportError(
+                self.url, f"slower than {self.rate} bytes/s for {self.window:g}s; cut"
+            )
+        self.since, self.got = time.monotonic(), 0
+
+    def check(self) -> None:
+        pass
+
+    def waited(self, seconds: float) -> None:
+        pass
 
 
 class _Live:
