@@ -241,10 +241,16 @@ class _RedirectingTree(ProxyTreeServer):
         return super().route(req)
 
 
-@pytest.mark.parametrize("to_file", [False, True], ids=["loop", "file"])
-def test_a_download_redirected_in_a_loop_is_not_resumed(tmp_path: Path, to_file: bool) -> None:
+@pytest.mark.parametrize(
+    ("to_file", "size"),
+    [(False, 700), (True, 700), (False, 33 << 20)],  # the last is fetched as parallel ranges
+    ids=["loop", "file", "loop-ranged"],
+)
+def test_a_download_redirected_in_a_loop_is_not_resumed(
+    tmp_path: Path, to_file: bool, size: int
+) -> None:
     tree = ProxyTree(tmp_path / "tree")
-    tree.add("example.com/acme/loop", "v0.1.0", {"w.bin": b"weights" * 100})
+    tree.add("example.com/acme/loop", "v0.1.0", {"w.bin": b"w" * size})
     opts = HttpOptions(timeout=5, retries=4, backoff=0.01)
     with _RedirectingTree(tree.root, to_file) as srv, HttpClient(opts) as http:
         fetcher = Fetcher(
