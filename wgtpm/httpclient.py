@@ -293,7 +293,8 @@ def _env_retries() -> int:
 
 @dataclass(frozen=True)
 class HttpOptions:
-    """How patient the client is (``WGTPM_HTTP_RETRIES``, ``WGTPM_HTTP_TIMEOUT`` override)."""
+    """How patient the client is (``WGTPM_HTTP_RETRIES``, ``WGTPM_HTTP_TIMEOUT`` and
+    ``WGTPM_HTTP_DEADLINE`` override)."""
 
     timeout: float = field(default_factory=lambda: _env_float("WGTPM_HTTP_TIMEOUT", 30.0))
     retries: int = field(default_factory=_env_retries)
@@ -679,9 +680,8 @@ class HttpClient:
                     raise self._error(cur, exc) from exc
                 try:
                     resp = client.send(req, stream=True)
-                except (
-                    httpx.InvalidURL
-                ) as exc:  # httpx parses a redirect's Location, followed or not
+                except httpx.InvalidURL as exc:
+                    # httpx parses a redirect's Location, whether it follows redirects or not
                     live.fail(type(exc).__name__)
                     raise RedirectError(
                         url,
