@@ -13,16 +13,21 @@ Every network request of wgtpm goes through :class:`HttpClient`:
   reach the origin they were meant for and never another one: GitHub and
   Hugging Face redirect downloads to storage hosts. A redirect from a public
   address to a loopback, link-local or private one is refused
-  (:class:`RedirectRefusedError`).
+  (:class:`RedirectRefusedError`); so is one to anything but an ``http`` or
+  ``https`` URL (``file://``), and more than ``HttpOptions.max_redirects`` in
+  a row is a loop (:class:`RedirectError`). These are final: never retried,
+  one line naming the URL and what the redirect did.
 - Credentials go to their own origin only: a :class:`Credential` (a token
   of ``GITHUB_TOKEN``, ``HF_TOKEN``, ``PAW_API_KEY``) yields its header
   only for a URL of its origin (scheme, host, port), whatever URL an API
   names (an asset ``url``, a ``Link: rel="next"``). A host without an
   ``Authorization`` header gets credentials from ``~/.netrc`` (or
   ``$NETRC``), for private registries.
-- Secrets never reach a message: every credential value is registered, and
-  :func:`redact` (applied to every error this module raises) shows it as
-  ``***``; a URL's user information is shown as ``***@`` too, and of a
+- Secrets never reach a message: every credential value (and the password of
+  a URL requested, ``https://user:PASSWORD@reg.example``) is registered, and
+  :func:`redact` (applied to every error this module raises, and by the
+  publish targets to theirs) shows it as ``***``; a URL's user information
+  is shown as ``***@`` too (:func:`redact_url` for one URL), and of a
   server's error body only a short, single-line, printable excerpt is shown.
 
 Limits (named, as Go's ``MaxGoMod``):
@@ -33,9 +38,14 @@ Limits (named, as Go's ``MaxGoMod``):
   otherwise. The count runs while the body streams, after content decoding,
   so a huge ``Content-Length``, an endless body or a gzip bomb stops at the
   limit with :class:`ResponseTooLargeError` naming the URL and the limit;
-- such a request, retries and waits included, ends within
-  ``HttpOptions.deadline`` seconds (a server trickling a byte a second cannot
-  hang a command), with :class:`DeadlineExceededError`;
+- such a request, its retries included, ends within ``HttpOptions.deadline``
+  seconds (:data:`METADATA_DEADLINE`, 30, unless ``WGTPM_HTTP_DEADLINE`` says
+  otherwise), so a server trickling a byte a second cannot hang a command:
+  :class:`DeadlineExceededError`. The waits between tries are not counted
+  (each is at most ``max_retry_after`` and announced). A *file* read whole
+  (``get(..., file=True)``) has no deadline: like a download it must keep
+  ``HttpOptions.min_rate`` bytes a second over each ``rate_window`` seconds,
+  or the try is cut and retried (:data:`FILE_MIN_RATE`);
 - of an error response only :data:`MAX_ERROR_BODY` bytes are read.
 
 What the user sees (through :func:`wgtpm._report.network`): a notice naming
@@ -66,6 +76,7 @@ import ipaddress
 import math
 import netrc
 import os
+import re
 import socket
 import sys
 import threading
@@ -73,8 +84,8 @@ import time
 import types
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeAlias
-from urllib.parse import urljoin, urlsplit, urlunsplit
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
+from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 
 from . import _interrupt
 from ._errors import UsageError, WgtpmError
@@ -85,14 +96,19 @@ if TYPE_CHECKING:
     import httpx
 
 __all__ = [
+    "FILE_MIN_RATE",
+    "FILE_RATE_WINDOW",
     "MAX_ERROR_BODY",
     "MAX_METADATA",
+    "METADATA_DEADLINE",
     "CertificateError",
     "Credential",
     "DeadlineExceededError",
     "HTTPStatusError",
     "HttpClient",
     "HttpOptions",
+    "InvalidURLError",
+    "RedirectError",
     "RedirectRefusedError",
     "ResponseTooLargeError",
     "TransportError",
@@ -101,6 +117,7 @@ __all__ = [
     "origin",
     "redact",
     "redact_url",
+    "register_userinfo",
     "shown_url",
 ]
 
@@ -109,6 +126,16 @@ Body: TypeAlias = bytes | Callable[[], Iterable[bytes]] | None
 
 #: The most decoded bytes of a body read whole (metadata, API JSON), as Go's ``MaxGoMod``.
 MAX_METADATA = 16 << 20
+#: Seconds a metadata request (a list, ``.info``, ``.mod``, an index, API JSON) may take, its
+#: retries included and the waits between them not (``WGTPM_HTTP_DEADLINE`` overrides it).
+#: Such a body is kilobytes: 30 s carries a 1 MiB index at 35 KB/s, while a server that
+#: trickles a byte a second is given up on in half a minute (it was 300 s, issue 26).
+METADATA_DEADLINE = 30.0
+#: Bytes a second a file read whole (``get(..., file=True)``) must keep over each
+#: :data:`FILE_RATE_WINDOW` seconds, as a download does (``modfetch.FetchOptions.min_rate``):
+#: a file may take long when it is large, never because its server trickles.
+FILE_MIN_RATE = 1024
+FILE_RATE_WINDOW = 30.0
 #: The most bytes read of an error response's body (the message shows less).
 MAX_ERROR_BODY = 64 << 10
 
@@ -118,6 +145,9 @@ MAX_ERROR_BODY = 64 << 10
 #: (:meth:`HttpClient.get`) keep 64 KiB reads, so one gzip read inflates at most that much
 #: before ``limit`` is checked.
 DOWNLOAD_READ = 1 << 20
+
+#: The most characters of a redirect's target (the server's text) that a message shows.
+MAX_SHOWN_URL = 200
 
 #: Headers that may follow a redirect to another origin; all others are dropped.
 SAFE_HEADERS = frozenset({"accept", "accept-encoding", "range", "user-agent"})
@@ -158,7 +188,7 @@ class TransportError(WgtpmError):
 
 
 class DeadlineExceededError(TransportError):
-    """A request (retries included) that took longer than ``HttpOptions.deadline``."""
+    """A metadata request (retries included) that took longer than ``HttpOptions.deadline``."""
 
     final = True
 
@@ -178,6 +208,12 @@ class UnknownHostError(TransportError):
     final = True
 
 
+class InvalidURLError(TransportError):
+    """A URL that httpx cannot send (a malformed one an API named); trying again cannot help."""
+
+    final = True
+
+
 class CertificateError(TransportError):
     """The server's TLS certificate is not trusted (expired, for another name, or signed
     by a CA that the bundle in use does not hold, as a proxy that re-signs TLS does)."""
@@ -185,7 +221,23 @@ class CertificateError(TransportError):
     final = True
 
 
-class RedirectRefusedError(TransportError):
+class RedirectError(TransportError):
+    """A redirect that wgtpm does not follow: more than ``HttpOptions.max_redirects`` in a row
+    (a loop), or to a URL that is not ``http``/``https`` with a host (``file:///etc/passwd``).
+
+    Final: the same request would be redirected the same way again, so it is
+    not retried (and a download is not resumed). ``target`` is where the last
+    redirect pointed.
+    """
+
+    final = True
+
+    def __init__(self, url: str, target: str, why: str) -> None:
+        self.target = target
+        super().__init__(url, why)
+
+
+class RedirectRefusedError(RedirectError):
     """A redirect from a public address to a loopback, link-local or private one.
 
     Such a redirect lets a remote server make wgtpm reach the local machine
@@ -193,13 +245,11 @@ class RedirectRefusedError(TransportError):
     at such an address (a private mirror, a test server) it is followed.
     """
 
-    final = True
-
     def __init__(self, url: str, target: str) -> None:
-        self.target = target
         super().__init__(
             url,
-            f"refused a redirect to {_redact(target)}: a public server may not send "
+            target,
+            f"refused a redirect to {_shown_target(target)}: a public server may not send "
             "wgtpm to a loopback, link-local or private address",
         )
 
@@ -243,14 +293,21 @@ def _env_retries() -> int:
 
 @dataclass(frozen=True)
 class HttpOptions:
-    """How patient the client is (``WGTPM_HTTP_RETRIES``, ``WGTPM_HTTP_TIMEOUT`` override)."""
+    """How patient the client is (``WGTPM_HTTP_RETRIES``, ``WGTPM_HTTP_TIMEOUT`` and
+    ``WGTPM_HTTP_DEADLINE`` override)."""
 
     timeout: float = field(default_factory=lambda: _env_float("WGTPM_HTTP_TIMEOUT", 30.0))
     retries: int = field(default_factory=_env_retries)
     backoff: float = 0.5
     max_retry_after: float = 60.0
-    #: Seconds a request read whole may take, retries included (``WGTPM_HTTP_DEADLINE``).
-    deadline: float = field(default_factory=lambda: _env_float("WGTPM_HTTP_DEADLINE", 300.0))
+    #: Seconds a metadata request may take, retries included (:data:`METADATA_DEADLINE`,
+    #: ``WGTPM_HTTP_DEADLINE``).
+    deadline: float = field(
+        default_factory=lambda: _env_float("WGTPM_HTTP_DEADLINE", METADATA_DEADLINE)
+    )
+    #: A file read whole keeps ``min_rate`` bytes a second over each ``rate_window`` seconds.
+    min_rate: int = FILE_MIN_RATE
+    rate_window: float = FILE_RATE_WINDOW
     max_redirects: int = 10
     user_agent: str = "wgtpm/0.1"
 
@@ -283,11 +340,15 @@ def forwarded(headers: Mapping[str, str], start: str, url: str) -> dict[str, str
 
 
 def redact_url(url: str) -> str:
-    """``url`` with any user information (``user:pass@``, ``TOKEN@``) shown as ``***@``."""
+    """``url`` with any user information (``user:pass@``, ``TOKEN@``) shown as ``***@``;
+    also in what a user typed without a scheme (``user:pass@reg.example/x``)."""
     try:
         u = urlsplit(url)
     except ValueError:
         return url.split("://", 1)[0] + "://***" if "@" in url else url
+    if not u.netloc and "://" not in url:
+        head, sep, tail = url.partition("/")
+        return "***@" + head.rsplit("@", 1)[1] + sep + tail if "@" in head else url
     if "@" not in u.netloc:
         return url
     host = u.netloc.rsplit("@", 1)[1]
@@ -325,18 +386,79 @@ def _internal(host: str) -> bool:
     return ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_unspecified
 
 
+def _shown_target(url: str) -> str:
+    """A redirect's target as a message shows it: user information hidden, printable, at most
+    :data:`MAX_SHOWN_URL` characters (it is the server's text)."""
+    shown = _printable(_redact(url))
+    return shown if len(shown) <= MAX_SHOWN_URL else shown[: MAX_SHOWN_URL - 3] + "..."
+
+
+def _redirect_target(start: str, cur: str, location: str) -> str:
+    """The absolute URL a redirect from ``cur`` to ``location`` names, if wgtpm may follow it:
+    ``http`` or ``https`` with a host (and a valid port). Anything else (``file://``,
+    ``ftp://``, ``javascript:``, a malformed URL) is a :class:`RedirectError` for the
+    request begun at ``start``; no request is made to it."""
+    try:
+        nxt = urljoin(cur, location)
+        u = urlsplit(nxt)
+        u.port  # noqa: B018  # raises ValueError for a port out of range or not a number
+    except ValueError:
+        raise RedirectError(
+            start, location, f"refused a redirect to {_shown_target(location)}: not a valid URL"
+        ) from None
+    if u.scheme not in ("http", "https") or not u.hostname:
+        raise RedirectError(
+            start,
+            nxt,
+            f"refused a redirect to {_shown_target(nxt)}: wgtpm follows redirects only to "
+            "http and https URLs",
+        )
+    return nxt
+
+
 def _printable(text: str) -> str:
     """``text`` with control and other non-printable characters shown as ``?``."""
     return "".join(ch if ch.isprintable() else "?" for ch in text)
 
 
+#: The user information of a URL inside free text: ``scheme://`` then anything up to the
+#: last ``@`` before the host's end (``/``, ``?``, ``#`` or a space), as :func:`redact_url` cuts it.
+_USERINFO = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*://)[^/?#\s]*@")
+#: Registered secrets shorter than this are left alone: they would hide common words.
+MIN_SECRET = 6
+
+
 def redact(text: str) -> str:
-    """``text`` with every registered secret (credential values) shown as ``***``."""
+    """``text`` with every registered secret (credential values) shown as ``***``, and the
+    user information of every URL in it as ``***@`` (as :func:`redact_url` shows one URL).
+
+    What every message that may hold a URL or a server's words goes through:
+    ``http://user:pw@reg.example/x: HTTP 401`` -> ``http://***@reg.example/x: HTTP 401``.
+    """
     with _SECRETS_LOCK:
         secrets = sorted(_SECRETS, key=len, reverse=True)
     for secret in secrets:
         text = text.replace(secret, "***")
-    return text
+    return _USERINFO.sub(r"\1***@", text)
+
+
+def _register(*secrets: str) -> None:
+    """Have :func:`redact` hide each of ``secrets`` (those of :data:`MIN_SECRET` characters or more)."""
+    with _SECRETS_LOCK:
+        _SECRETS.update(s for s in secrets if len(s) >= MIN_SECRET)
+
+
+def register_userinfo(url: str) -> None:
+    """Have :func:`redact` hide the password of ``url``'s user information (``user:PASSWORD@``),
+    as written and percent-decoded, wherever it appears, not only inside the URL."""
+    if "@" not in url:
+        return
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        return
+    if password:
+        _register(password, unquote(password))
 
 
 @dataclass(frozen=True)
@@ -355,9 +477,7 @@ class Credential:
 
     def __post_init__(self) -> None:
         # the whole value and its token alone ("Bearer T" -> "T"); short strings are common words
-        parts = {self.value, self.value.rsplit(" ", 1)[-1]}
-        with _SECRETS_LOCK:
-            _SECRETS.update(p for p in parts if len(p) >= 6)
+        _register(self.value, self.value.rsplit(" ", 1)[-1])
 
     def headers_for(self, url: str) -> dict[str, str]:
         """``{header: value}`` when ``url`` has this credential's origin, else ``{}``."""
@@ -540,6 +660,7 @@ class HttpClient:
         client = self._client(url)  # made at the first request (httpx imported then)
         import httpx
 
+        register_userinfo(url)
         first = origin(url)
         hdrs = dict(headers or {})
         if not any(k.lower() == "authorization" for k in hdrs):
@@ -554,7 +675,19 @@ class HttpClient:
             try:
                 try:
                     req = client.build_request(method, cur, headers=send, params=cur_params)
+                except httpx.InvalidURL as exc:
+                    live.fail(type(exc).__name__)
+                    raise self._error(cur, exc) from exc
+                try:
                     resp = client.send(req, stream=True)
+                except httpx.InvalidURL as exc:
+                    # httpx parses a redirect's Location, whether it follows redirects or not
+                    live.fail(type(exc).__name__)
+                    raise RedirectError(
+                        url,
+                        cur,
+                        f"refused a redirect: the server's Location is not a valid URL ({exc})",
+                    ) from exc
                 except httpx.HTTPError as exc:
                     live.fail(type(exc).__name__)
                     raise self._error(cur, exc) from exc
@@ -562,9 +695,9 @@ class HttpClient:
                 if resp.status_code in REDIRECTS and "location" in resp.headers:
                     # read to the end (it is small) so the connection is kept for the next request
                     with contextlib.suppress(httpx.HTTPError):
-                        _read_capped(resp, MAX_ERROR_BODY, None, 0.0, cut=True)
+                        _read_capped(resp, MAX_ERROR_BODY, None, cut=True)
                     resp.close()
-                    nxt = urljoin(cur, resp.headers["location"])
+                    nxt = _redirect_target(url, cur, resp.headers["location"])
                     if not _internal(first[1]) and _internal(origin(nxt)[1]):
                         raise RedirectRefusedError(url, nxt)
                     cur, cur_params = nxt, None
@@ -576,13 +709,22 @@ class HttpClient:
                 return
             finally:
                 self._watch.end(live)
-        raise TransportError(url, f"more than {self.opts.max_redirects} redirects")
+        raise RedirectError(
+            url,
+            cur,
+            f"more than {self.opts.max_redirects} redirects in a row (the last to "
+            f"{_shown_target(cur)}): the server redirects in a loop; tell its owner",
+        )
 
     def _error(self, url: str, exc: Exception, method: str = "GET") -> TransportError:
         """The :class:`TransportError` of a failed request (:class:`UnknownHostError` when
         the resolver says the host's name does not exist)."""
         import ssl  # loaded by then: httpx imports it
 
+        import httpx
+
+        if isinstance(exc, httpx.InvalidURL):
+            return InvalidURLError(url, f"not a valid URL ({exc})", method=method)
         cause: BaseException | None = exc
         while cause is not None:
             if isinstance(cause, socket.gaierror) and cause.errno in _NO_SUCH_NAME:
@@ -634,25 +776,31 @@ class HttpClient:
         ok: Collection[int] = (200,),
         method: str = "GET",
         limit: int = MAX_METADATA,
+        file: bool = False,
     ) -> httpx.Response:
         """GET ``url`` with retries; the body is read, at most ``limit`` decoded bytes of it.
 
         Raises :class:`HTTPStatusError` unless the status is in ``ok``,
         :class:`ResponseTooLargeError` for a longer body, and
         :class:`DeadlineExceededError` when it all takes longer than
-        ``HttpOptions.deadline``.
+        ``HttpOptions.deadline`` (the waits between tries not counted). With
+        ``file`` the body is a file's bytes, not metadata: instead of the deadline,
+        each try must keep ``HttpOptions.min_rate`` bytes a second (:class:`_MinRate`).
         """
-        deadline = time.monotonic() + self.opts.deadline
+        pace: _Pace = (
+            _MinRate(url, self.opts.min_rate, self.opts.rate_window)
+            if file
+            else _Deadline(url, self.opts.deadline)
+        )
         attempt = 0
         while True:
+            pace.begin()
             try:
                 with self._send(method, url, headers, params) as resp:
                     if resp.status_code in ok:
-                        body = _read_capped(resp, limit, deadline, self.opts.deadline)
+                        body = _read_capped(resp, limit, pace)
                         return _buffered(resp, body)
-                    body = _read_capped(
-                        resp, MAX_ERROR_BODY, deadline, self.opts.deadline, cut=True
-                    )
+                    body = _read_capped(resp, MAX_ERROR_BODY, pace, cut=True)
                     if not self._retryable(resp.status_code) or attempt >= self.opts.retries:
                         raise HTTPStatusError(resp.status_code, str(resp.url), resp.headers, body)
                     rh: Mapping[str, str] | None = resp.headers
@@ -663,16 +811,22 @@ class HttpClient:
                 if err.final or attempt >= self.opts.retries:
                     raise self._gave_up(err, url, attempt + 1) from exc
                 rh, why = None, err.reason
+            pace.check()  # out of time: no wait, no other try
+            slept = time.monotonic()
             self._sleep(attempt, rh, url, why)
-            if time.monotonic() > deadline:
-                raise DeadlineExceededError(url, self.opts.deadline)
+            pace.waited(time.monotonic() - slept)
             attempt += 1
 
     def get_bytes(
-        self, url: str, *, headers: Mapping[str, str] | None = None, limit: int = MAX_METADATA
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        limit: int = MAX_METADATA,
+        file: bool = False,
     ) -> bytes:
         """The body of a 200 answer to GET ``url``, at most ``limit`` bytes (see :meth:`get`)."""
-        return self.get(url, headers=headers, limit=limit).content
+        return self.get(url, headers=headers, limit=limit, file=file).content
 
     @contextlib.contextmanager
     def stream(
@@ -711,7 +865,7 @@ class HttpClient:
                         body.read_more(DOWNLOAD_READ)  # until the body closes
                     yield resp
                     return
-                body = _read_capped(resp, MAX_ERROR_BODY, None, 0.0, cut=True)
+                body = _read_capped(resp, MAX_ERROR_BODY, None, cut=True)
                 if not self._retryable(resp.status_code) or attempt >= self.opts.retries:
                     raise HTTPStatusError(resp.status_code, str(resp.url), resp.headers, body)
                 rh = resp.headers
@@ -752,6 +906,7 @@ class HttpClient:
         client = self._client(url)  # made at the first request (httpx imported then)
         import httpx
 
+        register_userinfo(url)
         hdrs = dict(headers or {})
         for cred in credentials:
             hdrs.update(cred.headers_for(url))
@@ -769,12 +924,10 @@ class HttpClient:
                 live.answered(resp)
                 try:
                     ok = 200 <= resp.status_code < 300
-                    data = _read_capped(
-                        resp, limit if ok else MAX_ERROR_BODY, None, 0.0, cut=not ok
-                    )
+                    data = _read_capped(resp, limit if ok else MAX_ERROR_BODY, None, cut=not ok)
                 finally:
                     resp.close()
-            except httpx.HTTPError as exc:
+            except (httpx.HTTPError, httpx.InvalidURL) as exc:
                 live.fail(type(exc).__name__)
                 err = self._error(url, exc, method)
                 if not retry or err.final or attempt >= self.opts.retries:
@@ -811,14 +964,14 @@ def _buffered(resp: httpx.Response, body: bytes) -> httpx.Response:
 
 
 def _read_capped(
-    resp: httpx.Response, limit: int, deadline: float | None, seconds: float, *, cut: bool = False
+    resp: httpx.Response, limit: int, pace: _Pace | None, *, cut: bool = False
 ) -> bytes:
     """The decoded body of ``resp``, counted while it streams.
 
     Over ``limit`` bytes: the first ``limit`` when ``cut``, else
     :class:`ResponseTooLargeError`, raised before the rest is received (also
-    at once when ``Content-Length`` already says so). Past ``deadline``
-    (``time.monotonic()``): :class:`DeadlineExceededError`.
+    at once when ``Content-Length`` already says so). ``pace`` is told of
+    every chunk, and raises when the body comes too slowly.
     """
     url = str(resp.url)
     declared = resp.headers.get("content-length", "")
@@ -828,8 +981,8 @@ def _read_capped(
     have = 0
     for chunk in resp.iter_bytes():
         _interrupt.check()
-        if deadline is not None and time.monotonic() > deadline:
-            raise DeadlineExceededError(url, seconds)
+        if pace is not None:
+            pace.chunk(len(chunk))
         have += len(chunk)
         if have > limit:
             if not cut:
@@ -838,6 +991,77 @@ def _read_capped(
             break
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+class _Pace(Protocol):
+    """How slowly a body read whole (:meth:`HttpClient.get`) may come; raises when too slowly."""
+
+    def begin(self) -> None:
+        """A try starts."""
+
+    def chunk(self, n: int) -> None:
+        """``n`` more bytes of the body came."""
+
+    def check(self) -> None:
+        """A try failed: raise if no other may be made."""
+
+    def waited(self, seconds: float) -> None:
+        """The client waited ``seconds`` before the next try."""
+
+
+class _Deadline:
+    """A metadata request's pace: all of it within ``seconds`` (:data:`METADATA_DEADLINE`),
+    every try included, the waits between tries not (each is bounded and announced)."""
+
+    def __init__(self, url: str, seconds: float) -> None:
+        self.url = url
+        self.seconds = seconds
+        self.at = time.monotonic() + seconds
+
+    def begin(self) -> None:
+        pass
+
+    def chunk(self, n: int) -> None:
+        self.check()
+
+    def check(self) -> None:
+        if time.monotonic() > self.at:
+            raise DeadlineExceededError(self.url, self.seconds)
+
+    def waited(self, seconds: float) -> None:
+        self.at += seconds
+
+
+class _MinRate:
+    """A file's pace (``get(..., file=True)``): each try brings at least ``rate`` bytes a
+    second over each ``window`` seconds, as a download must (:data:`FILE_MIN_RATE`); a
+    slower one is cut with a :class:`TransportError`, which is retried."""
+
+    def __init__(self, url: str, rate: int, window: float) -> None:
+        self.url = url
+        self.rate = rate
+        self.window = window
+        self.since, self.got = time.monotonic(), 0
+
+    def begin(self) -> None:
+        self.since, self.got = time.monotonic(), 0
+
+    def chunk(self, n: int) -> None:
+        self.got += n
+        elapsed = time.monotonic() - self.since
+        if elapsed < self.window:
+            return
+        if self.got < self.rate * elapsed:
+            raise TransportError(
+                self.url, f"slower than {self.rate} bytes/s for {self.window:g}s; cut"
+            )
+        self.since, self.got = time.monotonic(), 0
+
+    def check(self) -> None:
+        pass
+
+    def waited(self, seconds: float) -> None:
+        pass
 
 
 class _Live:

@@ -482,6 +482,8 @@ class Fetcher:
                 finally:
                     part.close()
                 return resumed
+            except _Final:
+                raise
             except (FetchError, _Cut) as exc:
                 _interrupt.check()  # a connection cut by Ctrl-C is not worth a retry
                 if policy.last(attempt):
@@ -573,6 +575,8 @@ class Fetcher:
                 raise NotFoundError(path, version, f"{e.path}: {exc}") from exc
             raise FetchError(path, version, f"{e.path}: {exc}") from exc
         except network_errors() as exc:
+            if getattr(exc, "final", False):
+                raise _Final(path, version, f"{e.path}: {exc}") from exc
             raise _Cut(f"{type(exc).__name__}: {exc}") from exc
         if part.have < end:
             raise _Cut(f"connection closed after {part.have} of {end} bytes")
@@ -745,6 +749,8 @@ class Fetcher:
                     raise _NoRanges(str(exc)) from exc
                 err: WgtpmError = FetchError(path, version, f"{e.path}: {exc}")
             except network_errors() as exc:
+                if getattr(exc, "final", False):
+                    raise _Final(path, version, f"{e.path}: {exc}") from exc
                 err = _Cut(f"{type(exc).__name__}: {exc}")
             except _Cut as exc:
                 err = exc
@@ -1525,6 +1531,11 @@ class _NoRanges(WgtpmError):
 
 class _Cut(WgtpmError):
     """A download stopped early; it resumes from what was written."""
+
+
+class _Final(FetchError):
+    """A download failed in a way that trying again cannot help (a redirect loop, a
+    redirect to ``file://``, an unknown host: a ``final`` transport error); not resumed."""
 
 
 def _range_starts_at(content_range: str, offset: int) -> bool:

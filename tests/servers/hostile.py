@@ -9,6 +9,8 @@ Routes (also with anything after them, ``/endless/api/x``; any other path: 404):
     /trickle          200, chunked, one byte every ``trickle_delay`` seconds, for ever
     /error-endless    500, chunked, an error page for ever
     /redirect?to=URL  302 to URL
+    /loop             302 to the same path, for ever
+    /to-file          302 to ``file:///etc/passwd``
     /ok               200, ``ok``
     /silent           reads the request and never answers (the connection stays open)
 
@@ -70,6 +72,12 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(body)
             elif _is(split.path, "/redirect"):
                 to = parse_qs(split.query).get("to", ["/ok"])[0]
+                self.send_response(302)
+                self.send_header("Location", to)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            elif _is(split.path, "/loop") or _is(split.path, "/to-file"):
+                to = self.path if _is(split.path, "/loop") else "file:///etc/passwd"
                 self.send_response(302)
                 self.send_header("Location", to)
                 self.send_header("Content-Length", "0")

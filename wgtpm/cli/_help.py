@@ -40,7 +40,10 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
     ("WGTFLAGS", "default flags for every command, e.g. '-mod=mod' or '-mod=vendor'"),
     ("WGTPM_HTTP_TIMEOUT", "seconds to wait for a server's next bytes (default 30)"),
     ("WGTPM_HTTP_RETRIES", "retries of a failed request, 0 to 100 (default 4)"),
-    ("WGTPM_HTTP_DEADLINE", "seconds one request may take, retries included (default 300)"),
+    (
+        "WGTPM_HTTP_DEADLINE",
+        "seconds a metadata request may take, retries included (default 30)",
+    ),
     ("WGTPM_DEBUG", "1: print the traceback of an internal error"),
     ("WGTPM_TOKEN", "the access token 'wgtpm publish --to URL' sends to a wgtpm registry"),
     ("WGTPM_REGISTRY_HOST", "the address 'wgtpm registry serve' listens on (default 127.0.0.1)"),

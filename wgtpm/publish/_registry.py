@@ -7,7 +7,10 @@ Three steps, as the API has them: **start** an upload with the index
 visible, atomically, so a failure at any earlier point leaves nothing
 published; the next attempt starts a new upload and sends only what the
 registry still lacks. The token comes from ``WGTPM_TOKEN`` and is sent as
-``Authorization: Bearer`` to the registry's own origin only; no message shows it.
+``Authorization: Bearer`` to the registry's own origin only; no message shows it. Nor does one show a password in
+the URL (``--to https://user:PASSWORD@reg.example``): the target's name and
+every URL it prints go through :func:`~wgtpm.httpclient.redact_url`, its
+messages through :func:`~wgtpm.httpclient.redact`.
 
 Every request goes through :meth:`~wgtpm.httpclient.HttpClient.send` and is
 retried there on network errors, 5xx and 429 (``WGTPM_HTTP_RETRIES``, with
@@ -26,7 +29,15 @@ from typing import Any
 
 from .._errors import ModuleError
 from .._report import Reporter
-from ..httpclient import Credential, HttpClient, HTTPStatusError, TransportError
+from ..httpclient import (
+    Credential,
+    HttpClient,
+    HTTPStatusError,
+    TransportError,
+    redact,
+    redact_url,
+    register_userinfo,
+)
 from ..module import escape_path
 from ._http import Answer, file_chunks, send
 from ._target import Published, Release, token_needed
@@ -43,6 +54,7 @@ class RegistryTarget:
     def __init__(self, url: str, client: HttpClient, *, token: str | None = None) -> None:
         """``client`` is the caller's, who closes it."""
         self.url = url.rstrip("/")
+        register_userinfo(self.url)  # a password in --to is a secret like the token
         self._token = token if token is not None else os.environ.get(TOKEN_ENV, "")
         # A Credential registers the token with redact() and yields it for this origin only.
         self._cred = Credential(self.url, "Authorization", f"Bearer {self._token}")
@@ -50,7 +62,7 @@ class RegistryTarget:
 
     @property
     def name(self) -> str:
-        return f"registry {self.url}"
+        return f"registry {redact_url(self.url)}"
 
     def _auth(self) -> dict[str, str]:
         return self._cred.headers_for(self.url) if self._token else {}
@@ -67,7 +79,9 @@ class RegistryTarget:
         try:
             resp = self._client.get(url, headers=self._auth(), ok=(200, 404, 410))
         except (HTTPStatusError, TransportError) as exc:
-            raise ModuleError(module, None, f"cannot list versions at {self.name}: {exc}") from exc
+            raise ModuleError(
+                module, None, redact(f"cannot list versions at {self.name}: {exc}")
+            ) from exc
         return resp.text.split() if resp.status_code == 200 else []
 
     def check(self, release: Release) -> None:
@@ -100,7 +114,7 @@ class RegistryTarget:
             ),
             release,
         )
-        page = f"{self.url}/{escape_path(release.module)}/@v/{release.version}.info"
+        page = redact_url(f"{self.url}/{escape_path(release.module)}/@v/{release.version}.info")
         if start.status == 200 and start.doc.get("committed"):
             reporter.notice(f"{release.module}@{release.version} is already in {self.name}")
             return Published(page, False)
@@ -146,15 +160,19 @@ class RegistryTarget:
             raise ModuleError(
                 release.module,
                 release.version,
-                f"{what} at {self.name} failed: {exc}; nothing was published, "
-                "run the same publish again",
+                redact(
+                    f"{what} at {self.name} failed: {exc}; nothing was published, "
+                    "run the same publish again"
+                ),
             ) from exc
 
     def _refused(self, what: str, answer: Answer, release: Release) -> ModuleError:
         if answer.status == 409:  # the registry's message names both h1s; say ours if not
             ours = "" if release.h1 in answer.error else f" (this build is {release.h1})"
             return ModuleError(
-                release.module, release.version, f"{self.name} refused it: {answer.error}{ours}"
+                release.module,
+                release.version,
+                redact(f"{self.name} refused it: {answer.error}{ours}"),
             )
         hint = {
             401: f"; check {TOKEN_ENV}",
@@ -163,6 +181,8 @@ class RegistryTarget:
         return ModuleError(
             release.module,
             release.version,
-            f"{what} at {self.name}: HTTP {answer.status}: {answer.error}{hint}; "
-            "nothing was published",
+            redact(
+                f"{what} at {self.name}: HTTP {answer.status}: {answer.error}{hint}; "
+                "nothing was published"
+            ),
         )

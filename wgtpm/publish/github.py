@@ -57,7 +57,7 @@ from .. import version as _version
 from .._errors import ModuleError, UsageError
 from .._report import Reporter, begin
 from .._retry import Backoff
-from ..httpclient import Credential, TransportError, origin, redact
+from ..httpclient import Credential, TransportError, origin, redact, register_userinfo
 from ..sources._hosted import repo_elems
 from ..sources.github import (
     API_VERSION,
@@ -144,6 +144,7 @@ class GitHubTarget:
         self.owner, self.repo = elems[0], elems[1]
         self.http = http
         self.api_url = (environ.get("GITHUB_API_URL") or DEFAULT_API_URL).rstrip("/")
+        register_userinfo(self.api_url)  # a password in the URL is hidden as the token is
         token = environ.get("GITHUB_TOKEN") or None
         self._cred = Credential(self.api_url, "Authorization", f"Bearer {token}") if token else None
         self._upload_cred: Credential | None = None  # for the upload host, once a draft names it

@@ -45,7 +45,7 @@ from .. import index as _index
 from .. import module as _module
 from .._errors import ModuleError, NotFoundError, UsageError, WgtpmError
 from .._report import Reporter
-from ..httpclient import Credential, redact
+from ..httpclient import Credential, redact, redact_url, register_userinfo
 from ..sources._hosted import git_blob_id, repo_elems
 from ..sources.huggingface import DEFAULT_ENDPOINT, HuggingFaceSource
 from ._target import Published, Release, listed_versions, token_needed
@@ -75,6 +75,7 @@ class HuggingFaceTarget:
         self.repo_id = f"{elems[0]}/{elems[1]}"
         self.http = http
         self.endpoint = (environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
+        register_userinfo(self.endpoint)
         self.token = environ.get("HF_TOKEN") or environ.get("HUGGING_FACE_HUB_TOKEN") or None
         self._cred = (
             Credential(self.endpoint, "Authorization", f"Bearer {self.token}")
@@ -110,7 +111,7 @@ class HuggingFaceTarget:
 
     def publish(self, release: Release, reporter: Reporter) -> Published:
         self._check_release(release)
-        url = f"{self.endpoint}/{self.repo_id}/tree/{release.tag}"
+        url = redact_url(f"{self.endpoint}/{self.repo_id}/tree/{release.tag}")
         if self._existing(release):
             reporter.notice(f"{self.name}: tag {release.tag} is already this release")
             return Published(url, created=False)
@@ -170,7 +171,7 @@ class HuggingFaceTarget:
             if isinstance(exc.__cause__, errors.RepositoryNotFoundError):
                 raise UsageError(
                     f"{release.module}@{release.version}: no repository {self.repo_id} at "
-                    f"{self.endpoint} that HF_TOKEN can see; create it first "
+                    f"{redact_url(self.endpoint)} that HF_TOKEN can see; create it first "
                     f"(hf repo create {self.repo_id})"
                 ) from exc
             raise

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .._errors import UsageError
+from ..httpclient import redact_url
 from ..module import source_kind
 from ._directory import DirectoryTarget
 from ._registry import RegistryTarget
@@ -76,7 +77,9 @@ def _real_target(module: str, to: str | None, http: HttpClient) -> PublishTarget
     """The registry of ``--to``, else the hosted target of the module path, else ``None``."""
     if to:
         if not to.startswith(("https://", "http://")):
-            raise UsageError(f"--to {to}: want the registry's URL (https://registry.example)")
+            raise UsageError(
+                f"--to {redact_url(to)}: want the registry's URL (https://registry.example)"
+            )
         return RegistryTarget(to, http)
     kind = source_kind(module)
     return hosted_target(kind, module, http) if kind in HOSTED else None

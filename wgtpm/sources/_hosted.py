@@ -376,6 +376,7 @@ def verified_get(
     what: str,
     hint: str = "",
     limit: int | None = None,
+    file: bool = False,
 ) -> bytes:
     """GET ``url`` and return the body once ``check(body)`` finds nothing wrong.
 
@@ -383,7 +384,9 @@ def verified_get(
     fetched again (:data:`VERIFY_ATTEMPTS` in all), then reported as a
     :class:`~wgtpm.FetchError` that names ``what`` and the reason. The body
     may hold ``limit`` bytes (the size the API states), else
-    :data:`~wgtpm.httpclient.MAX_METADATA`.
+    :data:`~wgtpm.httpclient.MAX_METADATA`. ``file``: the body is a file of the
+    module (not its wgt.mod or index), read at a download's minimum rate rather
+    than within the metadata deadline (:meth:`~wgtpm.httpclient.HttpClient.get`).
     """
     from ..httpclient import MAX_METADATA
 
@@ -391,7 +394,7 @@ def verified_get(
     for _ in range(VERIFY_ATTEMPTS):
         with translated(path, version, what, hint):
             body = http.get_bytes(
-                url, headers=headers, limit=MAX_METADATA if limit is None else limit
+                url, headers=headers, limit=MAX_METADATA if limit is None else limit, file=file
             )
         problem = check(body)
         if problem is None:

@@ -344,6 +344,7 @@ class GitHubSource:
             version=version,
             what=f"release asset {asset.get('name')}",
             limit=limit,
+            file=not metadata,
         )
 
     def _synthesise(self, path: str, version: str, rel: Mapping[str, Any]) -> bytes:

@@ -426,8 +426,12 @@ class HuggingFaceSource:
                 self._trees[(rid, commit)] = tree
         return tree
 
-    def _download(self, path: str, version: str, commit: str, entry: _HubFile) -> bytes:
-        """The bytes of a file, checked against the LFS sha256 or the git blob id the API gave."""
+    def _download(
+        self, path: str, version: str, commit: str, entry: _HubFile, *, file: bool = False
+    ) -> bytes:
+        """The bytes of a file, checked against the LFS sha256 or the git blob id the API gave;
+        ``file``: one of the module's files (not wgt.mod or the index), read at a download's
+        pace rather than within the metadata deadline."""
         req = self._request(path, commit, entry.path)
         if entry.lfs_sha256 is not None:
             check = sha256_check(entry.size, entry.lfs_sha256)
@@ -449,6 +453,7 @@ class HuggingFaceSource:
             version=version,
             what=entry.path,
             limit=limit if isinstance(limit, int) else None,
+            file=file,
         )
 
     def known_files(self, path: str, version: str) -> list[_index.IndexEntry]:
@@ -465,7 +470,7 @@ class HuggingFaceSource:
         rid = _repo_id(path)
 
         def digest(f: _HubFile) -> _index.IndexEntry:
-            data = self._download(path, version, rev.commit, f)
+            data = self._download(path, version, rev.commit, f, file=True)
             self._bodies.keep((rid, rev.commit, f.path), data)
             return _index.IndexEntry(f.path, len(data), hashlib.sha256(data).hexdigest())
 

@@ -358,7 +358,7 @@ class PawHubSource:
                     ) from exc
                 self._sleep(wait)
             except network_errors() as exc:
-                if CUT_RETRY.last(cuts):
+                if getattr(exc, "final", False) or CUT_RETRY.last(cuts):
                     raise FetchError(path, version, f"downloading program {pid}: {exc}") from exc
                 CUT_RETRY.sleep(cuts)
                 cuts += 1
