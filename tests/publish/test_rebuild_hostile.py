@@ -377,3 +377,30 @@ def test_template_hooks_never_run_in_the_rebuild_repository(
         r = wgtpm("verify", "--rebuild", f"{M}@{V}", cwd=app)
     assert (r.code, r.out) == (0, "notes: reproduced\n"), r.err
     assert _pwned(tmp_path) == []
+
+
+@pytest.mark.slow
+def test_a_release_that_names_a_path_is_rebuilt_only_from_repo(
+    wgtpm,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pkg = _notes(tmp_path)
+    url = (tmp_path / "remote.git").as_uri()
+    git(pkg, "remote", "add", "origin", url)
+    assert wgtpm("publish", "--version", V, "--dry-run", cwd=pkg).code == 0
+    app = tmp_path / "app"
+    app.mkdir()
+    monkeypatch.setenv("WGTPROXY", (pkg / "dist").as_uri())
+    assert wgtpm("init", "example.com/app", cwd=app).code == 0
+    assert wgtpm("get", f"{M}@{V}", cwd=app).code == 0
+
+    r = wgtpm("verify", "--rebuild", f"{M}@{V}", cwd=app)
+    assert (r.code, r.out) == (1, "")
+    assert r.err.strip() == (
+        f"wgtpm: {M}@{V}: the source repository {url!r} is a path on this machine; a release "
+        "may name only a URL: refused; pass --repo a local clone (or the URL) of the "
+        "repository that holds the commit"
+    )
+    r = wgtpm("verify", "--rebuild", f"{M}@{V}", "--repo", url, cwd=app)
+    assert (r.code, r.out) == (0, "notes: reproduced\n"), r.err
