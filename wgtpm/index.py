@@ -6,7 +6,7 @@
       "schema": 1,
       "module": "github.com/acme/xor-base",
       "version": "v0.1.0",
-      "commit": "40-hex git commit (optional)",
+      "commit": "40 lower-case hex: the git commit (optional)",
       "time": "2026-11-29T12:00:00Z",
       "files": [
         {"path": "wgt.mod", "size": 61, "sha256": "64 lower-case hex"},
@@ -28,6 +28,13 @@ holds no control or bidirectional-formatting character, none of
 device name as an element (``CON``, ``aux.txt``, ``LPT1.bin``); and no two
 paths are equal after Unicode normalization and case folding (``é`` as one
 code point and as ``e`` plus a combining accent are the same name on macOS).
+
+``commit`` names the source revision the release was made from, and is
+lower-case hex and nothing else: a git commit (40 digits, 64 in a SHA-256
+repository; :func:`is_commit`), or the program ID of a release wgtpm
+synthesised for a PAW program (16 to 64 digits). ``wgtpm verify --rebuild``
+hands a release's commit to ``git fetch``; a value that could read as an
+option there (``--upload-pack=...``) never gets past :func:`parse`.
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from . import dirhash
 from ._errors import VerifyError
@@ -51,6 +58,7 @@ __all__ = [
     "check_file_path",
     "check_files",
     "fold",
+    "is_commit",
     "parse",
     "synthetic_mod",
 ]
@@ -61,6 +69,11 @@ MAX_FILES = 100_000
 #: format and checks: :mod:`wgtpm.publish._provenance`). Named here so that a download
 #: of a release without one does not load that module.
 PROVENANCE_FILE = "wgt.provenance.json"
+#: A git commit: SHA-1 (40) or SHA-256 (64) lower-case hex digits, the whole string.
+_COMMIT = re.compile(r"(?:[0-9a-f]{40}|[0-9a-f]{64})\Z")
+#: What an index's ``commit`` may be: a git commit, or a PAW program ID (16 to 64 hex
+#: digits, :mod:`wgtpm.sources.pawhub`): hex either way, so never an option nor a path.
+_REVISION = re.compile(r"[0-9a-f]{16,64}\Z")
 #: Indexes of this many files or more are encoded chunk by chunk (less memory, a little slower).
 STREAM_FILES = 1000
 
@@ -163,6 +176,31 @@ _WINDOWS_FORBIDDEN = frozenset('<>:"|?*')
 _BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 # Windows device names, with or without an extension ("aux.txt" is the device too).
 _DEVICE = re.compile(r"(?i)con|prn|aux|nul|com[0-9\u00b9\u00b2\u00b3]|lpt[0-9\u00b9\u00b2\u00b3]")
+
+
+def is_commit(value: object) -> TypeGuard[str]:
+    """Whether ``value`` is a git commit id: 40 lower-case hex digits (64 for a SHA-256
+    repository), the whole string. The one check of a commit that reaches git (a release's
+    index and provenance, ``wgtpm verify --rebuild``, :mod:`wgtpm.publish._git`)."""
+    return isinstance(value, str) and _COMMIT.match(value) is not None
+
+
+def _commit(module: str, version: str, value: object) -> str | None:
+    """The index's ``commit`` (``None`` when absent or null), or :class:`VerifyError`."""
+    if value is None:
+        return None
+    if isinstance(value, str) and _REVISION.match(value):
+        return value
+    if isinstance(value, str):
+        shown = repr(value if len(value) <= 80 else value[:77] + "...")  # one short line
+    else:
+        shown = type(value).__name__
+    raise _bad(
+        module,
+        version,
+        f"commit {shown} is not a git commit (40 or 64 lower-case hex digits); the release "
+        "is damaged or hostile: do not use it, and tell its publisher",
+    )
 
 
 def fold(p: str) -> str:
@@ -322,7 +360,7 @@ def parse(data: bytes, module: str, version: str) -> ReleaseIndex:
         version=version,
         files=files,
         time=doc.get("time") if isinstance(doc.get("time"), str) else None,
-        commit=doc.get("commit") if isinstance(doc.get("commit"), str) else None,
+        commit=_commit(module, version, doc.get("commit")),
         build=_plain(build or {}),
         extra={k: _plain(v) for k, v in doc.items() if k not in known},
     )

@@ -7,6 +7,10 @@ wgt.mod and a ``.wgt`` trained for a few epochs (a few hundred milliseconds).
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import http.server
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -96,6 +100,26 @@ def make_package(root: Path, module: str, files: dict[str, str], *, commit: bool
 def commit_all(root: Path, message: str) -> None:
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", message)
+
+
+@contextlib.contextmanager
+def dumb_http(root: Path) -> Iterator[str]:
+    """``root`` over plain HTTP on loopback: git's dumb protocol, exact paths only."""
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(Quiet, directory=str(root))
+    )
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 @pytest.fixture

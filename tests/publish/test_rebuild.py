@@ -1,7 +1,7 @@
 """``wgtpm verify --rebuild MODULE@VERSION``: a dependency built again from its commit.
 
-- the xor-base example, published with an ``origin`` remote (a ``file://``
-  URL), comes back through ``wgtpm get``; its provenance names the
+- the xor-base example, published with an ``origin`` remote (a bare clone
+  served over HTTP on loopback), comes back through ``wgtpm get``; its provenance names the
   repository, and the rebuild fetches the commit from there and reports
   every artifact reproduced (text and ``--json``);
 - a package in a subdirectory, without a remote, rebuilt from a local clone
@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.publish.conftest import base_wgt, commit_all, git, make_package
+from tests.publish.conftest import base_wgt, commit_all, dumb_http, git, make_package
 from wgtpm.publish import PROVENANCE_FILE
 
 pytestmark = pytest.mark.slow
@@ -57,24 +58,35 @@ def _publish_and_get(wgtpm, pkg: Path, module: str, tmp_path: Path, monkeypatch)
     return Published(pkg, dist, app)
 
 
-def _xor_base(tmp_path: Path) -> tuple[Path, str]:
-    """The xor-base example in a git repository whose origin is a bare clone (a file:// URL)."""
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[str]:
+    """The base URL of ``tmp_path/srv`` over plain HTTP on loopback (git's dumb protocol)."""
+    (tmp_path / "srv").mkdir()
+    with dumb_http(tmp_path / "srv") as base:
+        yield base
+
+
+def _xor_base(tmp_path: Path, served: str) -> tuple[Path, str]:
+    """The xor-base example in a git repository whose origin is a bare clone served over
+    HTTP (:func:`served`); the URL a release names it by (no ``.git``: repository_url)."""
     pkg = tmp_path / "xor-base"
     shutil.copytree(ROOT / "examples/xor-base", pkg)
     git(pkg, "init", "-q", "-b", "main")
     commit_all(pkg, "xor-base")
-    remote = tmp_path / "remote.git"
+    remote = tmp_path / "srv/remote.git"
     git(tmp_path, "clone", "-q", "--bare", str(pkg), str(remote))
-    git(pkg, "remote", "add", "origin", remote.as_uri())
-    return pkg, remote.as_uri()
+    git(remote, "update-server-info")  # what a dumb HTTP client reads
+    git(pkg, "remote", "add", "origin", f"{served}/remote.git")
+    return pkg, f"{served}/remote"
 
 
 def test_the_example_is_reproduced_from_the_repository_it_names(
     wgtpm,  # type: ignore[no-untyped-def]
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
+    served: str,
 ) -> None:
-    pkg, url = _xor_base(tmp_path)
+    pkg, url = _xor_base(tmp_path, served)
     p = _publish_and_get(wgtpm, pkg, XOR_BASE, tmp_path, monkeypatch)
     prov = json.loads((p.dist / XOR_BASE / "@v/v0.1.0" / PROVENANCE_FILE).read_text())
     assert prov["repository"] == {"url": url, "dir": ""}
@@ -129,8 +141,9 @@ def test_weights_that_the_commit_does_not_build_differ(
     wgtpm,  # type: ignore[no-untyped-def]
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
+    served: str,
 ) -> None:
-    pkg, _ = _xor_base(tmp_path)
+    pkg, _ = _xor_base(tmp_path, served)
     r = wgtpm("publish", "--version", "v0.1.0", "--dry-run", cwd=pkg)
     assert r.code == 0, r.err
     # Other weights under the same commit: one byte changed, the index rewritten to match,
@@ -171,8 +184,9 @@ def test_bad_input_gets_one_line(
     wgtpm,  # type: ignore[no-untyped-def]
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
+    served: str,
 ) -> None:
-    pkg, _ = _xor_base(tmp_path)
+    pkg, _ = _xor_base(tmp_path, served)
     p = _publish_and_get(wgtpm, pkg, XOR_BASE, tmp_path, monkeypatch)
     commit = git(pkg, "rev-parse", "HEAD")
     other = make_package(tmp_path / "other", "example.com/acme/other", {"a.txt": "a\n"})

@@ -16,18 +16,13 @@
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import http.server
 import json
 import shutil
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.publish.conftest import base_wgt, commit_all, git, make_package
+from tests.publish.conftest import base_wgt, commit_all, dumb_http, git, make_package
 from wgtpm._report import SILENT
 from wgtpm.publish import PROVENANCE_FILE, DirectoryTarget, PublishOptions, publish_package
 from wgtpm.publish._git import public_url, repository_url
@@ -122,26 +117,6 @@ def test_a_new_form_of_the_remote_url_publishes_the_same_bytes(wgtpm, tmp_path: 
         assert r.out.startswith("already published (same bytes, nothing to do)"), r.out
 
 
-@contextlib.contextmanager
-def _dumb_http(root: Path) -> Iterator[str]:
-    """``root`` over plain HTTP on loopback: git's dumb protocol, exact paths only."""
-
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(Quiet, directory=str(root))
-    )
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 def test_a_rebuild_fetches_from_a_server_that_needs_the_git_suffix(
     wgtpm,  # type: ignore[no-untyped-def]
     tmp_path: Path,
@@ -153,7 +128,7 @@ def test_a_rebuild_fetches_from_a_server_that_needs_the_git_suffix(
     srv = tmp_path / "srv"
     git(tmp_path, "clone", "-q", "--bare", str(pkg), str(srv / "p.git"))
     git(srv / "p.git", "update-server-info")  # what a dumb HTTP client reads
-    with _dumb_http(srv) as base:
+    with dumb_http(srv) as base:
         git(pkg, "remote", "add", "origin", f"{base}/p.git")
         r = wgtpm("publish", "--version", "v0.1.0", "--dry-run", cwd=pkg)
         assert r.code == 0, r.err

@@ -50,7 +50,7 @@ from typing import Any
 
 from .._errors import VerifyError
 from .._fs import canonical_json
-from ..index import PROVENANCE_FILE
+from ..index import PROVENANCE_FILE, is_commit
 from ..kinds import PAW, WGT
 
 __all__ = [
@@ -207,7 +207,8 @@ def provenance_bytes(doc: Mapping[str, Any]) -> bytes:
 def check_provenance(index: Any, data: bytes) -> None:
     """Raise :class:`VerifyError` unless the index (a :class:`~wgtpm.index.ReleaseIndex`) says
     of every file what ``wgt.provenance.json`` (``data``, already checked against its entry)
-    says: the same artifact and kind, and the same module, version and commit."""
+    says: the same artifact and kind, and the same module, version and commit, which is a
+    git commit (:func:`~wgtpm.index.is_commit`: it may reach ``git fetch``)."""
     where = (index.module, index.version)
     try:
         doc = json.loads(data)
@@ -215,6 +216,14 @@ def check_provenance(index: Any, data: bytes) -> None:
         raise VerifyError(*where, f"{PROVENANCE_FILE} is not JSON ({exc})") from exc
     if not isinstance(doc, dict) or not isinstance(doc.get("files"), dict):
         raise VerifyError(*where, f"{PROVENANCE_FILE} has no files map")
+    if not is_commit(doc.get("commit")):
+        shown = str(doc.get("commit"))[:80]
+        raise VerifyError(
+            *where,
+            f"{PROVENANCE_FILE} names the commit {shown!r}, which is not a git commit (40 or 64 "
+            "lower-case hex digits); the release is damaged or hostile: do not use it, and "
+            "tell its publisher",
+        )
     if (doc.get("module"), doc.get("version")) != where or doc.get("commit") != index.commit:
         raise VerifyError(
             *where,

@@ -7,8 +7,11 @@ The steps, each refusing with one line when it cannot go on:
    (every file of it, whatever ``select`` says), and the release's
    ``wgt.provenance.json`` (covered by h1) names the commit and where it lies
    (:class:`~._provenance.SourceRepository`; ``--repo`` overrides the URL);
-2. the commit is found in a local clone, or fetched from the URL
-   (:func:`._git.checkout_commit`), and exported with ``git archive`` as
+2. the commit (40 or 64 lower-case hex: :func:`wgtpm.index.is_commit`) is
+   fetched from the release's URL (https, http, ssh), or from ``--repo`` (a
+   URL, or a local clone), into a private bare repository by a hardened git
+   (:func:`._git.checkout_commit`: no option, transport helper, hook or
+   clone config can run a program), and exported with ``git archive`` as
    publishing exports HEAD (:func:`._git.export_commit`); the export's
    wgt.mod must be the release's;
 3. the export's build list is checked and verified as publishing checks it,
@@ -38,11 +41,11 @@ from typing import TYPE_CHECKING, Any
 from .._errors import BuildError, UsageError, VerifyError
 from .._fs import sha256_file
 from .._report import Reporter
-from ..index import ReleaseIndex
+from ..index import ReleaseIndex, is_commit
 from ..module import ModuleVersion
 from ..version import is_valid
 from ._build import build_package, first_difference
-from ._git import checkout_commit, export_commit, public_url
+from ._git import checkout_commit, export_commit, fetch_source, public_url
 from ._provenance import PROVENANCE_FILE, SourceRepository, check_provenance, tool_versions
 from ._publish import _modfile, verified_build_list
 from ._release import MOD_FILE
@@ -164,9 +167,17 @@ def rebuild_module(
         work = Path(tmp)
         (work / "git").mkdir()
         (work / "src").mkdir()
-        reporter.notice(f"fetching commit {commit[:12]} of {origin.path} from {public_url(url)}")
-        checkout = checkout_commit(url, commit, source.dir, work / "git")
-        src = export_commit(checkout, work / "src")
+        try:
+            fetch_source(url, given=repo is not None)  # refused before the notice
+            reporter.notice(
+                f"fetching commit {commit[:12]} of {origin.path} from {public_url(url)}"
+            )
+            checkout = checkout_commit(
+                url, commit, source.dir, work / "git", given=repo is not None
+            )
+            src = export_commit(checkout, work / "src")
+        except UsageError as exc:
+            raise UsageError(f"{origin.path}@{origin.version}: {exc}") from exc
         _same_mod(where, src, tree, commit, source.dir)
         mf = _modfile(src)
         try:
@@ -217,12 +228,14 @@ def _provenance(idx: ReleaseIndex, tree: Path) -> tuple[str, SourceRepository, d
     data = (tree / PROVENANCE_FILE).read_bytes()
     if sha256_file(tree / PROVENANCE_FILE) != entry.sha256:
         raise VerifyError(*where, f"{PROVENANCE_FILE} was modified in the cache; run 'wgtpm get'")
-    check_provenance(idx, data)
+    check_provenance(idx, data)  # its commit is the index's, and a git commit
     doc: dict[str, Any] = json.loads(data)
     source = SourceRepository.of(doc) or SourceRepository(None, "")
     d = PurePosixPath(source.dir)
     if source.dir and (d.is_absolute() or ".." in d.parts or "\\" in source.dir):
         raise VerifyError(*where, f"{PROVENANCE_FILE} names the package dir {source.dir!r}")
+    if not is_commit(idx.commit):  # what check_provenance holds; git must never see another
+        raise VerifyError(*where, f"the commit {idx.commit[:80]!r} is not a git commit")
     return idx.commit, source, doc
 
 
