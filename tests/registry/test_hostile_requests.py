@@ -1,19 +1,29 @@
 """The registry under hostile requests: a Hypothesis-driven fuzzer over every route.
 
 One ``wgtpm registry serve`` process (a real uvicorn, its log in a file, its
-memory read from ``/proc``) hosts a public module, a private module holding
-a secret byte string, a public and a private ``hf.co`` module (the Hugging
-Face routes), an open upload session, and proxies ``example.org/...`` from a
-loopback proxy tree. Hypothesis then builds requests to every route of
-``registry/app.py`` (the proxy protocol, the web pages, the checksum database,
-the Hub API, the publishing API, ``/healthz``) from valid and hostile path
-segments (``..``, ``%00``, ``%0D%0A``, case variants of escaped paths,
-``v1.0.0%0A``, unicode, very long), hostile headers (``Host``,
-``Authorization`` with junk, a wrong token, another tenant's token,
-``Range``, ``If-None-Match``, ``X-Forwarded-*``), bodies (malformed and deeply
-nested JSON, wrong shapes, binary) and HTTP framing (``Content-Length`` lies,
-``Transfer-Encoding``, pipelining, NUL and bare LF in headers), sent as raw
-bytes (:mod:`.hostile_requests`).
+memory read from ``/proc``) hosts a public module, private modules holding
+secret byte strings (``example.com/Acme/secret``, ``hf.co/team/secret`` for
+the Hub routes, ``github.com/Acme/secret``), public ``hf.co`` modules, an
+open upload session, and proxies what it does not host from a loopback proxy
+tree (``example.org/up/tiny``; and ``github.com/acme/secret``, the private
+module as GitHub, case-insensitive and read with the server's credentials,
+would serve it under a case variant of its name). Tokens: publish
+(``example.com``), read (the private module), ``hf.co/team``,
+``github.com/Acme``, and another tenant's (``example.net/tenant``).
+
+Hypothesis builds requests to every route of ``registry/app.py`` (the proxy
+protocol, the web pages, the checksum database, the Hub API, the publishing
+API, ``/healthz``) from valid and hostile path segments (``..``, ``%00``,
+``%0D%0A``, case variants of escaped paths, ``v1.0.0%0A``, unicode, very
+long), hostile headers (``Host``, ``Authorization`` with junk, a wrong token,
+another tenant's token, ``Range``, ``If-None-Match``, ``X-Forwarded-*``),
+bodies (malformed and deeply nested JSON, wrong shapes, binary) and HTTP
+framing (``Content-Length`` lies, ``Transfer-Encoding``, pipelining, NUL and
+bare LF in headers), sent as raw bytes (:mod:`.hostile_requests`). Tables
+then send every hostile piece at least once (the fuzzer samples), and
+scenarios play what takes several requests: a tenant naming another
+module's blob by hash in its index, a version page asked first with a planted
+``Host``, bodies over the limit, malformed versions at upload.
 
 Every answer is checked (:class:`~.hostile_requests.Findings`):
 
@@ -35,7 +45,8 @@ resident memory grew by at most :data:`MAX_GROWTH` over the baseline measured
 after setup.
 
 Failures are collected, not raised one by one: each distinct failure (what
-failed, on which route, with which status) is reported once, with the
+failed, on which route, with which status, raising which exception in the
+server) is reported once, with the
 shortest request that shows it (its bytes), the answer and the server's log
 lines. The runs are derandomized and bounded, so CI sends the same requests
 each time, in about a minute on two cores.
@@ -50,6 +61,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import httpx
@@ -399,8 +411,12 @@ def _routes(body: st.SearchStrategy[bytes], upload_id: str) -> st.SearchStrategy
     sha = sha | _text()
 
     def r(
-        name: str, fmt: Callable[..., str], *parts: st.SearchStrategy[str], m=method
-    ) -> st.SearchStrategy[Route]:  # type: ignore[no-untyped-def]
+        name: str,
+        fmt: Callable[..., str],
+        *parts: st.SearchStrategy[Any],
+        m: st.SearchStrategy[str] = method,
+    ) -> st.SearchStrategy[Route]:
+        """Route ``name``: ``fmt`` fills its path from ``parts``; a query and ``body`` added."""
         return st.builds(
             lambda meth, q, b, *xs: Route(name, meth, "/" + fmt(*xs).lstrip("/") + q, b),
             m,
