@@ -35,7 +35,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from . import api, hfmirror, sumdb, web
-from ._errors import BadRequestError, RegistryError, StoreError, UnauthorizedError
+from ._errors import BadRequestError, RegistryError, StoreError, UnauthorizedError, UpstreamError
 from .accesslog import AccessLog
 from .blobs import open_blob_store
 from .config import Config
@@ -89,7 +89,10 @@ def open_registry(config: Config) -> Registry:
 async def _error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RegistryError)
     if exc.status >= 500:
-        log.error("%s %s: %s", request.method, request.url.path, exc, exc_info=exc)
+        # a 500 (a store failed) gets its traceback; an upstream's failure (502) is the
+        # upstream's, and its message says what failed: one line, as any client can cause it
+        trace = exc if not isinstance(exc, UpstreamError) else None
+        log.error("%s %s: %s", request.method, request.url.path, exc, exc_info=trace)
     headers = (
         {"WWW-Authenticate": 'Bearer realm="wgtpm-registry"'}
         if isinstance(exc, UnauthorizedError)

@@ -54,6 +54,9 @@ IMMUTABLE = "max-age=31536000, immutable"
 #: larger ones stream (a thread hop per chunk costs more than the copy for small files).
 WHOLE_BODY = 4 << 20
 _RANGE = re.compile(r"bytes=(\d*)-(\d*)\Z")
+#: Significant digits of a ``Range`` position read as a number: more name no byte of any
+#: blob (2**63 has 19). Python refuses to read over 4,300 digits as an int (ValueError).
+MAX_RANGE_DIGITS = 19
 _KINDS = ((".info", "info"), (".mod", "mod"), (".index.json", "index"))
 
 
@@ -137,6 +140,13 @@ def _blob_headers(etag: str, private: bool) -> dict[str, str]:
     }
 
 
+def _position(digits: str) -> int:
+    """A ``Range`` byte position; one past any blob when it has over :data:`MAX_RANGE_DIGITS`
+    significant digits (``bytes=`` followed by 5,000 zeros and ``-1`` is ``bytes=0-1``)."""
+    digits = digits.lstrip("0") or "0"
+    return int(digits) if len(digits) <= MAX_RANGE_DIGITS else 1 << 63
+
+
 def _range(header: str | None, size: int) -> tuple[int, int] | bool | None:
     """(start, end exclusive) of a single ``bytes=`` range; ``None`` to send it all; ``False``
     when it cannot be satisfied."""
@@ -147,11 +157,11 @@ def _range(header: str | None, size: int) -> tuple[int, int] | bool | None:
         return None  # several ranges or another unit: ignoring Range is allowed (RFC 9110 14.2)
     a, b = m.group(1), m.group(2)
     if not a:  # the last N bytes
-        n = int(b)
+        n = _position(b)
         return (max(0, size - n), size) if n > 0 and size > 0 else False
-    start = int(a)
-    end = size if not b else min(int(b) + 1, size)
-    if start >= size or (b and int(b) < start):
+    start = _position(a)
+    end = size if not b else min(_position(b) + 1, size)
+    if start >= size or (b and _position(b) < start):
         return False
     return start, end
 
