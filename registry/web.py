@@ -18,6 +18,12 @@ makes the caching proxy fetch. Private modules are shown only to a request
 whose ``Authorization: Bearer`` token covers them; to anyone else they do not
 exist. Every string from a module (paths, file names, manifests, specs) is
 HTML-escaped, and links are built from escaped, percent-quoted paths.
+
+Nothing on a page comes from the request's headers but its token: the
+``HF_ENDPOINT`` line names :attr:`Registry.public_url` (``--public-url``,
+:mod:`registry.config`), never the ``Host`` a request gives, since public
+version pages are kept and served to everyone (and sent ``public,
+max-age=300`` to shared caches).
 """
 
 from __future__ import annotations
@@ -191,7 +197,7 @@ def _snippet_html(endpoint: str, module: str, version: str) -> str:
     )
 
 
-def render_module(reg: Registry, module: str, token: TokenRecord | None, endpoint: str = "") -> str:
+def render_module(reg: Registry, module: str, token: TokenRecord | None) -> str:
     """``/-/module/$module``: the versions stored here, newest first (and, for an
     ``hf.co`` module, the transformers line that loads the latest through this registry)."""
     rec = reg.meta.get_module(module)
@@ -214,13 +220,11 @@ def render_module(reg: Registry, module: str, token: TokenRecord | None, endpoin
         f'<h1 class="mono">{esc(module)}</h1><p>{kind}; latest '
         f"<b>{esc(_latest(vs))}</b></p>" + _table(["version", "time", "h1"], rows)
     )
-    body += _snippet_html(endpoint, module, _latest(vs))
+    body += _snippet_html(reg.public_url, module, _latest(vs))
     return _page(module, body)
 
 
-def render_version(
-    reg: Registry, module: str, version: str, token: TokenRecord | None, endpoint: str = ""
-) -> str:
+def render_version(reg: Registry, module: str, version: str, token: TokenRecord | None) -> str:
     """``/-/module/$module/@v/$version``: files, artifacts and the ``wgtpm get`` line (and,
     for an ``hf.co`` module, the transformers line that loads it through this registry)."""
     rec = reg.meta.get_module(module)
@@ -239,7 +243,7 @@ def render_version(
         + (f" · commit <code>{esc(v.commit)}</code>" if v.commit else "")
         + "</p>"
     )
-    body += _snippet_html(endpoint, module, version)
+    body += _snippet_html(reg.public_url, module, version)
     files = reg.meta.list_files(module, version)
     entries = {e.path: e for e in idx.files} if idx else {}
     rows = []
@@ -472,11 +476,6 @@ async def _home(request: Request) -> Response:
     return _html(page, "no-cache" if token is None else "private, no-cache")
 
 
-def _endpoint(request: Request) -> str:
-    """This registry's base URL as the client reached it (for ``HF_ENDPOINT``)."""
-    return str(request.base_url).rstrip("/")
-
-
 def _split(path: str) -> tuple[str, str | None]:
     esc_mod, sep, esc_ver = path.partition("/@v/")
     try:
@@ -495,14 +494,14 @@ async def _module_page(request: Request) -> Response:
     token = await _token(request, reg)
     module, version = _split(request.path_params["path"])
     if version is None:
-        page = await run_in_threadpool(render_module, reg, module, token, _endpoint(request))
+        page = await run_in_threadpool(render_module, reg, module, token)
         return _html(page, "no-cache" if token is None else "private, no-cache")
     pages: _Pages = request.app.state.web_pages
     key = (module, version)
     cached = pages.get(key)
     if cached is not None:
         return _html(cached, "public, max-age=300")
-    page = await run_in_threadpool(render_version, reg, module, version, token, _endpoint(request))
+    page = await run_in_threadpool(render_version, reg, module, version, token)
     rec = await run_in_threadpool(reg.meta.get_module, module)
     if rec is not None and not rec.private:
         pages.put(key, page)
