@@ -70,6 +70,7 @@ def open_registry(config: Config) -> Registry:
         skey = signer_key(config.data, config.sumdb_name, config.sumdb_key_file)
         log_db = SumDB.open(meta.engine, skey)
         policy = config.hf_policy()
+        public_url = config.public_base()  # printed on pages: configuration, never a Host
         proxy = (
             None
             if policy.offline  # serve only what is stored: no upstream at all
@@ -83,7 +84,15 @@ def open_registry(config: Config) -> Registry:
         blobs.close()
         meta.close()
         raise
-    return Registry(meta, blobs, config.limits, sumdb=log_db, proxy=proxy, hf_policy=policy)
+    return Registry(
+        meta,
+        blobs,
+        config.limits,
+        sumdb=log_db,
+        proxy=proxy,
+        hf_policy=policy,
+        public_url=public_url,
+    )
 
 
 async def _error(request: Request, exc: Exception) -> Response:

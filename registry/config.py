@@ -13,6 +13,7 @@ flag                       environment                        default
 ``--upstream LIST``        ``WGTPM_REGISTRY_UPSTREAM``        ``off``: no caching proxy (see below)
 ``--hf-allow LIST``        ``WGTPM_REGISTRY_HF_ALLOW``        every repository (:mod:`registry.hfpolicy`)
 ``--offline``              ``WGTPM_REGISTRY_OFFLINE=1``       off: serve only what is stored when on
+``--public-url URL``       ``WGTPM_REGISTRY_PUBLIC_URL``      ``serve``: ``http://HOST:PORT`` it listens on
 =========================  =================================  ==============================================
 
 ``--upstream`` is a ``WGTPROXY`` list (``direct``, registry or proxy URLs,
@@ -25,18 +26,50 @@ credentials are only ever sent upstream.
 ``--db`` takes ``postgresql://user:pass@host/db`` for PostgreSQL (through
 psycopg 3); ``--store`` takes ``s3://bucket/prefix``. Replicas on one
 database must share the checksum log's key (:mod:`registry.sumkey`).
+
+``--public-url`` is the URL clients reach this registry at (behind a proxy or
+a DNS name: ``https://models.example.com``, or with a path prefix
+``https://example.com/registry``); the pages print it in the lines users
+paste (``HF_ENDPOINT=URL ...``). It is configuration, never read from a
+request's ``Host``: pages are cached and shared, so a request naming another
+host must not change what the next reader is told to run. Without it (and
+outside ``serve``, which defaults it to the address it listens on) the pages
+leave those lines out.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .hfpolicy import HfPolicy
 from .limits import Limits
 
-__all__ = ["Config", "default_data_dir"]
+__all__ = ["Config", "check_public_url", "default_data_dir"]
+
+# what a public URL may hold: a scheme, a host (a name, an IPv4 or a [bracketed] IPv6
+# address), a port and a path; no credentials, query or fragment, and nothing a shell or
+# an HTML attribute reads specially, since it is printed in a line users paste into a shell
+_PUBLIC_URL = re.compile(
+    r"https?://(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?(?:/[A-Za-z0-9._~/-]*)?"
+)
+
+
+def check_public_url(url: str) -> str:
+    """``url`` without its trailing ``/``, or :class:`ValueError` saying what a public URL is.
+
+    >>> check_public_url("https://models.example.com/")
+    'https://models.example.com'
+    """
+    if not _PUBLIC_URL.fullmatch(url):
+        raise ValueError(
+            f"public URL {url!r}: give the http(s) URL clients reach this registry at, like "
+            "https://models.example.com or http://10.0.0.5:8080/registry (no user, query or "
+            "fragment)"
+        )
+    return url.rstrip("/")
 
 
 def default_data_dir() -> Path:
@@ -62,6 +95,7 @@ class Config:
     upstream: str | None = None
     hf_allow: str | None = None
     offline: bool | None = None
+    public_url: str | None = None
     limits: Limits = field(default_factory=Limits)
 
     def db_url(self) -> str:
@@ -93,6 +127,7 @@ class Config:
             "WGTPM_REGISTRY_UPSTREAM": self.upstream,
             "WGTPM_REGISTRY_HF_ALLOW": self.hf_allow,
             "WGTPM_REGISTRY_OFFLINE": None if self.offline is None else str(int(self.offline)),
+            "WGTPM_REGISTRY_PUBLIC_URL": self.public_url,
         }
         return {k: v for k, v in pairs.items() if v is not None}
 
@@ -111,3 +146,10 @@ class Config:
             else os.environ.get("WGTPM_REGISTRY_HF_ALLOW")
         )
         return HfPolicy.parse(allow, offline)
+
+    def public_base(self) -> str:
+        """The URL clients reach this registry at, without a trailing ``/`` (``--public-url``,
+        else ``$WGTPM_REGISTRY_PUBLIC_URL``); ``""`` when neither is set. Raises
+        :class:`ValueError` on a malformed one (:func:`check_public_url`)."""
+        url = self.public_url or os.environ.get("WGTPM_REGISTRY_PUBLIC_URL") or ""
+        return check_public_url(url) if url else ""

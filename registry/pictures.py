@@ -71,20 +71,40 @@ def requirements_svg(main: str, requires: Sequence[tuple[str, str, str]]) -> str
     return "".join(out)
 
 
-def _origin(layer: str, tensors: Mapping[str, Any]) -> str:
-    """The origin of a layer's weights: that of its ``LAYER.weight`` (or any of its tensors)."""
-    for name in (f"{layer}.weight", *(t for t in tensors if t.startswith(layer + "."))):
-        info = tensors.get(name)
-        if isinstance(info, Mapping) and isinstance(info.get("origin"), str):
-            return str(info["origin"])
-    return ""
+def _origins(tensors: Mapping[str, Any]) -> dict[str, str]:
+    """The first origin among each layer's tensors, in one pass over them (not one per layer):
+    a tensor ``A.B.weight`` with an origin gives it to ``A`` and ``A.B`` unless an earlier
+    one did (a layer's tensors are named for it, then a dot)."""
+    first: dict[str, str] = {}
+    for name, info in tensors.items():
+        if not (isinstance(info, Mapping) and isinstance(info.get("origin"), str)):
+            continue
+        origin = str(info["origin"])
+        at = name.find(".")
+        while at >= 0:
+            first.setdefault(name[:at], origin)
+            at = name.find(".", at + 1)
+    return first
 
 
-def layers_svg(doc: Mapping[str, Any]) -> str | None:
-    """The layers of a WeightLang manifest with their provenance, or ``None`` if it has none."""
+def _origin(layer: str, tensors: Mapping[str, Any], first: Mapping[str, str]) -> str:
+    """The origin of a layer's weights: that of its ``LAYER.weight``, else of the first of its
+    tensors that has one (``first`` is :func:`_origins`)."""
+    info = tensors.get(f"{layer}.weight")
+    if isinstance(info, Mapping) and isinstance(info.get("origin"), str):
+        return str(info["origin"])
+    return first.get(layer, "")
+
+
+def layers_svg(doc: Mapping[str, Any], limit: int | None = None) -> str | None:
+    """The layers of a WeightLang manifest with their provenance, or ``None`` if it has none;
+    the first ``limit`` of them when given, and a last box saying how many more there are."""
     layers = [x for x in doc.get("layers") or [] if isinstance(x, Mapping)]
     if not layers:
         return None
+    more = len(layers) - limit if limit is not None and len(layers) > limit else 0
+    if more:
+        layers = layers[:limit]
     weights = doc.get("weights")
     tensors = weights.get("tensors") if isinstance(weights, Mapping) else None
     tensors = tensors if isinstance(tensors, Mapping) else {}
@@ -92,17 +112,18 @@ def layers_svg(doc: Mapping[str, Any]) -> str | None:
     for x in doc.get("imports") or []:
         if isinstance(x, Mapping) and isinstance(x.get("layer"), str):
             imports[x["layer"]] = x
-    width = len(layers) * (_BOX_W + _GAP) + 10
+    first = _origins(tensors)
+    width = (len(layers) + (1 if more else 0)) * (_BOX_W + _GAP) + 10
     height = _BOX_H + 20
     out = [
         f'<svg class="layers" xmlns="http://www.w3.org/2000/svg" width="{width}" '
         f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
-        f'aria-label="layers of {escape(str(doc.get("model", "")))}" {_FONT}>'
+        f'aria-label="layers of {escape(_clip(str(doc.get("model", "")), 80))}" {_FONT}>'
     ]
     for i, layer in enumerate(layers):
         name = str(layer.get("name", ""))
         x = 5 + i * (_BOX_W + _GAP)
-        origin = _origin(name, tensors)
+        origin = _origin(name, tensors, first)
         imp = imports.get(name)
         if imp is not None:
             pkg = imp.get("package")
@@ -118,7 +139,8 @@ def layers_svg(doc: Mapping[str, Any]) -> str | None:
             f'<rect x="{x}" y="10" width="{_BOX_W}" height="{_BOX_H}" rx="6" '
             f'fill="{fill}" stroke="#555"/>'
         )
-        out.append(_text(x + _BOX_W / 2, 28, f"{name} = {layer.get('op', '')}", bold=True))
+        title = _clip(f"{name} = {layer.get('op', '')}", 31)
+        out.append(_text(x + _BOX_W / 2, 28, title, bold=True))
         out.append(_text(x + _BOX_W / 2, 46, _clip(detail[0], 31)))
         if detail[1]:
             out.append(_text(x + _BOX_W / 2, 62, _clip(detail[1], 31)))
@@ -127,6 +149,9 @@ def layers_svg(doc: Mapping[str, Any]) -> str | None:
                 f'<line x1="{x - _GAP}" y1="{10 + _BOX_H / 2:.0f}" x2="{x}" '
                 f'y2="{10 + _BOX_H / 2:.0f}" stroke="#333" marker-end="url(#arrow)"/>'
             )
+    if more:
+        x = 5 + len(layers) * (_BOX_W + _GAP)
+        out.append(_text(x + _BOX_W / 2, 10 + _BOX_H / 2 + 4, f"… and {more:,} more layers"))
     out.insert(
         1,
         '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="6" '

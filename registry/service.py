@@ -144,6 +144,7 @@ class Registry:
     sumdb: SumDB | None = None  # the checksum database served under /sumdb/NAME/
     proxy: CachingProxy | None = None  # the upstream of modules not hosted here
     hf_policy: HfPolicy = field(default_factory=HfPolicy)  # the Hub API's allow-list, offline
+    public_url: str = ""  # the URL clients reach it at (Config.public_base); "" if not known
     _prefixes: tuple[float, list[str]] = field(default=(0.0, []), init=False, repr=False)
     _indexes: OrderedDict[str, ReleaseIndex] = field(
         default_factory=OrderedDict, init=False, repr=False

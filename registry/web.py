@@ -18,18 +18,22 @@ makes the caching proxy fetch. Private modules are shown only to a request
 whose ``Authorization: Bearer`` token covers them; to anyone else they do not
 exist. Every string from a module (paths, file names, manifests, specs) is
 HTML-escaped, and links are built from escaped, percent-quoted paths.
+
+Nothing on a page comes from the request's headers but its token: the
+``HF_ENDPOINT`` line names :attr:`Registry.public_url` (``--public-url``,
+:mod:`registry.config`), never the ``Host`` a request gives, since public
+version pages are kept and served to everyone (and sent ``public,
+max-age=300`` to shared caches). A version's page does bounded work however
+large its files: see :func:`render_version` and :mod:`registry.artifactview`.
 """
 
 from __future__ import annotations
 
-import html
-import io
-import json
+import contextlib
 import threading
-import zipfile
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Generic, TypeVar
 from urllib.parse import quote
 
 from starlette.concurrency import run_in_threadpool
@@ -37,20 +41,32 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from wgtpm import _json as _wjson
 from wgtpm import version as _v
 from wgtpm._errors import WgtpmError
-from wgtpm.index import ReleaseIndex, parse
+from wgtpm.index import IndexEntry, ReleaseIndex, parse
 from wgtpm.module import escape_path, escape_version, unescape_path
 
 from . import tokens as _tokens
 from ._errors import BlobNotFoundError, GoneError, NotFoundError, RegistryError
+from .artifactview import (
+    MAX_MANIFEST,
+    MAX_PAW,
+    MAX_ROWS,
+    Digest,
+    digest_manifest,
+    digest_paw,
+    esc,
+    more,
+    not_read,
+)
+from .artifactview import table as _table
 from .metadata import ModuleRecord, TokenRecord, VersionRecord
-from .pictures import layers_svg, requirements_svg
+from .pictures import requirements_svg
 from .service import Registry, latest_of
 
 __all__ = [
     "PREFIX",
+    "PageCache",
     "hf_snippet",
     "new_page_cache",
     "render_index",
@@ -60,11 +76,14 @@ __all__ = [
 ]
 
 PREFIX = "/-/module/"
-MAX_MANIFEST = 4 << 20  # bytes of a manifest.json the page reads
-MAX_PAW = 64 << 20  # bytes of a .paw bundle the page opens for its meta.json
-MAX_META = 1 << 20  # bytes of a meta.json
 MAX_MODULES = 2000  # modules listed on the front page
+MAX_FILE_ROWS = 1000  # files listed on a version's page (an index may list 10,000)
+MAX_ARTIFACTS = 32  # artifact sections on a version's page (distinct blobs)
+MAX_PAGE_READ = 16 << 20  # bytes of artifact blobs one render of a version's page reads
 _CACHE_PAGES = 256  # rendered public version pages kept (versions never change)
+_CACHE_PAGE_BYTES = 64 << 20  # ... and their bytes, all together
+_CACHE_DIGESTS = 4096  # artifact digests kept (a blob's never changes)
+_CACHE_DIGEST_BYTES = 32 << 20  # ... and their bytes, all together
 
 _CSS = """
 body{font:15px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:72rem;padding:0 1rem;color:#222}
@@ -76,11 +95,6 @@ font-size:13px}pre{background:#f6f8fa;padding:.6rem;overflow:auto;white-space:pr
 .get{display:flex;gap:.5rem;align-items:center}.get input{flex:1;font:14px ui-monospace,monospace;
 padding:.3rem}
 """
-
-
-def esc(value: object) -> str:
-    """``value`` as HTML text (quotes escaped too, so it is safe in attributes)."""
-    return html.escape(str(value), quote=True)
 
 
 def _module_href(module: str) -> str:
@@ -98,13 +112,6 @@ def _page(title: str, body: str) -> str:
         f"<title>{esc(title)}</title><style>{_CSS}</style></head><body>"
         f'<nav><a href="/">wgtpm registry</a></nav>{body}</body></html>'
     )
-
-
-def _table(head: Iterable[str], rows: Iterable[Iterable[str]]) -> str:
-    """A table; cells are HTML already (escape them before)."""
-    th = "".join(f"<th>{esc(h)}</th>" for h in head)
-    trs = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table>"
 
 
 def _readable(rec: ModuleRecord | None, token: TokenRecord | None) -> bool:
@@ -164,8 +171,8 @@ def hf_snippet(endpoint: str, module: str, version: str) -> str | None:
     """The line a user pastes to load ``hf.co/OWNER/REPO@version`` through this registry's
     Hub API with transformers; ``None`` for modules that are not Hugging Face repositories.
 
-    >>> hf_snippet("http://reg:8080", "hf.co/acme/tiny", "v0.1.0")  # doctest: +ELLIPSIS
-    'HF_ENDPOINT=http://reg:8080 python -c "from transformers import AutoConfig; AutoConfig.from_pretrained(\'acme/tiny\', revision=\'v0.1.0\')"'
+    >>> print(hf_snippet("http://reg:8080", "hf.co/acme/tiny", "v0.1.0"))
+    HF_ENDPOINT=http://reg:8080 python -c "from transformers import AutoConfig; AutoConfig.from_pretrained('acme/tiny', revision='v0.1.0')"
     """
     elems = module.split("/")
     if len(elems) != 3 or elems[0] != "hf.co" or not endpoint:
@@ -191,7 +198,7 @@ def _snippet_html(endpoint: str, module: str, version: str) -> str:
     )
 
 
-def render_module(reg: Registry, module: str, token: TokenRecord | None, endpoint: str = "") -> str:
+def render_module(reg: Registry, module: str, token: TokenRecord | None) -> str:
     """``/-/module/$module``: the versions stored here, newest first (and, for an
     ``hf.co`` module, the transformers line that loads the latest through this registry)."""
     rec = reg.meta.get_module(module)
@@ -214,15 +221,24 @@ def render_module(reg: Registry, module: str, token: TokenRecord | None, endpoin
         f'<h1 class="mono">{esc(module)}</h1><p>{kind}; latest '
         f"<b>{esc(_latest(vs))}</b></p>" + _table(["version", "time", "h1"], rows)
     )
-    body += _snippet_html(endpoint, module, _latest(vs))
+    body += _snippet_html(reg.public_url, module, _latest(vs))
     return _page(module, body)
 
 
 def render_version(
-    reg: Registry, module: str, version: str, token: TokenRecord | None, endpoint: str = ""
+    reg: Registry,
+    module: str,
+    version: str,
+    token: TokenRecord | None,
+    cache: PageCache | None = None,
 ) -> str:
     """``/-/module/$module/@v/$version``: files, artifacts and the ``wgtpm get`` line (and,
-    for an ``hf.co`` module, the transformers line that loads it through this registry)."""
+    for an ``hf.co`` module, the transformers line that loads it through this registry).
+
+    Bounded work whatever the version holds: the first :data:`MAX_FILE_ROWS` files, one
+    section per distinct artifact blob (the first :data:`MAX_ARTIFACTS`), each from its
+    :class:`~registry.artifactview.Digest` in ``cache`` or read anew, at most
+    :data:`MAX_PAGE_READ` bytes of them in all."""
     rec = reg.meta.get_module(module)
     v = reg.meta.get_version(module, version) if _readable(rec, token) else None
     if v is None:
@@ -239,11 +255,11 @@ def render_version(
         + (f" · commit <code>{esc(v.commit)}</code>" if v.commit else "")
         + "</p>"
     )
-    body += _snippet_html(endpoint, module, version)
+    body += _snippet_html(reg.public_url, module, version)
     files = reg.meta.list_files(module, version)
     entries = {e.path: e for e in idx.files} if idx else {}
     rows = []
-    for f in files:
+    for f in files[:MAX_FILE_ROWS]:
         e = entries.get(f.path)
         rows.append(
             [
@@ -256,16 +272,18 @@ def render_version(
         )
     body += _requirements(reg, idx, module, version)
     body += "<h2>Files</h2>" + _table(["path", "size", "sha256", "artifact", "kind"], rows)
-    body += _artifacts(reg, idx)
+    body += more(len(files) - MAX_FILE_ROWS, f"files (wgtpm get {module}@{version} has all)")
+    body += _artifacts(reg, idx, cache if cache is not None else PageCache())
     return _page(f"{module}@{version}", body)
 
 
 def _requirements(reg: Registry, idx: ReleaseIndex | None, module: str, version: str) -> str:
-    """The version's requirements (from its wgt.mod) as a picture, each linked to its page."""
+    """The version's requirements (from its wgt.mod) as a picture, each linked to its page
+    (the first :data:`~registry.artifactview.MAX_ROWS` of them)."""
     from wgtpm import modfile
 
     e = idx.entry("wgt.mod") if idx else None
-    data = _blob(reg, e.sha256, e.size, MAX_MANIFEST) if e else None
+    data = _blob(reg, e.sha256, e.size, reg.limits.max_mod_size) if e else None
     if data is None:
         return ""
     try:
@@ -273,7 +291,11 @@ def _requirements(reg: Registry, idx: ReleaseIndex | None, module: str, version:
     except WgtpmError:
         return ""
     reqs = [(r.path, r.version, _version_href(r.path, r.version)) for r in mf.requires]
-    return "<h2>Requirements</h2>" + requirements_svg(f"{module}@{version}", reqs)
+    return (
+        "<h2>Requirements</h2>"
+        + requirements_svg(f"{module}@{version}", reqs[:MAX_ROWS])
+        + more(len(reqs) - MAX_ROWS, "requirements")
+    )
 
 
 def _index(reg: Registry, v: VersionRecord) -> ReleaseIndex | None:
@@ -292,160 +314,147 @@ def _blob(reg: Registry, sha256: str, size: int, limit: int) -> bytes | None:
         return None
 
 
-def _artifacts(reg: Registry, idx: ReleaseIndex | None) -> str:
-    """A section per artifact: a WeightLang model's interface and provenance, a PAW program."""
+def _kind(e: IndexEntry) -> str | None:
+    """``wgt`` for a WeightLang manifest, ``paw`` for a PAW bundle, else ``None``."""
+    if e.path.endswith("manifest.json") and e.kind in (None, "wgt"):
+        return "wgt"
+    return "paw" if e.path.endswith(".paw") else None
+
+
+def _artifacts(reg: Registry, idx: ReleaseIndex | None, cache: PageCache) -> str:
+    """A section per distinct artifact blob (however many paths list it): a WeightLang
+    model's interface and provenance, a PAW program."""
     if idx is None:
         return ""
-    out = []
+    groups: dict[tuple[str, str], list[IndexEntry]] = {}
     for e in idx.files:
-        name = e.artifact or e.path.rsplit("/", 1)[0]
-        if e.path.endswith("manifest.json") and e.kind in (None, "wgt"):
-            data = _blob(reg, e.sha256, e.size, MAX_MANIFEST)
-            doc = _json(data)
-            if isinstance(doc, dict) and isinstance(doc.get("interface"), dict):
-                out.append(_weightlang(name, e.path, doc))
-        elif e.path.endswith(".paw"):
-            data = _blob(reg, e.sha256, e.size, MAX_PAW)
-            out.append(_paw(e.artifact or e.path, e.path, _paw_meta(data)))
-    return "<h2>Artifacts</h2>" + "".join(out) if out else ""
+        kind = _kind(e)
+        if kind is not None:
+            groups.setdefault((kind, e.sha256), []).append(e)
+    budget = MAX_PAGE_READ
+    out = []
+    for (kind, _), same in list(groups.items())[:MAX_ARTIFACTS]:
+        digest, spent = _digest(reg, cache, kind, same[0], budget)
+        budget -= spent
+        if digest.shown:
+            out.append(_section(kind, same, digest))
+    out.append(more(len(groups) - MAX_ARTIFACTS, "artifacts"))
+    return "<h2>Artifacts</h2>" + "".join(out) if any(out) else ""
 
 
-def _json(data: bytes | None) -> Any:
-    if data is None:
-        return None
-    try:
-        return _wjson.loads(data)
-    except ValueError:  # also too deep, not UTF-8, an over-long number
-        return None
+def _digest(
+    reg: Registry, cache: PageCache, kind: str, e: IndexEntry, budget: int
+) -> tuple[Digest, int]:
+    """The artifact's digest and the bytes read for it: from ``cache``, else read (if ``e``
+    is within its limit and ``budget``) and kept; a blob over its limit is kept as such."""
+    key = f"{kind}:{e.sha256}"
+    known = cache.digests.get(key)
+    if known is not None:
+        return known, 0
+    limit, what = (MAX_MANIFEST, "the manifest") if kind == "wgt" else (MAX_PAW, "the bundle")
+    if e.size > limit:
+        digest = not_read(e.size, limit, what)
+        cache.digests.put(key, digest)
+        return digest, 0
+    if e.size > budget:
+        return Digest(
+            f"<p>(not shown: this page reads at most {MAX_PAGE_READ:,} bytes of artifacts)</p>"
+        ), 0
+    data = _blob(reg, e.sha256, e.size, limit)
+    if data is None:  # a store that failed now may answer later: not kept
+        return (Digest("", shown=False) if kind == "wgt" else digest_paw(None)), e.size
+    digest = digest_manifest(data) if kind == "wgt" else digest_paw(data)
+    cache.digests.put(key, digest)
+    return digest, e.size
 
 
-def _shape(io_: Any) -> str:
-    if not isinstance(io_, Mapping):
-        return ""
-    shape = io_.get("shape")
-    dims = "×".join(str(d) for d in shape) if isinstance(shape, list) else "?"
-    return f"{io_.get('name', '?')}: {io_.get('dtype', '')}[{dims}]"
+def _section(kind: str, same: list[IndexEntry], digest: Digest) -> str:
+    """An artifact's section: its name and paths, then its digest's body."""
+    first = same[0]
+    paths = f"<code>{esc(first.path)}</code>"
+    if len(same) > 1:
+        paths += f" (and {len(same) - 1:,} more paths with the same bytes)"
+    if kind == "wgt":
+        name = first.artifact or first.path.rsplit("/", 1)[0]
+        model = f"model <b>{esc(digest.model)}</b> " if digest.model else ""
+        head = f'<span class="tag">wgt</span></h3><p>{model}from {paths}</p>'
+    else:
+        name = first.artifact or first.path
+        head = f'<span class="tag">paw</span></h3><p>bundle {paths}</p>'
+    return f'<section class="artifact"><h3 class="mono">{esc(name)} {head}{digest.body}</section>'
 
 
-def _weightlang(name: str, path: str, doc: Mapping[str, Any]) -> str:
-    iface = doc.get("interface") or {}
-    s = (
-        f'<section class="artifact"><h3 class="mono">{esc(name)} '
-        f'<span class="tag">wgt</span></h3><p>model <b>{esc(doc.get("model", ""))}</b> '
-        f"from <code>{esc(path)}</code></p>"
-        f'<p>input <code class="iface-in">{esc(_shape(iface.get("input")))}</code> → '
-        f'output <code class="iface-out">{esc(_shape(iface.get("output")))}</code></p>'
-    )
-    layers = [x for x in doc.get("layers") or [] if isinstance(x, Mapping)]
-    if layers:
-        s += (
-            "<h4>Layers</h4>"
-            + (layers_svg(doc) or "")
-            + _table(
-                ["name", "op", "args"],
-                [
-                    [
-                        esc(x.get("name", "")),
-                        esc(x.get("op", "")),
-                        esc(json.dumps(x.get("args", {}))),
-                    ]
-                    for x in layers
-                ],
-            )
-        )
-    weights = doc.get("weights")
-    tensors = weights.get("tensors") if isinstance(weights, Mapping) else None
-    if isinstance(tensors, Mapping):
-        s += "<h4>Tensors</h4>" + _table(
-            ["tensor", "shape", "origin", "upstream origin"],
-            [
-                [
-                    f'<span class="mono">{esc(t)}</span>',
-                    esc(info.get("shape", "")),
-                    esc(info.get("origin", "")),
-                    esc(info.get("upstream_origin", "")),
-                ]
-                for t, info in tensors.items()
-                if isinstance(info, Mapping)
-            ],
-        )
-    imports = [x for x in doc.get("imports") or [] if isinstance(x, Mapping)]
-    if imports:
-        rows = []
-        for x in imports:
-            pkg = x.get("package")
-            where = (
-                f"{pkg.get('module', '')}@{pkg.get('version', '')}"
-                if isinstance(pkg, Mapping)
-                else "(a path)"
-            )
-            rows.append(
-                [
-                    esc(x.get("layer", "")),
-                    f'<span class="mono">{esc(x.get("source", ""))}</span>',
-                    f'<span class="mono">{esc(where)}</span>',
-                    "frozen" if x.get("frozen") else "",
-                ]
-            )
-        s += "<h4>Imports</h4>" + _table(["layer", "source", "package", ""], rows)
-    return s + "</section>"
+# -- what the pages keep
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 
-def _paw_meta(data: bytes | None) -> Mapping[str, Any] | None:
-    """``meta.json`` of a ``.paw`` bundle (a ZIP), read within limits; ``None`` if unreadable."""
-    if data is None:
-        return None
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as z:
-            info = z.getinfo("meta.json")
-            if info.file_size > MAX_META:
+class _Lru(Generic[K, V]):
+    """Values by key, newest use last, within ``count`` entries and ``size`` bytes (as
+    ``weigh`` counts them); a value over ``size`` alone is not kept."""
+
+    def __init__(self, count: int, size: int, weigh: Callable[[V], int]) -> None:
+        self._lock = threading.Lock()
+        self._items: OrderedDict[K, tuple[V, int]] = OrderedDict()
+        self._count, self._size, self._weigh, self._held = count, size, weigh, 0
+
+    def get(self, key: K) -> V | None:
+        with self._lock:
+            item = self._items.get(key)
+            if item is None:
                 return None
-            doc = _wjson.loads(z.read(info))
-    except (zipfile.BadZipFile, KeyError, ValueError, OSError, NotImplementedError, RuntimeError):
-        return None
-    return doc if isinstance(doc, dict) else None
+            self._items.move_to_end(key)
+            return item[0]
+
+    def put(self, key: K, value: V) -> None:
+        weight = self._weigh(value)
+        if weight > self._size:
+            return
+        with self._lock:
+            old = self._items.pop(key, None)
+            self._held += weight - (old[1] if old else 0)
+            self._items[key] = (value, weight)
+            while len(self._items) > self._count or self._held > self._size:
+                _, (_, w) = self._items.popitem(last=False)
+                self._held -= w
 
 
-def _paw(name: str, path: str, meta: Mapping[str, Any] | None) -> str:
-    s = (
-        f'<section class="artifact"><h3 class="mono">{esc(name)} <span class="tag">paw</span>'
-        f"</h3><p>bundle <code>{esc(path)}</code></p>"
-    )
-    if meta is None:
-        return s + "<p>(meta.json could not be read)</p></section>"
-    s += f'<p>program id <code class="program-id">{esc(meta.get("program_id", ""))}</code>'
-    interp = meta.get("interpreter")
-    if isinstance(interp, str | int | float):
-        s += f" · interpreter <code>{esc(interp)}</code>"
-    s += "</p>"
-    spec = meta.get("spec")
-    if isinstance(spec, str) and spec:
-        s += f'<h4>Spec</h4><pre class="spec">{esc(spec)}</pre>'
-    return s + "</section>"
+class PageCache:
+    """What one app's version pages keep: rendered public pages by ``(module, version)``
+    (versions never change), and artifact digests by kind and blob sha256
+    (:mod:`registry.artifactview`), each bounded in entries and bytes.
+
+    Anyone can evict pages, by reading :data:`_CACHE_PAGES` other versions; that costs
+    a page a render from the digests kept, never the reading of its manifests again. Only
+    one render of a page runs at a time: readers that come meanwhile wait for it.
+    """
+
+    def __init__(self, pages: int = _CACHE_PAGES, digests: int = _CACHE_DIGESTS) -> None:
+        self.pages: _Lru[tuple[str, str], str] = _Lru(pages, _CACHE_PAGE_BYTES, len)
+        self.digests: _Lru[str, Digest] = _Lru(digests, _CACHE_DIGEST_BYTES, Digest.weight)
+        self._lock = threading.Lock()
+        self._rendering: dict[tuple[str, str], tuple[threading.Lock, int]] = {}
+
+    @contextlib.contextmanager
+    def rendering(self, key: tuple[str, str]) -> Iterator[None]:
+        """Held while ``key``'s page renders (one render of one page at a time)."""
+        with self._lock:
+            lock, n = self._rendering.get(key, (threading.Lock(), 0))
+            self._rendering[key] = (lock, n + 1)
+        try:
+            with lock:
+                yield
+        finally:
+            with self._lock:
+                n = self._rendering[key][1] - 1
+                if n:
+                    self._rendering[key] = (lock, n)
+                else:
+                    del self._rendering[key]
 
 
 # -- HTTP
-
-
-class _Pages:
-    """Rendered pages of public versions, newest use last (versions never change)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._pages: OrderedDict[tuple[str, str], str] = OrderedDict()
-
-    def get(self, key: tuple[str, str]) -> str | None:
-        with self._lock:
-            page = self._pages.get(key)
-            if page is not None:
-                self._pages.move_to_end(key)
-            return page
-
-    def put(self, key: tuple[str, str], page: str) -> None:
-        with self._lock:
-            self._pages[key] = page
-            while len(self._pages) > _CACHE_PAGES:
-                self._pages.popitem(last=False)
 
 
 async def _token(request: Request, reg: Registry) -> TokenRecord | None:
@@ -472,11 +481,6 @@ async def _home(request: Request) -> Response:
     return _html(page, "no-cache" if token is None else "private, no-cache")
 
 
-def _endpoint(request: Request) -> str:
-    """This registry's base URL as the client reached it (for ``HF_ENDPOINT``)."""
-    return str(request.base_url).rstrip("/")
-
-
 def _split(path: str) -> tuple[str, str | None]:
     esc_mod, sep, esc_ver = path.partition("/@v/")
     try:
@@ -490,24 +494,36 @@ def _split(path: str) -> tuple[str, str | None]:
     return module, _unescape_version(esc_ver)
 
 
+def _version_page(
+    reg: Registry, cache: PageCache, module: str, version: str, token: TokenRecord | None
+) -> tuple[str, bool]:
+    """The version's page and whether it is public (kept, and sent as cacheable)."""
+    key = (module, version)
+    page = cache.pages.get(key)
+    if page is not None:
+        return page, True
+    with cache.rendering(key):
+        page = cache.pages.get(key)
+        if page is not None:
+            return page, True
+        page = render_version(reg, module, version, token, cache)
+        rec = reg.meta.get_module(module)
+        if rec is not None and not rec.private:
+            cache.pages.put(key, page)
+            return page, True
+    return page, False
+
+
 async def _module_page(request: Request) -> Response:
     reg: Registry = request.app.state.registry
     token = await _token(request, reg)
     module, version = _split(request.path_params["path"])
     if version is None:
-        page = await run_in_threadpool(render_module, reg, module, token, _endpoint(request))
+        page = await run_in_threadpool(render_module, reg, module, token)
         return _html(page, "no-cache" if token is None else "private, no-cache")
-    pages: _Pages = request.app.state.web_pages
-    key = (module, version)
-    cached = pages.get(key)
-    if cached is not None:
-        return _html(cached, "public, max-age=300")
-    page = await run_in_threadpool(render_version, reg, module, version, token, _endpoint(request))
-    rec = await run_in_threadpool(reg.meta.get_module, module)
-    if rec is not None and not rec.private:
-        pages.put(key, page)
-        return _html(page, "public, max-age=300")
-    return _html(page, "private, no-cache")
+    cache: PageCache = request.app.state.web_pages
+    page, public = await run_in_threadpool(_version_page, reg, cache, module, version, token)
+    return _html(page, "public, max-age=300" if public else "private, no-cache")
 
 
 def routes() -> list[BaseRoute]:
@@ -518,6 +534,6 @@ def routes() -> list[BaseRoute]:
     ]
 
 
-def new_page_cache() -> _Pages:
-    """The rendered-page cache of one app."""
-    return _Pages()
+def new_page_cache() -> PageCache:
+    """The page cache of one app."""
+    return PageCache()

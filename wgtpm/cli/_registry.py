@@ -111,6 +111,14 @@ def register(sub: Any) -> None:
         default=None,
         help="serve only what is stored, never the upstream (default: $WGTPM_REGISTRY_OFFLINE)",
     )
+    s.add_argument(
+        "--public-url",
+        metavar="URL",
+        help="the URL clients reach this registry at, printed on its pages (HF_ENDPOINT=URL); "
+        "set it behind a proxy or a DNS name, e.g. https://models.example.com (default: "
+        "$WGTPM_REGISTRY_PUBLIC_URL, else http://HOST:PORT as listened on). Never taken from "
+        "a request's Host",
+    )
     s.set_defaults(run=_serve)
 
     k = rsub.add_parser(
@@ -171,11 +179,27 @@ def _config(args: argparse.Namespace) -> Config:
         upstream=getattr(args, "upstream", None),
         hf_allow=getattr(args, "hf_allow", None),
         offline=getattr(args, "offline", None),
+        public_url=getattr(args, "public_url", None),
     )
 
 
 def _registry_error(exc: Exception) -> WgtpmError:
     return WgtpmError(f"registry: {exc}")
+
+
+def _with_public_url(config: Config, host: str, port: int) -> Config:
+    """``config`` with its public URL checked, and set to ``http://HOST:PORT`` (the address
+    ``serve`` listens on) when neither ``--public-url`` nor the environment names one."""
+    import dataclasses
+
+    try:
+        if config.public_base():
+            return config
+    except ValueError as exc:
+        given = "--public-url" if config.public_url else "WGTPM_REGISTRY_PUBLIC_URL"
+        raise UsageError(f"{given}: {exc}") from exc
+    bound = f"[{host}]" if ":" in host else host
+    return dataclasses.replace(config, public_url=f"http://{bound}:{port}")
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -190,6 +214,7 @@ def _serve(args: argparse.Namespace) -> int:
         if not env.isdigit():
             raise UsageError(f"WGTPM_REGISTRY_PORT={env!r} is not a port number")
         port = int(env)
+    config = _with_public_url(config, host, port)
     try:
         if args.workers < 1:
             raise UsageError(f"--workers must be 1 or more, not {args.workers}")
