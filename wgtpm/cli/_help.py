@@ -49,6 +49,10 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
     ("WGTPM_REGISTRY_HOST", "the address 'wgtpm registry serve' listens on (default 127.0.0.1)"),
     ("WGTPM_REGISTRY_PORT", "the port 'wgtpm registry serve' listens on (default 8080)"),
     ("WGTPM_REGISTRY_DATA", "the registry's data folder (default: the user data dir)"),
+    (
+        "WGTPM_REGISTRY_PUBLIC_URL",
+        "the URL the registry's pages give clients (default: the address it listens on)",
+    ),
     ("WGTPM_REGISTRY_SUMDB_KEY", "the registry's checksum-log signer key itself"),
     ("WGTPM_REGISTRY_SUMDB_KEY_FILE", "a file holding the registry's signer key"),
     ("WGTPM_REGISTRY_SUMDB_NAME", "the name of a new checksum database (default: the host name)"),
