@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
-import json
 import logging
 import re
 import threading
@@ -54,7 +53,6 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
-from urllib.parse import parse_qs
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -66,8 +64,9 @@ from wgtpm._errors import WgtpmError
 from wgtpm.index import parse as parse_index
 from wgtpm.module import check_path_major
 
+from . import body, limits
 from . import tokens as _tokens
-from ._errors import NotFoundError, RegistryError
+from ._errors import BadRequestError, NotFoundError, RegistryError, header_text
 from .metadata import FileRecord, TokenRecord, VersionRecord
 from .ondemand import OnDemand, Pending
 from .protocol import IMMUTABLE, serve_bytes_of
@@ -409,7 +408,7 @@ def _dir(r: HubRevision, d: str) -> dict[str, Any]:
 
 def _error(exc: RegistryError, code: str | None) -> Response:
     msg = str(exc)
-    headers = {"X-Error-Message": msg.encode("ascii", "replace").decode()[:1000].replace("\n", " ")}
+    headers = {"X-Error-Message": header_text(msg)}
     code = getattr(exc, "code", None) or code
     if code and exc.status == 404:
         headers["X-Error-Code"] = code
@@ -482,13 +481,28 @@ async def _paths_info(request: Request) -> Response:
     r = await _revision(request, request.path_params["rev"])
     if isinstance(r, Response):
         return r
-    body = await request.body()
-    if request.headers.get("content-type", "").startswith("application/json"):
-        doc = json.loads(body or b"{}")
-        paths = doc.get("paths", []) if isinstance(doc, dict) else []
-    else:
-        paths = parse_qs(body.decode("utf-8", "replace")).get("paths", [])
-    return JSONResponse(_mirror(request).paths_info(r, [str(p) for p in paths]))
+    try:
+        paths = await _paths_asked(request)
+    except RegistryError as exc:
+        return _error(exc, None)
+    return JSONResponse(_mirror(request).paths_info(r, paths))
+
+
+async def _paths_asked(request: Request) -> list[str]:
+    """The ``paths`` of a paths-info body: a form (as huggingface_hub sends it), or a JSON
+    object whose ``paths`` is a string or a list of strings; at most
+    :data:`~registry.limits.MAX_PATHS_INFO_BODY` bytes (413), else a 400 saying what is wrong."""
+    cap = limits.MAX_PATHS_INFO_BODY
+    if not request.headers.get("content-type", "").startswith("application/json"):
+        form = await body.form_fields(request, cap, "the paths-info form")
+        return form.get("paths", [])
+    doc = await body.json_object(request, cap, "the paths-info body")
+    paths = doc.get("paths", [])
+    if isinstance(paths, str):
+        paths = [paths]
+    if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+        raise BadRequestError("'paths' in the paths-info body must be a list of strings")
+    return paths
 
 
 async def _refs(request: Request) -> Response:
