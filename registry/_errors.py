@@ -15,14 +15,10 @@
     └── UpstreamError             502  the caching proxy's upstream failed or served bad bytes
 
 The HTTP layer turns them into ``{"error": message}`` bodies; the message
-says what to do next. A message that goes into a header too (the Hub API's
-``X-Error-Message``) goes through :func:`header_text` first: it may hold a
-path the client sent, control characters included.
+says what to do next.
 """
 
 from __future__ import annotations
-
-import re
 
 __all__ = [
     "BadRequestError",
@@ -37,28 +33,7 @@ __all__ = [
     "TooLargeError",
     "UnauthorizedError",
     "UpstreamError",
-    "header_text",
 ]
-
-#: What may not stand in a header value as it is: control characters (CR, LF and NUL
-#: would end or break the header; uvicorn refuses them and aborts the response), DEL,
-#: ``%`` (so that the escape is undone unambiguously) and anything not ASCII.
-_UNSAFE_IN_HEADER = re.compile(r"[^\x20-\x24\x26-\x7e]")
-MAX_HEADER_TEXT = 1000  # characters of a message put in a header
-
-
-def header_text(message: str, limit: int = MAX_HEADER_TEXT) -> str:
-    """``message`` as a header value: percent-escaped (UTF-8) where a character is not
-    printable ASCII, and cut to ``limit`` characters. ``"a\r\nb"`` -> ``"a%0D%0Ab"``."""
-    escaped = _UNSAFE_IN_HEADER.sub(
-        lambda m: "".join(f"%{b:02X}" for b in m.group().encode("utf-8", "replace")),
-        message[: limit * 4],
-    )
-    out = escaped[:limit]
-    partial = out.rfind("%", len(out) - 2)
-    if len(escaped) > limit and partial >= 0:  # not half an escape
-        out = out[:partial]
-    return out.rstrip()
 
 
 class RegistryError(Exception):

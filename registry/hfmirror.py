@@ -66,7 +66,7 @@ from wgtpm.module import check_path_major
 
 from . import body, limits
 from . import tokens as _tokens
-from ._errors import BadRequestError, NotFoundError, RegistryError, header_text
+from ._errors import BadRequestError, NotFoundError, RegistryError
 from .metadata import FileRecord, TokenRecord, VersionRecord
 from .ondemand import OnDemand, Pending
 from .protocol import IMMUTABLE, serve_bytes_of
@@ -404,6 +404,27 @@ def _dir(r: HubRevision, d: str) -> dict[str, Any]:
 
 
 # -- HTTP
+
+#: What may not stand in a header value as it is: control characters (CR, LF and NUL
+#: would end or break the header; uvicorn refuses them and aborts the response), DEL,
+#: ``%`` (so that the escape is undone unambiguously) and anything not ASCII.
+_UNSAFE_IN_HEADER = re.compile(r"[^\x20-\x24\x26-\x7e]")
+MAX_HEADER_TEXT = 1000  # characters of an error message put in X-Error-Message
+
+
+def header_text(message: str, limit: int = MAX_HEADER_TEXT) -> str:
+    """``message`` as a header value: percent-escaped (UTF-8) where a character is not
+    printable ASCII, and cut to ``limit`` characters: ``a<CR><LF>é`` -> ``a%0D%0A%C3%A9``.
+    An error message may hold a path or a repository name as the client sent it."""
+    escaped = _UNSAFE_IN_HEADER.sub(
+        lambda m: "".join(f"%{b:02X}" for b in m.group().encode("utf-8", "replace")),
+        message[: limit * 4],
+    )
+    out = escaped[:limit]
+    partial = out.rfind("%", len(out) - 2)
+    if len(escaped) > limit and partial >= 0:  # not half an escape
+        out = out[:partial]
+    return out.rstrip()
 
 
 def _error(exc: RegistryError, code: str | None) -> Response:

@@ -482,3 +482,43 @@ def test_a_request_head_over_its_limit_is_refused(server: Server) -> None:
         s.sendall(head("GET", "/healthz", {"X-Big": "x" * limits.MAX_REQUEST_HEAD}))
         status, _, body = response(s)
     assert status == 431, body
+
+
+# -- the pieces, as tables
+
+
+@pytest.mark.parametrize(
+    ("message", "want"),
+    [
+        ("a/b does not exist", "a/b does not exist"),
+        ("a\r\nb", "a%0D%0Ab"),
+        ("a\x00b\x1b\x7f", "a%00b%1B%7F"),
+        ("té 5%", "t%C3%A9 5%25"),
+        ("x" * 999 + "\n", "x" * 999),  # cut, and not half an escape
+    ],
+)
+def test_header_text_escapes_what_a_header_may_not_hold(message: str, want: str) -> None:
+    from registry.hfmirror import header_text
+
+    assert header_text(message) == want
+
+
+@pytest.mark.parametrize(
+    ("env", "want"),
+    [
+        ({}, limits.Timeouts()),
+        (
+            {"WGTPM_REGISTRY_KEEP_ALIVE_TIMEOUT": "2", "WGTPM_REGISTRY_BODY_TIMEOUT": " 0.5 "},
+            limits.Timeouts(keep_alive=2, body=0.5),
+        ),
+        ({"WGTPM_REGISTRY_HEADER_TIMEOUT": ""}, limits.Timeouts()),
+    ],
+)
+def test_timeouts_from_the_environment(env: dict[str, str], want: limits.Timeouts) -> None:
+    assert limits.Timeouts.from_env(env) == want
+
+
+@pytest.mark.parametrize("bad", ["x", "0", "-1", "nan", "inf"])
+def test_a_malformed_timeout_is_named(bad: str) -> None:
+    with pytest.raises(ValueError, match=f"WGTPM_REGISTRY_DRAIN_TIMEOUT='{bad}'"):
+        limits.Timeouts.from_env({"WGTPM_REGISTRY_DRAIN_TIMEOUT": bad})
