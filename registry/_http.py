@@ -277,8 +277,8 @@ else:
 
         _reading = IDLE  # what of a request the parser is in: IDLE (none), HEAD or BODY
         _begun = 0  # requests begun on this connection
-        _head_bytes = 0  # of the current head: its target and headers as parsed
-        _head_raw = 0  # of the current head: bytes received while it was incomplete
+        _head_raw = 0  # bytes of the chunks before this one while the head was incomplete
+        _chunk = 0  # bytes of the chunk being parsed
         _refused = False  # a head over MAX_REQUEST_HEAD came: nothing more is parsed
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -300,6 +300,7 @@ else:
         def data_received(self, data: bytes) -> None:
             if self._refused:
                 return
+            self._chunk = len(data)
             super().data_received(data)
             if self._reading == HEAD:  # httptools keeps what it has of the head meanwhile
                 self._head_raw += len(data)
@@ -315,22 +316,16 @@ else:
             self.watchdog.check()
 
         def on_message_begin(self) -> None:
-            self._reading, self._begun = HEAD, self._begun + 1
-            self._head_bytes = self._head_raw = 0
+            self._reading, self._begun, self._head_raw = HEAD, self._begun + 1, 0
             super().on_message_begin()
-
-        def on_url(self, url: bytes) -> None:
-            self._head_bytes += len(url)
-            super().on_url(url)
-
-        def on_header(self, name: bytes, value: bytes) -> None:
-            self._head_bytes += len(name) + len(value) + 4  # ": " and CRLF
-            super().on_header(name, value)
 
         def head_refused(self) -> bool:
             """Whether the head just parsed is refused (over :data:`MAX_REQUEST_HEAD`), or
-            one before it was: then no app sees it, and :meth:`data_received` answers 431."""
-            self._refused = self._refused or self._head_bytes > MAX_REQUEST_HEAD
+            one before it was: then no app sees it, and :meth:`data_received` answers 431.
+            The head is measured only when the chunks it came in could hold that much."""
+            if not self._refused and self._head_raw + self._chunk > MAX_REQUEST_HEAD:
+                size = len(self.url) + sum(len(k) + len(v) + 4 for k, v in self.headers)
+                self._refused = size > MAX_REQUEST_HEAD
             return self._refused
 
         def on_headers_complete(self) -> None:

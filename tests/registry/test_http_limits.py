@@ -476,12 +476,25 @@ def test_a_busy_keep_alive_connection_stays_open(either: Server) -> None:
             time.sleep(0.25)
 
 
+@pytest.mark.parametrize("pieces", [1, 40])
 @pytest.mark.usefixtures("quiet")
-def test_a_request_head_over_its_limit_is_refused(server: Server) -> None:
+def test_a_request_head_over_its_limit_is_refused(server: Server, pieces: int) -> None:
+    """At once (the whole head parsed, then measured) and in pieces (one header line that
+    never ends: what httptools holds of it is counted as it comes)."""
+    big = head("GET", "/healthz", {"X-Big": "x" * limits.MAX_REQUEST_HEAD})
+    if pieces > 1:
+        big = big[: big.index(b"xxx")] + b"x" * (limits.MAX_REQUEST_HEAD + 4096)
     with connect(server) as s:
-        s.sendall(head("GET", "/healthz", {"X-Big": "x" * limits.MAX_REQUEST_HEAD}))
+        step = -(-len(big) // pieces)
+        try:
+            for i in range(0, len(big), step):
+                s.sendall(big[i : i + step])
+                time.sleep(0.01 if pieces > 1 else 0)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
         status, _, body = response(s)
     assert status == 431, body
+    assert str(limits.MAX_REQUEST_HEAD).encode() in body
 
 
 # -- the pieces, as tables
