@@ -302,6 +302,7 @@ else:
                 return
             self._chunk = len(data)
             super().data_received(data)
+            self._chunk = 0  # out of data_received: on_response_complete checks
             if self._reading == HEAD:  # httptools keeps what it has of the head meanwhile
                 self._head_raw += len(data)
             if self._refused or self._head_raw > MAX_REQUEST_HEAD:
@@ -313,7 +314,8 @@ else:
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
-            self.watchdog.check()
+            if not self._chunk:  # else data_received checks once it is done
+                self.watchdog.check()
 
         def on_message_begin(self) -> None:
             self._reading, self._begun, self._head_raw = HEAD, self._begun + 1, 0
