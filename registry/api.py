@@ -1,8 +1,10 @@
 """The publishing API, under ``/api/v1/`` (specified in ``registry/api.md``).
 
 Every route needs ``Authorization: Bearer TOKEN`` with scope ``publish`` and
-a prefix that covers the module. Bodies and answers are JSON, except file
-uploads, whose body is the file's bytes. Errors are ``{"error": message}``
+a prefix that covers the module, checked before a byte of the body is read
+(401 or 403 first). Bodies and answers are JSON, except file uploads, whose
+body is the file's bytes; a body is read within its cap (:mod:`registry.body`:
+:data:`~registry.limits.MAX_REQUEST_JSON`, or the file's size), else 413. Errors are ``{"error": message}``
 with the status of :mod:`registry._errors`.
 """
 

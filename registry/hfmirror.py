@@ -7,6 +7,7 @@ routes (``REPO`` is ``OWNER/NAME``, ``REV`` a tag, a commit or a branch)::
                                                                    (blobs: size, blobId, lfs)
     GET  /api/models/REPO/tree/REV[/DIR][?recursive=true]           files and folders
     POST /api/models/REPO/paths-info/REV   (form: paths=..&expand=) the entries of those paths
+                                           (form or JSON: MAX_PATHS_INFO_BODY, 256 KiB)
     GET  /api/models/REPO/refs                                      branches and version tags
     HEAD /REPO/resolve/REV/PATH            X-Repo-Commit, ETag, X-Linked-Etag, X-Linked-Size
     GET  /REPO/resolve/REV/PATH            the bytes (Range works), from the blob store

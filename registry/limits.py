@@ -15,7 +15,7 @@ from the environment (:meth:`Timeouts.from_env`)::
     WGTPM_REGISTRY_KEEP_ALIVE_TIMEOUT=10   # seconds
     WGTPM_REGISTRY_HEADER_TIMEOUT=15
     WGTPM_REGISTRY_BODY_TIMEOUT=30
-    WGTPM_REGISTRY_DRAIN_TIMEOUT=10
+    WGTPM_REGISTRY_DRAIN_TIMEOUT=30
 """
 
 from __future__ import annotations
@@ -63,9 +63,10 @@ UPLOAD_TTL_SECONDS = 7 * 24 * 3600  # an upload session not committed by then is
 KEEP_ALIVE_TIMEOUT = 10.0  # seconds a connection may sit with no request (before its first too)
 HEADER_TIMEOUT = 15.0  # seconds from a request's first byte to the end of its headers
 BODY_IDLE_TIMEOUT = 30.0  # seconds a request body may send nothing while it is read
-# seconds the rest of a body is read and dropped after its request was answered early
-# (a 401 or 413 before the body): the client reads the answer, then the connection is cut
-DRAIN_TIMEOUT = 10.0
+# seconds the rest of a body is read and dropped after its request was answered early (a
+# 401 or 413 before the body), so that the client, which reads the answer once it has sent
+# its body, gets it; then the connection is cut (nginx's lingering_time is 30 s too)
+DRAIN_TIMEOUT = 30.0
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,9 @@ blob store, as replicas are; each is configured by
 :meth:`~registry.config.Config.environ`.
 
 Connections whose client stalls are cut (:class:`~registry.limits.Timeouts`,
-from ``WGTPM_REGISTRY_KEEP_ALIVE_TIMEOUT``, ``..._HEADER_TIMEOUT`` and
-``..._BODY_TIMEOUT``): uvicorn's keep-alive timeout is the same, and the
-protocol of :mod:`registry._http` enforces them all.
+from ``WGTPM_REGISTRY_KEEP_ALIVE_TIMEOUT``, ``..._HEADER_TIMEOUT``,
+``..._BODY_TIMEOUT`` and ``..._DRAIN_TIMEOUT``): uvicorn's keep-alive timeout
+is the same, and the protocol of :mod:`registry._http` enforces them all.
 
 To run it under another ASGI server or ``uvicorn --factory``, use
 :func:`registry.app.from_env`, configured by the environment variables of
