@@ -27,6 +27,15 @@ its own (``registry serve`` turns that off: the registry writes its own).
 Everything else takes uvicorn's cycle and the app, unchanged. Over h11 (no
 httptools) every request does.
 
+Both protocols cut a connection whose client stalls (:class:`Watchdog`, with
+the app's :class:`~registry.limits.Timeouts`): uvicorn arms its keep-alive
+timer only after a response, and any byte received disarms it, so on its own
+a socket that never sends a request, a head sent one header line at a time
+and a body that stops coming would each hold a connection (and a request's
+buffers) for ever. Over httptools, which has no limit of its own, a request
+head over :data:`~registry.limits.MAX_REQUEST_HEAD` bytes is refused (431);
+h11 refuses one over 16 KiB itself.
+
 ``protocol_class()`` is what :func:`registry.server.serve` gives uvicorn: the
 protocol uvicorn itself would pick (httptools when installed, else h11) over
 that transport.
@@ -37,17 +46,129 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
+import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from .accesslog import log_access
 from .fastpath import FastPath
+from .limits import MAX_REQUEST_HEAD, Timeouts
 
-__all__ = ["CoalescingTransport", "fast_path_of", "protocol_class", "response_head"]
+__all__ = [
+    "CoalescingTransport",
+    "Watchdog",
+    "fast_path_of",
+    "protocol_class",
+    "response_head",
+    "timeouts_of",
+]
 
 HOLD = 16 << 10  # writes up to this size wait for the next one (a response's head fits)
+T = TypeVar("T")
+log = logging.getLogger("registry.http")
+
+# What a connection waits for (Watchdog): the client's next request, the rest of a
+# request's head, more of a body the app reads, the rest of a body whose request was
+# answered; or nothing the client owes (the app's turn: no deadline).
+IDLE, HEAD, BODY, DRAIN, APP = "idle", "head", "body", "drain", ""
+
+
+class Watchdog:
+    """The deadline of one connection, by what it waits for from the client.
+
+    ``phase()`` says what that is (:data:`IDLE`, :data:`HEAD`, :data:`BODY`,
+    :data:`DRAIN` or :data:`APP`) and how many requests the connection has
+    begun; :meth:`check` is called after each event (bytes received, a response
+    sent). An idle connection gets ``keep_alive`` seconds, a head ``header``
+    seconds from its first byte, a body ``body`` seconds from its last byte
+    (while the app does not read, the server stops reading and no deadline
+    runs out), and what is left of a body after its answer ``drain`` seconds.
+    When one passes, the connection is closed.
+    """
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        timeouts: Timeouts,
+        phase: Callable[[], tuple[str, int]],
+        reading_paused: Callable[[], bool],
+        close: Callable[[str], None],
+    ) -> None:
+        self._loop = loop
+        self._limits = {
+            IDLE: timeouts.keep_alive,
+            HEAD: timeouts.header,
+            BODY: timeouts.body,
+            DRAIN: timeouts.drain,
+        }
+        self._phase = phase
+        self._paused = reading_paused
+        self._close = close
+        self._armed: tuple[str, int] = (APP, -1)
+        self._deadline: float | None = None
+        self._timer: asyncio.TimerHandle | None = None
+
+    def check(self, received: bool = False) -> None:
+        """Move the deadline if what the connection waits for changed (or a body's bytes
+        came: its deadline runs from the last one). The timer is moved only when the
+        deadline comes sooner: a later one is found when the timer fires, so a busy
+        keep-alive connection costs a clock read per request, not a new timer."""
+        now = self._phase()
+        if now == self._armed and not (received and now[0] == BODY):
+            return
+        self._armed = now
+        if now[0] == APP:
+            self._deadline = None
+            return
+        deadline = self._deadline = self._loop.time() + self._limits[now[0]]
+        timer = self._timer
+        if timer is None or timer.when() > deadline:
+            if timer is not None:
+                timer.cancel()
+            self._timer = self._loop.call_at(deadline, self._expired)
+
+    def stop(self) -> None:
+        self._deadline = None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _expired(self) -> None:
+        self._timer = None
+        deadline = self._deadline
+        if deadline is None:
+            return
+        if self._loop.time() < deadline:  # moved on since the timer was set
+            self._timer = self._loop.call_at(deadline, self._expired)
+            return
+        now = self._phase()
+        # judged afresh: an event that was not reported, or a body the app does not read now
+        # (the server stopped reading it: not the client's fault)
+        if now != self._armed or (now[0] == BODY and self._paused()):
+            self._armed = (APP, -1)
+            self.check()
+        else:
+            limit = self._limits[now[0]]
+            self._close(f"no {_WAITED_FOR[now[0]]} within {limit:g} s")
+
+
+_WAITED_FOR = {
+    IDLE: "request",
+    HEAD: "complete request head",
+    BODY: "byte of the request body",
+    DRAIN: "end of the answered request's body",
+}
+
+
+def _cut(protocol: Any, why: str) -> None:
+    """Close ``protocol``'s connection, saying why (at debug level: a flood of stalled
+    clients must not flood the log)."""
+    if not protocol.transport.is_closing():
+        client = protocol.client[0] if protocol.client else "?"
+        log.debug("closing the connection of %s: %s", client, why)
+        protocol.transport.close()
 
 
 class CoalescingTransport:
@@ -98,11 +219,49 @@ class CoalescingTransport:
 
 
 class CoalescingH11(H11Protocol):
-    """uvicorn's h11 protocol over :class:`CoalescingTransport`."""
+    """uvicorn's h11 protocol over :class:`CoalescingTransport`, with a :class:`Watchdog`."""
+
+    _cycles = 0  # requests begun on this connection
+    _cycle: Any = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         wrapped: Any = CoalescingTransport(transport, self.loop)
         super().connection_made(wrapped)
+        self.watchdog = Watchdog(
+            self.loop,
+            timeouts_of(self.app),
+            self._phase,
+            lambda: self.flow.read_paused,
+            lambda why: _cut(self, why),
+        )
+        self.watchdog.check()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.watchdog.stop()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        self.watchdog.check(received=True)
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self.watchdog.check()
+
+    def _phase(self) -> tuple[str, int]:
+        cycle = self.cycle
+        if cycle is not self._cycle:
+            self._cycle, self._cycles = cycle, self._cycles + 1
+        state = self.conn.their_state
+        if state is h11.SEND_BODY:
+            if cycle is None or cycle.response_complete:
+                return DRAIN, self._cycles
+            return (APP if cycle.waiting_for_100_continue else BODY), self._cycles
+        if cycle is not None and not cycle.response_complete:
+            return APP, self._cycles
+        if state is h11.IDLE:
+            return (HEAD if self.conn.trailing_data[0] else IDLE), self._cycles
+        return APP, self._cycles
 
 
 try:
@@ -113,11 +272,89 @@ except ImportError:  # httptools is not installed: uvicorn would pick h11 too
 else:
 
     class CoalescingHttpTools(HttpToolsProtocol):
-        """uvicorn's httptools protocol over :class:`CoalescingTransport`."""
+        """uvicorn's httptools protocol over :class:`CoalescingTransport`, with a
+        :class:`Watchdog` and a limit on a request head's size."""
+
+        _reading = IDLE  # what of a request the parser is in: IDLE (none), HEAD or BODY
+        _begun = 0  # requests begun on this connection
+        _head_raw = 0  # bytes of the chunks before this one while the head was incomplete
+        _chunk = 0  # bytes of the chunk being parsed
+        _refused = False  # a head over MAX_REQUEST_HEAD came: nothing more is parsed
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             wrapped: Any = CoalescingTransport(transport, self.loop)
             super().connection_made(wrapped)
+            self.watchdog = Watchdog(
+                self.loop,
+                timeouts_of(self.app),
+                self._phase,
+                lambda: self.flow.read_paused,
+                lambda why: _cut(self, why),
+            )
+            self.watchdog.check()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self.watchdog.stop()
+            super().connection_lost(exc)
+
+        def data_received(self, data: bytes) -> None:
+            if self._refused:
+                return
+            self._chunk = len(data)
+            super().data_received(data)
+            self._chunk = 0  # out of data_received: on_response_complete checks
+            if self._reading == HEAD:  # httptools keeps what it has of the head meanwhile
+                self._head_raw += len(data)
+            if self._refused or self._head_raw > MAX_REQUEST_HEAD:
+                self._refused = True
+                if not self.transport.is_closing():
+                    _refuse(self, 431, f"a request head may have at most {MAX_REQUEST_HEAD} bytes")
+                return
+            self.watchdog.check(received=True)
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self._chunk:  # else data_received checks once it is done
+                self.watchdog.check()
+
+        def on_message_begin(self) -> None:
+            self._reading, self._begun, self._head_raw = HEAD, self._begun + 1, 0
+            super().on_message_begin()
+
+        def head_refused(self) -> bool:
+            """Whether the head just parsed is refused (over :data:`MAX_REQUEST_HEAD`), or
+            one before it was: then no app sees it, and :meth:`data_received` answers 431.
+            The head is measured only when the chunks it came in could hold that much."""
+            if not self._refused and self._head_raw + self._chunk > MAX_REQUEST_HEAD:
+                size = len(self.url) + sum(len(k) + len(v) + 4 for k, v in self.headers)
+                self._refused = size > MAX_REQUEST_HEAD
+            return self._refused
+
+        def on_headers_complete(self) -> None:
+            self._reading = BODY
+            if not self.head_refused():
+                super().on_headers_complete()
+
+        def on_body(self, body: bytes) -> None:
+            if not self._refused:
+                super().on_body(body)
+
+        def on_message_complete(self) -> None:
+            self._reading = IDLE
+            if not self._refused:
+                super().on_message_complete()
+
+        def _phase(self) -> tuple[str, int]:
+            cycle = self.cycle
+            if self._reading == HEAD:
+                return HEAD, self._begun
+            if self._reading == BODY:
+                if cycle is None or cycle.response_complete:
+                    return DRAIN, self._begun
+                return (APP if cycle.waiting_for_100_continue else BODY), self._begun
+            if (cycle is not None and not cycle.response_complete) or self.pipeline:
+                return APP, self._begun
+            return IDLE, self._begun
 
     class FastHttpTools(CoalescingHttpTools):
         """:class:`CoalescingHttpTools` that sends what the app's :class:`FastPath` holds in
@@ -132,12 +369,18 @@ else:
                 self.fast = fast_path_of(self.app)  # unless uvicorn writes access lines too
 
         def on_headers_complete(self) -> None:
-            self._answered = self.fast is not None and self._answer_now(self.fast)
-            if not self._answered:
+            self._answered = (
+                self.fast is not None and not self.head_refused() and self._answer_now(self.fast)
+            )
+            if self._answered:
+                self._reading = BODY  # of none: the message completes in the same turn
+            else:
                 super().on_headers_complete()
 
         def on_message_complete(self) -> None:
-            if not self._answered:
+            if self._answered:
+                self._reading = IDLE
+            else:
                 super().on_message_complete()
 
         def _answer_now(self, fast: FastPath) -> bool:
@@ -201,17 +444,45 @@ def response_head(status: int, headers: Iterable[tuple[bytes, bytes]], keep_aliv
     return b"".join(out)
 
 
-def fast_path_of(app: object) -> FastPath | None:
-    """The :class:`FastPath` of the registry app that uvicorn runs as ``app``, under the
-    middleware uvicorn may wrap it in (each holds the next as ``.app``)."""
+def _refuse(protocol: Any, status: int, message: str) -> None:
+    """Answer ``status`` with ``message`` (plain text) and close, as uvicorn answers a
+    request it cannot parse."""
+    body = message.encode("ascii")
+    head = response_head(
+        status,
+        [
+            *protocol.server_state.default_headers,
+            (b"content-type", b"text/plain; charset=utf-8"),
+            (b"content-length", str(len(body)).encode("ascii")),
+        ],
+        keep_alive=False,
+    )
+    protocol.transport.write(head + body)
+    protocol.transport.close()
+
+
+def _of_app(app: object, attr: str, kind: type[T]) -> T | None:
+    """The ``attr`` of the registry app that uvicorn runs as ``app``, under the middleware
+    uvicorn may wrap it in (each holds the next as ``.app``), if it is a ``kind``."""
     for _ in range(8):  # proxy headers, message logger, ...: a few at most
-        fast = getattr(app, "fast", None)
-        if isinstance(fast, FastPath):
-            return fast
+        found = getattr(app, attr, None)
+        if isinstance(found, kind):
+            return found
         app = getattr(app, "app", None)
         if app is None:
             break
     return None
+
+
+def fast_path_of(app: object) -> FastPath | None:
+    """The :class:`FastPath` of the registry app that uvicorn runs as ``app``."""
+    return _of_app(app, "fast", FastPath)
+
+
+def timeouts_of(app: object) -> Timeouts:
+    """The :class:`~registry.limits.Timeouts` of the registry app that uvicorn runs as
+    ``app`` (:func:`registry.app.create_app`); the defaults for another app."""
+    return _of_app(app, "timeouts", Timeouts) or Timeouts()
 
 
 def protocol_class() -> type[asyncio.Protocol]:

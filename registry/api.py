@@ -1,14 +1,15 @@
 """The publishing API, under ``/api/v1/`` (specified in ``registry/api.md``).
 
 Every route needs ``Authorization: Bearer TOKEN`` with scope ``publish`` and
-a prefix that covers the module. Bodies and answers are JSON, except file
-uploads, whose body is the file's bytes. Errors are ``{"error": message}``
+a prefix that covers the module, checked before a byte of the body is read
+(401 or 403 first). Bodies and answers are JSON, except file uploads, whose
+body is the file's bytes; a body is read within its cap (:mod:`registry.body`:
+:data:`~registry.limits.MAX_REQUEST_JSON`, or the file's size), else 413. Errors are ``{"error": message}``
 with the status of :mod:`registry._errors`.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -16,8 +17,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
-from . import limits
-from ._errors import BadRequestError, TooLargeError
+from . import body, limits
+from ._errors import BadRequestError, ForbiddenError, TooLargeError, UnauthorizedError
 from .metadata import CommitOutcome, FileRecord, TokenRecord
 from .service import Registry, UploadState
 
@@ -38,23 +39,19 @@ async def _token(request: Request) -> TokenRecord | None:
     return await run_in_threadpool(_registry(request).authenticate, cred)
 
 
+async def _publisher(request: Request) -> TokenRecord:
+    """The request's token, which must be one that may publish: checked before any byte
+    of the body is read, so that no one without a token makes the server read a body."""
+    token = await _token(request)
+    if token is None:
+        raise UnauthorizedError("publishing needs a token: send Authorization: Bearer TOKEN")
+    if token.scope != "publish":
+        raise ForbiddenError(f"token {token.id} has scope {token.scope}; publishing needs publish")
+    return token
+
+
 async def _json_body(request: Request) -> dict[str, Any]:
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limits.MAX_REQUEST_JSON:
-            raise TooLargeError(
-                f"a JSON request body may have at most {limits.MAX_REQUEST_JSON} bytes"
-            )
-    if not body:
-        return {}
-    try:
-        doc = json.loads(bytes(body))
-    except ValueError as exc:
-        raise BadRequestError(f"the body is not JSON: {exc}") from exc
-    if not isinstance(doc, dict):
-        raise BadRequestError("the body must be a JSON object")
-    return doc
+    return await body.json_object(request, limits.MAX_REQUEST_JSON, "the request body")
 
 
 def _str(doc: dict[str, Any], key: str, required: bool = True) -> str | None:
@@ -103,7 +100,7 @@ def _outcome(out: CommitOutcome) -> dict[str, Any]:
 
 
 async def start_upload(request: Request) -> JSONResponse:
-    token = await _token(request)
+    token = await _publisher(request)
     doc = await _json_body(request)
     module, version = _str(doc, "module"), _str(doc, "version")
     index = doc.get("index")
@@ -135,7 +132,7 @@ async def get_upload(request: Request) -> JSONResponse:
 
 async def put_file(request: Request) -> JSONResponse:
     """Stream the body into the blob store; it lands only if its sha256 matches."""
-    token = await _token(request)
+    token = await _publisher(request)
     reg = _registry(request)
     uid = request.path_params["id"]
     sha, path = request.path_params.get("sha256"), request.path_params.get("path")
@@ -153,7 +150,7 @@ async def put_file(request: Request) -> JSONResponse:
     try:
         # Appending to a local spool file is fast enough to do on the event loop; the
         # fsync and rename (or the S3 upload) in commit() go to a thread.
-        async for chunk in request.stream():
+        async for chunk in body.chunks(request, entry.size, entry.path):
             writer.write(chunk)
         if writer.size != entry.size:
             raise BadRequestError(
@@ -167,7 +164,7 @@ async def put_file(request: Request) -> JSONResponse:
 
 
 async def commit(request: Request) -> JSONResponse:
-    token = await _token(request)
+    token = await _publisher(request)
     doc = await _json_body(request)
     h1 = _str(doc, "h1", required=False)
     out = await run_in_threadpool(_registry(request).commit, request.path_params["id"], token, h1)

@@ -40,6 +40,7 @@ from .accesslog import AccessLog
 from .blobs import open_blob_store
 from .config import Config
 from .fastpath import FastPath, ProtocolCache
+from .limits import Timeouts
 from .metadata import open_metadata_store
 from .protocol import parse_request_path, serve_protocol
 from .proxy import open_proxy
@@ -138,9 +139,11 @@ async def _healthz(request: Request) -> Response:
 
 
 class RegistryApp(Starlette):
-    """The app: Starlette, with :class:`~registry.fastpath.FastPath` ahead of all of it."""
+    """The app: Starlette, with :class:`~registry.fastpath.FastPath` ahead of all of it.
+    ``timeouts`` are for the server's protocol (:mod:`registry._http`), which finds them here."""
 
     fast: FastPath | None = None
+    timeouts: Timeouts = Timeouts()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         fast = self.fast
@@ -155,12 +158,15 @@ def create_app(
     registry: Registry | None = None,
     close_registry: bool = False,
     fast_path: bool = True,
+    timeouts: Timeouts | None = None,
 ) -> RegistryApp:
     """The registry as an ASGI app, on ``registry`` or on the stores ``config`` names.
 
     Stores opened from ``config`` are closed at shutdown; a ``registry`` passed
     in is closed too when ``close_registry`` is set. Without ``fast_path``
-    every request goes through Starlette (:mod:`registry.fastpath`).
+    every request goes through Starlette (:mod:`registry.fastpath`). ``timeouts``
+    (the defaults of :mod:`registry.limits` if not given) cut connections whose client
+    stalls, under :func:`registry.server.serve`'s protocol.
     """
     if (config is None) == (registry is None):
         raise ValueError("create_app needs a config or a registry (one of them)")
@@ -201,6 +207,8 @@ def create_app(
     )
     if registry is not None:
         app.state.registry = registry
+    if timeouts is not None:
+        app.timeouts = timeouts
     app.state.web_pages = web.new_page_cache()
     app.state.protocol_cache = None
     if fast_path:
@@ -211,4 +219,4 @@ def create_app(
 
 def from_env() -> RegistryApp:
     """The app configured by the environment (``uvicorn --factory registry.app:from_env``)."""
-    return create_app(Config())
+    return create_app(Config(), timeouts=Timeouts.from_env())

@@ -7,6 +7,7 @@ routes (``REPO`` is ``OWNER/NAME``, ``REV`` a tag, a commit or a branch)::
                                                                    (blobs: size, blobId, lfs)
     GET  /api/models/REPO/tree/REV[/DIR][?recursive=true]           files and folders
     POST /api/models/REPO/paths-info/REV   (form: paths=..&expand=) the entries of those paths
+                                           (form or JSON: MAX_PATHS_INFO_BODY, 256 KiB)
     GET  /api/models/REPO/refs                                      branches and version tags
     HEAD /REPO/resolve/REV/PATH            X-Repo-Commit, ETag, X-Linked-Etag, X-Linked-Size
     GET  /REPO/resolve/REV/PATH            the bytes (Range works), from the blob store
@@ -46,7 +47,6 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
-import json
 import logging
 import re
 import threading
@@ -54,7 +54,6 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
-from urllib.parse import parse_qs
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -66,8 +65,9 @@ from wgtpm._errors import WgtpmError
 from wgtpm.index import parse as parse_index
 from wgtpm.module import check_path_major
 
+from . import body, limits
 from . import tokens as _tokens
-from ._errors import NotFoundError, RegistryError
+from ._errors import BadRequestError, NotFoundError, RegistryError
 from .metadata import FileRecord, TokenRecord, VersionRecord
 from .ondemand import OnDemand, Pending
 from .protocol import IMMUTABLE, serve_bytes_of
@@ -406,10 +406,31 @@ def _dir(r: HubRevision, d: str) -> dict[str, Any]:
 
 # -- HTTP
 
+#: What may not stand in a header value as it is: control characters (CR, LF and NUL
+#: would end or break the header; uvicorn refuses them and aborts the response), DEL,
+#: ``%`` (so that the escape is undone unambiguously) and anything not ASCII.
+_UNSAFE_IN_HEADER = re.compile(r"[^\x20-\x24\x26-\x7e]")
+MAX_HEADER_TEXT = 1000  # characters of an error message put in X-Error-Message
+
+
+def header_text(message: str, limit: int = MAX_HEADER_TEXT) -> str:
+    """``message`` as a header value: percent-escaped (UTF-8) where a character is not
+    printable ASCII, and cut to ``limit`` characters: ``a<CR><LF>é`` -> ``a%0D%0A%C3%A9``.
+    An error message may hold a path or a repository name as the client sent it."""
+    escaped = _UNSAFE_IN_HEADER.sub(
+        lambda m: "".join(f"%{b:02X}" for b in m.group().encode("utf-8", "replace")),
+        message[: limit * 4],
+    )
+    out = escaped[:limit]
+    partial = out.rfind("%", len(out) - 2)
+    if len(escaped) > limit and partial >= 0:  # not half an escape
+        out = out[:partial]
+    return out.rstrip()
+
 
 def _error(exc: RegistryError, code: str | None) -> Response:
     msg = str(exc)
-    headers = {"X-Error-Message": msg.encode("ascii", "replace").decode()[:1000].replace("\n", " ")}
+    headers = {"X-Error-Message": header_text(msg)}
     code = getattr(exc, "code", None) or code
     if code and exc.status == 404:
         headers["X-Error-Code"] = code
@@ -482,13 +503,28 @@ async def _paths_info(request: Request) -> Response:
     r = await _revision(request, request.path_params["rev"])
     if isinstance(r, Response):
         return r
-    body = await request.body()
-    if request.headers.get("content-type", "").startswith("application/json"):
-        doc = json.loads(body or b"{}")
-        paths = doc.get("paths", []) if isinstance(doc, dict) else []
-    else:
-        paths = parse_qs(body.decode("utf-8", "replace")).get("paths", [])
-    return JSONResponse(_mirror(request).paths_info(r, [str(p) for p in paths]))
+    try:
+        paths = await _paths_asked(request)
+    except RegistryError as exc:
+        return _error(exc, None)
+    return JSONResponse(_mirror(request).paths_info(r, paths))
+
+
+async def _paths_asked(request: Request) -> list[str]:
+    """The ``paths`` of a paths-info body: a form (as huggingface_hub sends it), or a JSON
+    object whose ``paths`` is a string or a list of strings; at most
+    :data:`~registry.limits.MAX_PATHS_INFO_BODY` bytes (413), else a 400 saying what is wrong."""
+    cap = limits.MAX_PATHS_INFO_BODY
+    if not request.headers.get("content-type", "").startswith("application/json"):
+        form = await body.form_fields(request, cap, "the paths-info form")
+        return form.get("paths", [])
+    doc = await body.json_object(request, cap, "the paths-info body")
+    paths = doc.get("paths", [])
+    if isinstance(paths, str):
+        paths = [paths]
+    if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+        raise BadRequestError("'paths' in the paths-info body must be a list of strings")
+    return paths
 
 
 async def _refs(request: Request) -> Response:

@@ -13,9 +13,14 @@ extra installs them) over asyncio and h11, which cost more per request.
 blob store, as replicas are; each is configured by
 :meth:`~registry.config.Config.environ`.
 
+Connections whose client stalls are cut (:class:`~registry.limits.Timeouts`,
+from ``WGTPM_REGISTRY_KEEP_ALIVE_TIMEOUT``, ``..._HEADER_TIMEOUT``,
+``..._BODY_TIMEOUT`` and ``..._DRAIN_TIMEOUT``): uvicorn's keep-alive timeout
+is the same, and the protocol of :mod:`registry._http` enforces them all.
+
 To run it under another ASGI server or ``uvicorn --factory``, use
 :func:`registry.app.from_env`, configured by the environment variables of
-:mod:`registry.config`.
+:mod:`registry.config` (another server's protocol enforces its own timeouts).
 """
 
 from __future__ import annotations
@@ -24,9 +29,11 @@ import logging
 import os
 from typing import Any
 
+from ._errors import BadRequestError
 from .accesslog import UVICORN_LOG_CONFIG, configure
 from .app import RegistryApp, create_app, open_registry
 from .config import Config
+from .limits import Timeouts
 
 __all__ = ["serve", "worker_app"]
 
@@ -47,6 +54,10 @@ def serve(
     from ._http import protocol_class
 
     configure()
+    try:
+        timeouts = Timeouts.from_env()
+    except ValueError as exc:
+        raise BadRequestError(str(exc)) from exc
     reg = open_registry(config)
     log.info(
         "serving on http://%s:%d (database %s, blobs %s)", host, port, reg.meta_url(), reg.blobs.url
@@ -69,6 +80,7 @@ def serve(
         "proxy_headers": True,
         "server_header": False,
         "http": protocol_class(),  # a response's head and body in one write (registry._http)
+        "timeout_keep_alive": timeouts.keep_alive,  # also enforced, before a first request too
     }
     if workers > 1:
         reg.close()  # each worker opens its own
@@ -79,7 +91,7 @@ def serve(
     uvicorn.run(
         # closed by the app's lifespan shutdown: uvicorn re-raises SIGTERM/SIGINT after
         # draining, so code after run() would not run
-        create_app(registry=reg, close_registry=True),
+        create_app(registry=reg, close_registry=True, timeouts=timeouts),
         **options,
     )
 
@@ -87,4 +99,4 @@ def serve(
 def worker_app() -> RegistryApp:
     """One of ``serve``'s worker processes: its logging, and the app on ``Config()``."""
     configure()
-    return create_app(Config())
+    return create_app(Config(), timeouts=Timeouts.from_env())
