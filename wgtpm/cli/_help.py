@@ -50,6 +50,22 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
     ("WGTPM_REGISTRY_PORT", "the port 'wgtpm registry serve' listens on (default 8080)"),
     ("WGTPM_REGISTRY_DATA", "the registry's data folder (default: the user data dir)"),
     (
+        "WGTPM_REGISTRY_KEEP_ALIVE_TIMEOUT",
+        "seconds the registry keeps a connection with no request open (default 10)",
+    ),
+    (
+        "WGTPM_REGISTRY_HEADER_TIMEOUT",
+        "seconds the registry waits for a request's headers (default 15)",
+    ),
+    (
+        "WGTPM_REGISTRY_BODY_TIMEOUT",
+        "seconds a request body may send nothing to the registry (default 30)",
+    ),
+    (
+        "WGTPM_REGISTRY_DRAIN_TIMEOUT",
+        "seconds the registry reads the rest of a body it already answered (default 30)",
+    ),
+    (
         "WGTPM_REGISTRY_PUBLIC_URL",
         "the URL the registry's pages give clients (default: the address it listens on)",
     ),
