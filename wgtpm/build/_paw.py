@@ -18,6 +18,7 @@ from pathlib import Path
 from .._errors import BuildError
 from .._fs import temp_dir
 from .._report import Reporter
+from ..artifacts import BUNDLE_SUFFIX, find_built
 from ..deps import ModuleResolver
 from ..kinds import PAW, kind_of_source
 from ._builder import BuildResult, Target
@@ -25,7 +26,6 @@ from ._builder import BuildResult, Target
 __all__ = ["BUNDLE_SUFFIX", "SPEC_SUFFIX", "PawBuilder"]
 
 SPEC_SUFFIX = ".pawspec"
-BUNDLE_SUFFIX = ".paw"
 
 
 class PawBuilder:
@@ -54,8 +54,7 @@ class PawBuilder:
         return {name: bundle} if bundle.is_file() else None
 
     def find(self, base: Path, name: str) -> Path | None:
-        candidate = base / (name if name.endswith(BUNDLE_SUFFIX) else name + BUNDLE_SUFFIX)
-        return candidate if candidate.is_file() else None
+        return find_built(PAW, base, name)
 
 
 def _compile(target: Target, out: Path, resolver: ModuleResolver, reporter: Reporter) -> None:

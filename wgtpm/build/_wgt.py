@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .._report import Reporter
+from ..artifacts import find_built
 from ..deps import ModuleResolver
 from ..kinds import WGT, kind_of_source
 from ._builder import BuildResult, Target
@@ -56,5 +57,4 @@ class WgtBuilder:
         return {f"{target.name}/{f.name}": f for f in sorted(directory.iterdir())}
 
     def find(self, base: Path, name: str) -> Path | None:
-        candidate = base / name
-        return candidate if candidate.is_dir() else None
+        return find_built(WGT, base, name)

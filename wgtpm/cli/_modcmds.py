@@ -268,7 +268,7 @@ def _paw_install(project: Project, build: list[ModuleVersion]) -> list[str]:
     them unchanged (programs installed before it stay in the SDK's cache,
     which is keyed by program ID and holds only validated programs).
     """
-    from ..build import release_artifacts
+    from ..artifacts import release_artifacts
     from ..kinds import PAW
     from ..modload.buildlist import Fetched
     from ..modload.resolver import ProjectResolver
