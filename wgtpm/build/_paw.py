@@ -7,7 +7,7 @@ is validated in full, as a consumer will (:func:`wgtpm.paw.validate.check_bundle
 and copied to ``build/triage.paw``. Either way the release holds
 ``triage.paw``, of kind ``paw``, which ``wgtpm get --paw-install`` installs.
 The paw extra (torch, transformers, peft, gguf) is imported only by
-:meth:`PawBuilder.build`.
+:meth:`PawBuilder.build`, once :func:`wgtpm._extras.require` has found it.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 from .._errors import BuildError
+from .._extras import CHECKS_BUNDLE, require
 from .._fs import temp_dir
 from .._report import Reporter
 from ..artifacts import BUNDLE_SUFFIX, find_built
@@ -58,13 +59,9 @@ class PawBuilder:
 
 
 def _compile(target: Target, out: Path, resolver: ModuleResolver, reporter: Reporter) -> None:
-    try:
-        from ..paw.build import build_program
-    except ImportError as exc:
-        raise BuildError(
-            f"artifact {target.name}: building PAW programs needs the paw extra: "
-            f"pip install 'wgtpm[paw]' ({exc})"
-        ) from exc
+    require("paw", purpose=f"building artifact {target.name} ({target.source})")
+    from ..paw.build import build_program
+
     build_program(
         target.project_dir / target.source, out, resolver, name=target.name, reporter=reporter
     )
@@ -73,14 +70,10 @@ def _compile(target: Target, out: Path, resolver: ModuleResolver, reporter: Repo
 def _copy_checked(target: Target, out: Path) -> str:
     """Copy the prebuilt bundle to ``out`` once it validates; returns its program ID."""
     data = target.read_source()
-    try:
-        from ..paw.bundle import BundleError, read_bundle
-        from ..paw.validate import check_bundle
-    except ImportError as exc:
-        raise BuildError(
-            f"artifact {target.name}: checking PAW programs needs the paw extra: "
-            f"pip install 'wgtpm[paw]' ({exc})"
-        ) from exc
+    require("paw", *CHECKS_BUNDLE, purpose=f"checking artifact {target.name} ({target.source})")
+    from ..paw.bundle import BundleError, read_bundle
+    from ..paw.validate import check_bundle
+
     # The bytes checked are the bytes renamed into place: validated in a private copy.
     with temp_dir(out) as tmp:
         copy = tmp / out.name

@@ -3,13 +3,14 @@
 ``artifact xor model.wgt`` builds ``build/xor/`` (``manifest.json``,
 ``weights.safetensors``, ``source.wgt``; :mod:`wgtpm.weightlang.build`) and
 publishes every file of it as ``xor/<file>``. torch is imported only by
-:meth:`WgtBuilder.build`.
+:meth:`WgtBuilder.build`, once :func:`wgtpm._extras.require` has found it.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from .._extras import require
 from .._report import Reporter
 from ..artifacts import find_built
 from ..deps import ModuleResolver
@@ -28,6 +29,7 @@ class WgtBuilder:
         return kind_of_source(source) == WGT
 
     def build(self, target: Target, resolver: ModuleResolver, reporter: Reporter) -> BuildResult:
+        require("weightlang", purpose=f"building artifact {target.name} ({target.source})")
         from ..weightlang.build import build_wgt
         from ..weightlang.report import training_line
 
