@@ -3,12 +3,22 @@
 - The pure core (formats, hashing, version selection) takes data in and
   gives data out: it imports nothing that touches the network, the cache,
   the project files or the builders.
-- No import cycle exists anywhere in ``wgtpm/``, counting imports made inside
-  functions (a lazy import is still a dependency), but not those under
-  ``if TYPE_CHECKING:``.
+- No import cycle exists anywhere in ``wgtpm/`` or ``registry/``, counting
+  imports made inside functions (a lazy import is still a dependency), but
+  not those under ``if TYPE_CHECKING:``. The few known ones are listed in
+  :data:`KNOWN_CYCLES`, which may only shrink.
 
 Imports are read from the source with :mod:`ast`, so a test of the layout
-does not depend on what happens to be imported at run time.
+does not depend on what happens to be imported at run time. The graph is the
+order Python runs modules in: importing ``a.b.c`` runs ``a/__init__`` and
+``a/b/__init__`` first, so it depends on those packages too (a package whose
+``__init__`` re-exports a submodule is how the cycle ``wgtpm.build`` ->
+``wgtpm.build._wgt`` -> ``wgtpm.weightlang.build`` ->
+``wgtpm.weightlang.imports`` -> ``wgtpm.build`` hid); a module's own packages
+are already running when it runs, so importing a name from them
+(``from .. import __version__``) starts nothing and is no edge. Modules named
+at run time (``importlib.import_module(name)``, the CLI's command table) are
+not seen.
 """
 
 from __future__ import annotations
@@ -16,7 +26,23 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent / "wgtpm"
+REPO = Path(__file__).resolve().parent.parent
+ROOT = REPO / "wgtpm"
+#: The packages whose modules the cycle check covers.
+PACKAGES = ("wgtpm", "registry")
+
+#: Import cycles that exist today, each the set of modules in it (a strongly connected
+#: component). Both are the registry's, which other work reshapes (ARCHITECTURE.md, Reshape
+#: 5): remove an entry when its cycle is gone. The test fails on a cycle not listed here and on
+#: an entry that is no longer a cycle, and this table may never grow (MAX_KNOWN_CYCLES):
+#: break a new cycle by moving what both sides need into the lower module.
+KNOWN_CYCLES: tuple[frozenset[str], ...] = (
+    # app imports hfmirror (its routes); hfmirror imports app._protocol lazily.
+    frozenset({"registry.app", "registry.hfmirror"}),
+    # s3 imports the BlobStore protocol from blobs; blobs.open_blob_store imports s3 lazily.
+    frozenset({"registry.blobs", "registry.s3"}),
+)
+MAX_KNOWN_CYCLES = 2
 
 # The pure core, and the only wgtpm modules it may import.
 PURE = {
@@ -38,7 +64,7 @@ FORBIDDEN_THIRD_PARTY = {"httpx", "huggingface_hub", "torch", "numpy", "filelock
 
 
 def _name(path: Path) -> str:
-    rel = path.relative_to(ROOT.parent).with_suffix("")
+    rel = path.relative_to(REPO).with_suffix("")
     parts = list(rel.parts)
     if parts[-1] == "__init__":
         parts.pop()
@@ -46,7 +72,7 @@ def _name(path: Path) -> str:
 
 
 def _modules() -> dict[str, Path]:
-    return {_name(p): p for p in ROOT.rglob("*.py")}
+    return {_name(p): p for top in PACKAGES for p in (REPO / top).rglob("*.py")}
 
 
 def _is_type_checking(node: ast.If) -> bool:
@@ -56,8 +82,14 @@ def _is_type_checking(node: ast.If) -> bool:
     )
 
 
-def _imports(name: str, path: Path, known: set[str]) -> set[str]:
-    """The modules ``name`` imports (wgtpm modules by full name, others by top-level name)."""
+def _packages(name: str) -> list[str]:
+    """The packages that hold ``name``, outermost first: ``a.b.c`` -> ``a``, ``a.b``."""
+    parts = name.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def _imported(name: str, path: Path, known: set[str]) -> set[str]:
+    """Every module ``name`` imports, as written (``from . import x`` -> the submodule ``x``)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out: set[str] = set()
@@ -83,7 +115,26 @@ def _imports(name: str, path: Path, known: set[str]) -> set[str]:
             visit(child)
 
     visit(tree)
-    return {m if m.startswith("wgtpm") else m.split(".")[0] for m in out} - {name}
+    return out
+
+
+def _imports(name: str, path: Path, known: set[str]) -> set[str]:
+    """The modules importing ``name`` runs first: ours by full name, others by top-level name.
+
+    Ours: each module imported and the packages that hold it, less ``name`` and its own
+    packages (already running).
+    """
+    out: set[str] = set()
+    for mod in _imported(name, path, known):
+        if mod.split(".")[0] not in PACKAGES:
+            out.add(mod.split(".")[0])
+            continue
+        parts = mod.split(".")
+        while len(parts) > 1 and ".".join(parts) not in known:
+            parts.pop()  # an attribute, not a module: "from x import name" read as "x.name"
+        target = ".".join(parts)
+        out.update(m for m in (*_packages(target), target) if m not in _packages(name))
+    return out - {name}
 
 
 def _graph() -> dict[str, set[str]]:
@@ -106,46 +157,159 @@ def test_pure_core_imports_no_io() -> None:
     assert not bad, "the pure core must not do I/O:\n" + "\n".join(bad)
 
 
-def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
-    """One import cycle among the wgtpm modules, or ``None``."""
-    state: dict[str, int] = {}
+def _cycles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
+    """Every set of modules that import one another (Tarjan's strongly connected components)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
     stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[frozenset[str]] = []
 
-    def walk(n: str) -> list[str] | None:
-        state[n] = 1
+    def visit(n: str) -> None:
+        index[n] = low[n] = len(index)
         stack.append(n)
+        on_stack.add(n)
         for d in sorted(graph.get(n, ())):
             if d not in graph:
                 continue
-            # A package's __init__ importing its own submodules is how packages work.
-            if d.startswith(n + ".") or n.startswith(d + "."):
-                continue
-            if state.get(d) == 1:
-                return [*stack[stack.index(d) :], d]
-            if d not in state:
-                found = walk(d)
-                if found:
-                    return found
-        stack.pop()
-        state[n] = 2
-        return None
+            if d not in index:
+                visit(d)
+                low[n] = min(low[n], low[d])
+            elif d in on_stack:
+                low[n] = min(low[n], index[d])
+        if low[n] == index[n]:
+            component = set()
+            while True:
+                m = stack.pop()
+                on_stack.discard(m)
+                component.add(m)
+                if m == n:
+                    break
+            if len(component) > 1:
+                found.append(frozenset(component))
 
     for n in sorted(graph):
-        if n not in state:
-            found = walk(n)
-            if found:
-                return found
-    return None
+        if n not in index:
+            visit(n)
+    return found
+
+
+def _path(graph: dict[str, set[str]], component: frozenset[str]) -> list[str]:
+    """One cycle through ``component``, as ``[a, b, ..., a]``: what the message shows."""
+    start = min(component)
+    paths: dict[str, list[str]] = {start: [start]}
+    queue = [start]
+    while queue:
+        n = queue.pop(0)
+        for d in sorted(graph[n] & component):
+            if d == start:
+                return [*paths[n], start]
+            if d not in paths:
+                paths[d] = [*paths[n], d]
+                queue.append(d)
+    raise AssertionError(f"{sorted(component)} is no cycle")
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle of ``graph``, or ``None``."""
+    found = _cycles(graph)
+    return _path(graph, min(found, key=sorted)) if found else None
+
+
+def _shown(graph: dict[str, set[str]], component: frozenset[str]) -> str:
+    path = _path(graph, component)
+    more = sorted(component - set(path))
+    return " -> ".join(path) + (f" (and in the same tangle: {', '.join(more)})" if more else "")
 
 
 def test_no_import_cycles() -> None:
-    cycle = _cycle(_graph())
-    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+    graph = _graph()
+    found = _cycles(graph)
+    new = [c for c in found if c not in KNOWN_CYCLES]
+    assert not new, "import cycle (a lazy import counts; move what both need lower):\n" + (
+        "\n".join(_shown(graph, c) for c in new)
+    )
+    gone = [sorted(c) for c in KNOWN_CYCLES if c not in found]
+    assert not gone, f"no longer a cycle, remove it from KNOWN_CYCLES: {gone}"
+
+
+def test_the_known_cycles_do_not_grow() -> None:
+    assert len(KNOWN_CYCLES) <= MAX_KNOWN_CYCLES, "break the new cycle instead of listing it"
 
 
 def test_cycle_finder_finds_cycles() -> None:
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
+    assert _cycles({"a": {"b"}, "b": {"a"}, "c": {"d"}, "d": {"c"}, "e": {"a"}}) == [
+        frozenset("ab"),
+        frozenset("cd"),
+    ]
+
+
+def _write(root: Path, files: dict[str, str]) -> dict[str, set[str]]:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    mods = {
+        ".".join(Path(rel).with_suffix("").parts).removesuffix(".__init__"): root / rel
+        for rel in files
+    }
+    return {n: _imports(n, p, set(mods)) for n, p in mods.items()}
+
+
+def test_a_cycle_through_a_package_init_is_found(tmp_path: Path) -> None:
+    """The shape of the cycle that came back: a package re-exports a submodule that leads back."""
+    graph = _write(
+        tmp_path,
+        {
+            "wgtpm/__init__.py": "",
+            "wgtpm/build/__init__.py": "from ._locate import find\n",
+            "wgtpm/build/_locate.py": "from ._wgt import WgtBuilder\n",
+            "wgtpm/build/_wgt.py": "def build():\n    from ..weightlang.build import b\n",
+            "wgtpm/weightlang/__init__.py": "",
+            "wgtpm/weightlang/build.py": "from .imports import i\n",
+            "wgtpm/weightlang/imports.py": "from ..build import find\n",
+        },
+    )
+    assert _cycle(graph) == [
+        "wgtpm.build",
+        "wgtpm.build._locate",
+        "wgtpm.build._wgt",
+        "wgtpm.weightlang.build",
+        "wgtpm.weightlang.imports",
+        "wgtpm.build",
+    ]
+
+
+def test_importing_a_submodule_runs_its_package_first(tmp_path: Path) -> None:
+    """``import wgtpm.paw.build`` runs ``wgtpm/paw/__init__``, whose imports lead back."""
+    graph = _write(
+        tmp_path,
+        {
+            "wgtpm/__init__.py": "",
+            "wgtpm/build.py": "from .paw.build import b\n",
+            "wgtpm/paw/__init__.py": "from .sdk import s\n",
+            "wgtpm/paw/build.py": "b = 1\n",
+            "wgtpm/paw/sdk.py": "from ..build import x\n",
+        },
+    )
+    assert _cycle(graph) == ["wgtpm.build", "wgtpm.paw", "wgtpm.paw.sdk", "wgtpm.build"]
+
+
+def test_a_name_from_the_own_package_is_no_edge(tmp_path: Path) -> None:
+    """A submodule runs after its package has started: ``from .. import __version__`` starts nothing."""
+    graph = _write(
+        tmp_path,
+        {
+            "wgtpm/__init__.py": "__version__ = '1'\ndef load():\n    from .w import api\n",
+            "wgtpm/w/__init__.py": "from . import api\n",
+            "wgtpm/w/api.py": "from .. import __version__\nfrom . import helper\n",
+            "wgtpm/w/helper.py": "",
+        },
+    )
+    assert graph["wgtpm.w.api"] == {"wgtpm.w.helper"}
+    assert _cycle(graph) is None
 
 
 def test_one_default_for_jobs() -> None:

@@ -7,6 +7,7 @@ exc``) and never leak. The tree::
     WgtpmError
     ├── ParseError                 a file that does not parse; carries every Position
     ├── UsageError                 a command line or argument that makes no sense
+    │   └── _extras.MissingExtraError   an optional dependency is not installed (says the extra)
     ├── ModuleError                anything about one module@version (path, version)
     │   ├── InvalidPathError       a module path that breaks the path rules
     │   ├── InvalidVersionError    a version that is not canonical semver

@@ -20,7 +20,9 @@ under these names in :mod:`wgtpm.build`.
 
 from __future__ import annotations
 
-__all__ = ["FILE", "KINDS", "PAW", "SUFFIXES", "WGT", "kind_of_source"]
+from ._errors import UsageError
+
+__all__ = ["FILE", "KINDS", "PAW", "SUFFIXES", "WGT", "check_kind", "kind_of_source"]
 
 WGT = "wgt"
 PAW = "paw"
@@ -39,3 +41,12 @@ def kind_of_source(source: str) -> str:
         if source.endswith(suffix):
             return kind
     return FILE
+
+
+def check_kind(kind: str) -> str:
+    """``kind`` if this wgtpm knows it (the ``kind`` of an index entry); else :class:`UsageError`."""
+    if kind not in KINDS:
+        raise UsageError(
+            f"unknown artifact kind {kind!r}; this wgtpm knows {', '.join(KINDS)} (upgrade wgtpm?)"
+        )
+    return kind

@@ -9,18 +9,21 @@ what each kind does::
     _paw.py       paw:  .pawspec -> build/NAME.paw  (LoRA-finetuned); a prebuilt .paw, validated
     _file.py      file: anything else -> build/SOURCE (verbatim)
     _registry.py  builder_for_source, builder_for_kind, build_artifact
-    _locate.py    locate_artifact: a module's files + a name -> kind, path, files
 
-The CLI (``wgtpm build``), the proxy-tree writer, WeightLang imports and the
-PAW installer ask here instead of testing suffixes. Importing this package
-loads neither torch nor numpy: each builder imports its tools in ``build``.
+The locator (a module's files + a name -> kind, path, files) is
+:mod:`wgtpm.artifacts`, below this package: WeightLang imports and the PAW
+installer, which the builders run, ask it without importing every builder
+(an import cycle otherwise). Its names are re-exported here for callers
+that build. The CLI (``wgtpm build``) and the proxy-tree writer ask here
+instead of testing suffixes. Importing this package loads neither torch nor numpy: each builder imports its tools in ``build``.
 
     >>> from wgtpm.build import Target, build_artifact
     >>> # build_artifact(Target(pkg, "xor", "model.wgt", pkg / "build"), resolver, reporter)
 """
 
-from ._builder import BUILD_DIR, Builder, BuildResult, Target
-from ._locate import (
+from ..artifacts import (
+    BUILD_DIR,
+    BUNDLE_SUFFIX,
     INDEX_FILE,
     LocatedArtifact,
     locate_artifact,
@@ -29,7 +32,8 @@ from ._locate import (
     module_index,
     release_artifacts,
 )
-from ._paw import BUNDLE_SUFFIX, SPEC_SUFFIX
+from ._builder import Builder, BuildResult, Target
+from ._paw import SPEC_SUFFIX
 from ._registry import build_artifact, builder_for_kind, builder_for_source, builders
 
 __all__ = [

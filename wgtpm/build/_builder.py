@@ -15,7 +15,8 @@ source's kind (:mod:`wgtpm.kinds`) then answers four questions:
   path -> file on disk, after a build; ``None`` when they are not there.
 - ``find(base, name)``: where an artifact ``name`` of this kind lies in a
   directory of module files that has no index saying so (a release's top
-  level, or ``build/`` of a package replaced by a local directory).
+  level, or ``build/`` of a package replaced by a local directory); the
+  layouts are in :mod:`wgtpm.artifacts`, which the locator reads without the builders.
 """
 
 from __future__ import annotations
@@ -27,12 +28,10 @@ from typing import Protocol
 from .._contain import resolve_inside
 from .._errors import BuildError
 from .._report import Reporter
+from ..artifacts import BUILD_DIR
 from ..deps import ModuleResolver
 
 __all__ = ["BUILD_DIR", "BuildResult", "Builder", "Target"]
-
-#: Where ``wgtpm build`` writes, inside the package directory.
-BUILD_DIR = "build"
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from pathlib import Path
 from .._errors import BuildError
 from .._fs import temp_dir
 from .._report import Reporter
+from ..artifacts import find_built
 from ..deps import ModuleResolver
 from ..kinds import FILE, kind_of_source
 from ._builder import BuildResult, Target
@@ -63,5 +64,4 @@ class FileBuilder:
         return {target.source: source} if source.is_file() else None
 
     def find(self, base: Path, name: str) -> Path | None:
-        candidate = base / name
-        return candidate if candidate.is_file() and kind_of_source(name) == FILE else None
+        return find_built(FILE, base, name)

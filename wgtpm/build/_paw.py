@@ -9,7 +9,7 @@ and copied to ``build/triage.paw``. Either way the release holds
 The spec, and every file it names, must lie inside the package
 (:mod:`wgtpm._contain`), checked when the spec is read, before any training.
 The paw extra (torch, transformers, peft, gguf) is imported only by
-:meth:`PawBuilder.build`.
+:meth:`PawBuilder.build`, once :func:`wgtpm._extras.require` has found it.
 """
 
 from __future__ import annotations
@@ -18,8 +18,10 @@ import os
 from pathlib import Path
 
 from .._errors import BuildError
+from .._extras import CHECKS_BUNDLE, require
 from .._fs import temp_dir
 from .._report import Reporter
+from ..artifacts import BUNDLE_SUFFIX, find_built
 from ..deps import ModuleResolver
 from ..kinds import PAW, kind_of_source
 from ._builder import BuildResult, Target
@@ -27,7 +29,6 @@ from ._builder import BuildResult, Target
 __all__ = ["BUNDLE_SUFFIX", "SPEC_SUFFIX", "PawBuilder"]
 
 SPEC_SUFFIX = ".pawspec"
-BUNDLE_SUFFIX = ".paw"
 
 
 class PawBuilder:
@@ -56,18 +57,13 @@ class PawBuilder:
         return {name: bundle} if bundle.is_file() else None
 
     def find(self, base: Path, name: str) -> Path | None:
-        candidate = base / (name if name.endswith(BUNDLE_SUFFIX) else name + BUNDLE_SUFFIX)
-        return candidate if candidate.is_file() else None
+        return find_built(PAW, base, name)
 
 
 def _compile(target: Target, out: Path, resolver: ModuleResolver, reporter: Reporter) -> None:
-    try:
-        from ..paw.build import build_program
-    except ImportError as exc:
-        raise BuildError(
-            f"artifact {target.name}: building PAW programs needs the paw extra: "
-            f"pip install 'wgtpm[paw]' ({exc})"
-        ) from exc
+    require("paw", purpose=f"building artifact {target.name} ({target.source})")
+    from ..paw.build import build_program
+
     build_program(
         target.source_path(),
         out,
@@ -81,14 +77,10 @@ def _compile(target: Target, out: Path, resolver: ModuleResolver, reporter: Repo
 def _copy_checked(target: Target, out: Path) -> str:
     """Copy the prebuilt bundle to ``out`` once it validates; returns its program ID."""
     data = target.read_source()
-    try:
-        from ..paw.bundle import BundleError, read_bundle
-        from ..paw.validate import check_bundle
-    except ImportError as exc:
-        raise BuildError(
-            f"artifact {target.name}: checking PAW programs needs the paw extra: "
-            f"pip install 'wgtpm[paw]' ({exc})"
-        ) from exc
+    require("paw", *CHECKS_BUNDLE, purpose=f"checking artifact {target.name} ({target.source})")
+    from ..paw.bundle import BundleError, read_bundle
+    from ..paw.validate import check_bundle
+
     # The bytes checked are the bytes renamed into place: validated in a private copy.
     with temp_dir(out) as tmp:
         copy = tmp / out.name

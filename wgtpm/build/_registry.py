@@ -6,10 +6,9 @@
 
 from __future__ import annotations
 
-from .._errors import UsageError
 from .._report import SILENT, Reporter
 from ..deps import ModuleResolver
-from ..kinds import KINDS, kind_of_source
+from ..kinds import KINDS, check_kind, kind_of_source
 from ._builder import Builder, BuildResult, Target
 from ._file import FileBuilder
 from ._paw import PawBuilder
@@ -28,12 +27,7 @@ def builders() -> tuple[Builder, ...]:
 
 def builder_for_kind(kind: str) -> Builder:
     """The builder of ``kind`` (the ``kind`` of an index entry); :class:`UsageError` if unknown."""
-    try:
-        return _BUILDERS[kind]
-    except KeyError as exc:
-        raise UsageError(
-            f"unknown artifact kind {kind!r}; this wgtpm knows {', '.join(KINDS)} (upgrade wgtpm?)"
-        ) from exc
+    return _BUILDERS[check_kind(kind)]
 
 
 def builder_for_source(source: str) -> Builder:

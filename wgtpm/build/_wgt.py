@@ -4,14 +4,16 @@
 ``weights.safetensors``, ``source.wgt``; :mod:`wgtpm.weightlang.build`) and
 publishes every file of it as ``xor/<file>``. The source and its data files
 must lie inside the package (:mod:`wgtpm._contain`). torch is imported only by
-:meth:`WgtBuilder.build`.
+:meth:`WgtBuilder.build`, once :func:`wgtpm._extras.require` has found it.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from .._extras import require
 from .._report import Reporter
+from ..artifacts import find_built
 from ..deps import ModuleResolver
 from ..kinds import WGT, kind_of_source
 from ._builder import BuildResult, Target
@@ -28,6 +30,7 @@ class WgtBuilder:
         return kind_of_source(source) == WGT
 
     def build(self, target: Target, resolver: ModuleResolver, reporter: Reporter) -> BuildResult:
+        require("weightlang", purpose=f"building artifact {target.name} ({target.source})")
         from ..weightlang.build import build_wgt
         from ..weightlang.report import training_line
 
@@ -58,5 +61,4 @@ class WgtBuilder:
         return {f"{target.name}/{f.name}": f for f in sorted(directory.iterdir())}
 
     def find(self, base: Path, name: str) -> Path | None:
-        candidate = base / name
-        return candidate if candidate.is_dir() else None
+        return find_built(WGT, base, name)

@@ -100,6 +100,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("wgtpm: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # a bug: one line, the traceback only when asked for
+        from .._extras import missing_extra_error
+
+        missing = missing_extra_error(exc, f"wgtpm {args.command}")
+        if missing is not None:  # an optional module no require() asked for first
+            return _fail(args, str(missing), _kind(missing))
         if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
             import traceback
 

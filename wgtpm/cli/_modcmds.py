@@ -222,6 +222,10 @@ def _get(args: argparse.Namespace) -> int:
     if _is_noop(args, mode) and _stamp.up_to_date(Path.cwd(), default_root()):
         return 0  # this exact wgt.mod and wgt.sum were fully fetched and verified before
 
+    if args.paw_install:  # before any download: installing checks each program
+        from .._extras import CHECKS_BUNDLE, require
+
+        require("paw", *CHECKS_BUNDLE, purpose="wgtpm get --paw-install")
     from ..modget import get, parse_arg
 
     with _project(args, quiet=args.quiet or args.json, default="mod") as project:
@@ -268,7 +272,7 @@ def _paw_install(project: Project, build: list[ModuleVersion]) -> list[str]:
     them unchanged (programs installed before it stay in the SDK's cache,
     which is keyed by program ID and holds only validated programs).
     """
-    from ..build import release_artifacts
+    from ..artifacts import release_artifacts
     from ..kinds import PAW
     from ..modload.buildlist import Fetched
     from ..modload.resolver import ProjectResolver
@@ -335,6 +339,9 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _verify_rebuild(args: argparse.Namespace) -> int:
+    from .._extras import require
+
+    require("publish", purpose="wgtpm verify --rebuild")  # the commit is checked out with git
     from ..modload.options import Options
     from ..modload.project import Project
     from ..publish import rebuild_module

@@ -102,7 +102,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         importlib.import_module(name).register(target)
     if only and only not in sub.choices:
         return build_parser()
-    from ._help import finish_parsers
+    from ._finish import finish_parsers
 
     finish_parsers(parser)
     return parser
@@ -124,7 +124,7 @@ def parse(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.Namespace]
     _Parser.json_errors = "--json" in argv or "-json" in argv
     parser = build_parser(name)
     if name is not None:
-        from ._help import check_command
+        from ._finish import check_command
 
         check_command(parser, name)  # 'wgtpm install' -> did you mean 'wgtpm get'?
     args, extra = parser.parse_known_args(argv)

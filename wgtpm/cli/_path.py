@@ -54,7 +54,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _find(project: Any, ref: str) -> Path:
-    from ..build import BUILD_DIR, locate_artifact, locate_built
+    from ..artifacts import BUILD_DIR, locate_artifact, locate_built
     from ..modload.buildlist import Fetched
 
     if ref == project.path or ref.startswith(project.path + "/"):

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._errors import UsageError
+from .._extras import CHECKS_BUNDLE, require
 
 if TYPE_CHECKING:
     from ..paw.shape import InterpreterShape
@@ -367,6 +368,7 @@ def _run_compile(args: argparse.Namespace) -> int:
         compile_spec_of(args)  # the same validation as compile.py's recipe_from_args
         print(json.dumps(compile_config(args), indent=2))
         return 0
+    require("paw", purpose="wgtpm paw compile")
     started = time.perf_counter()
     spec = compile_spec_of(args)
     output: Path = args.output
@@ -488,6 +490,7 @@ def _program_file(text: str) -> Path:
 
 
 def _run_install(args: argparse.Namespace) -> int:
+    require("paw", *CHECKS_BUNDLE, purpose="wgtpm paw install")
     from ..kinds import PAW, kind_of_source
     from ..paw import sdk
 
@@ -532,6 +535,7 @@ def _run_install(args: argparse.Namespace) -> int:
 
 
 def _run_validate(args: argparse.Namespace) -> int:
+    require("paw", *CHECKS_BUNDLE, purpose="wgtpm paw validate")
     from ..paw.sdk import sdk_cache_dir, sdk_runtime_lookups
     from ..paw.validate import validate_file
 
@@ -562,6 +566,7 @@ def _run_validate(args: argparse.Namespace) -> int:
 
 
 def _run_inspect(args: argparse.Namespace) -> int:
+    require("paw", *CHECKS_BUNDLE, purpose="wgtpm paw inspect")
     from ..paw.bundle import BundleError, read_bundle
     from ..paw.validate import check_bundle
 

@@ -60,6 +60,9 @@ def register(sub: Any) -> None:
 
 
 def _publish(args: argparse.Namespace) -> int:
+    from .._extras import require
+
+    require("publish", purpose="wgtpm publish")  # a release is built from a git commit
     from ..httpclient import HttpClient
     from ..publish import PublishOptions, publish_package, select_target
     from ..publish._publish import module_of

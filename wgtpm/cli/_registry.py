@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._errors import UsageError, WgtpmError
+from .._extras import require
 
 if TYPE_CHECKING:
     from registry.config import Config
@@ -65,6 +66,12 @@ def _sumdb_flags(p: Any) -> None:
         help="the signer key (PRIVATE+KEY+...), shared by all replicas "
         "(default: $WGTPM_REGISTRY_SUMDB_KEY_FILE, else DIR/sumdb.key)",
     )
+
+
+#: What the registry's database needs (SQLite or PostgreSQL: psycopg, asked for by its URL).
+STORES = ("sqlalchemy", "alembic")
+#: What serving needs besides: the web framework and server (boto3 only for an s3:// store).
+SERVES = ("starlette", "uvicorn", *STORES)
 
 
 def register(sub: Any) -> None:
@@ -163,12 +170,8 @@ def register(sub: Any) -> None:
 
 
 def _config(args: argparse.Namespace) -> Config:
-    try:
-        from registry.config import Config, default_data_dir
-    except ImportError as exc:
-        raise UsageError(
-            f"the registry needs its extra: pip install 'wgtpm[registry]' ({exc})"
-        ) from exc
+    from registry.config import Config, default_data_dir
+
     return Config(
         data=Path(args.data) if args.data else default_data_dir(),
         db=getattr(args, "db", None),
@@ -203,6 +206,7 @@ def _with_public_url(config: Config, host: str, port: int) -> Config:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    require("registry", *SERVES, purpose="wgtpm registry serve")
     config = _config(args)
     from registry import RegistryError
     from registry.server import serve
@@ -228,6 +232,7 @@ def _with_meta(args: argparse.Namespace, fn: Any, *, creates: bool = False) -> i
     """``fn(meta)`` on the registry's database. A SQLite file that is not there yet is an
     error (a mistyped or forgotten ``--data``), unless ``creates``: then it is made, and
     said, since a token in a database no server uses is of no use."""
+    require("registry", *STORES, purpose=f"wgtpm registry token {args.tokencmd}")
     config = _config(args)
     from registry import RegistryError
     from registry.metadata import open_metadata_store

@@ -1,8 +1,9 @@
 """``wgtpm build``, ``check``, ``run`` and ``inspect``: the artifact commands.
 
 ``wgtpm verify ARTIFACT`` is the lead's command; it calls :func:`verify_artifact`.
-torch is imported only inside the commands that load or train a model
-(``check`` never needs it).
+torch is imported only inside the commands that load or train a model, each
+after :func:`wgtpm._extras.require` has said it is there (``check`` needs it
+only for a source's imports).
 
 An ARTIFACT on the command line is a path to an artifact directory (or a
 ``.paw`` file), the NAME of an artifact of the package in the current
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._errors import BuildError, UsageError, WgtpmError
+from .._extras import RUNS_PROGRAM, require
 from ..deps import ModuleResolver, ResolvedModule
 from ..kinds import PAW, kind_of_source
 
@@ -199,9 +201,6 @@ def _build_one(
 
 def _build_files(root: Path, files: Sequence[str], out: Path, as_json: bool = False) -> int:
     """``wgtpm build FILE.wgt... [-o DIR]``: single files, in a package or not, to DIR/MODEL."""
-    from ..weightlang.build import build_file
-    from ..weightlang.report import build_line
-
     names = [f for f in files if not f.endswith(".wgt")]
     if not files:
         raise UsageError("-o DIR needs the .wgt files to build: wgtpm build FILE.wgt -o DIR")
@@ -211,6 +210,10 @@ def _build_files(root: Path, files: Sequence[str], out: Path, as_json: bool = Fa
             "(wgtpm build FILE.wgt [-o DIR]) or wgt.mod's artifacts (wgtpm build [ARTIFACT...]), "
             "not both at once"
         )
+    require("weightlang", purpose="wgtpm build " + " ".join(files))
+    from ..weightlang.build import build_file
+    from ..weightlang.report import build_line
+
     # Module imports resolve through the build list of the package here, if there is one.
     from ._render import make_reporter
 
@@ -244,8 +247,8 @@ def _run_check(args: argparse.Namespace) -> int:
     """Parse, type-check, read the data, and resolve imports (module imports in a package)."""
     from .._errors import ParseError
     from ..modload.files import nearest_root
-    from ..weightlang.build import check_file
     from ..weightlang.report import describe_program
+    from ..weightlang.source import check_file
 
     source = Path(args.file)
     root = nearest_root(source.resolve().parent)
@@ -292,29 +295,36 @@ def _warnings_to_stderr() -> Iterator[None]:
         print(f"wgtpm: warning: {w.message}", file=sys.stderr)
 
 
-def _locate(ref: str) -> Path:
+def _locate(ref: str, purpose: str) -> Path:
+    """The artifact ``ref`` names; the weightlang extra first (the locator of
+    :mod:`wgtpm.weightlang.api` loads torch)."""
+    require("weightlang", purpose=purpose)
     from ..weightlang.api import locate
 
     with closing(_LazyResolver(Path.cwd())) as resolver:  # opened for MODULE/ARTIFACT only
         return locate(ref, project_dir=Path.cwd(), resolver=resolver)
 
 
-def _open(ref: str, *, warn: bool) -> Artifact:
+def _open(ref: str, *, warn: bool, purpose: str) -> Artifact:
+    path = _locate(ref, purpose)
     from ..weightlang.api import open_artifact
 
-    path = _locate(ref)
     if kind_of_source(path.name) == PAW:
         raise UsageError(f"{ref} is a PAW program, not a WeightLang artifact")
     return open_artifact(path, warn_untrained=warn)
 
 
 def _run_run(args: argparse.Namespace) -> int:
-    from ..weightlang.api import open_artifact
-
-    path = _locate(args.artifact)
+    if kind_of_source(args.artifact) == PAW and Path(args.artifact).is_file():
+        # a .paw file on disk needs the paw extra, not the weightlang locator
+        print(_run_paw(Path(args.artifact), args.input, args.interpreter))
+        return 0
+    path = _locate(args.artifact, "wgtpm run")
     if kind_of_source(path.name) == PAW:
         print(_run_paw(path, args.input, args.interpreter))
         return 0
+    from ..weightlang.api import open_artifact
+
     with _warnings_to_stderr():
         artifact = open_artifact(path, warn_untrained=True)
     try:
@@ -335,12 +345,9 @@ def _run_run(args: argparse.Namespace) -> int:
 
 
 def _run_paw(path: Path, text: str, interpreter: str | None = None) -> str:
-    try:
-        from ..paw.run import run_program
-    except ImportError as exc:
-        raise BuildError(
-            f"running PAW programs needs the paw extra: pip install 'wgtpm[paw]' ({exc})"
-        ) from exc
+    require("paw", *RUNS_PROGRAM, purpose="running a PAW program")
+    from ..paw.run import run_program
+
     # A JSON string literal ('"some text"') is decoded; anything else is the text itself.
     if text.startswith('"'):
         try:
@@ -355,10 +362,10 @@ def _run_paw(path: Path, text: str, interpreter: str | None = None) -> str:
 
 
 def _run_inspect(args: argparse.Namespace) -> int:
+    artifact = _open(args.artifact, warn=False, purpose="wgtpm inspect")
     from ..weightlang.manifest import manifest_bytes
     from ..weightlang.report import describe_manifest
 
-    artifact = _open(args.artifact, warn=False)
     if args.json:
         sys.stdout.write(manifest_bytes(artifact.manifest.raw).decode("ascii"))
     else:
@@ -374,7 +381,7 @@ def verify_artifact(ref: str, as_json: bool) -> int:
     "tensors", "untrained"}`` and returns 1 or 0.
     """
     try:
-        artifact = _open(ref, warn=False)
+        artifact = _open(ref, warn=False, purpose="wgtpm verify ARTIFACT")
     except WgtpmError as exc:
         if not as_json:
             raise

@@ -34,7 +34,7 @@ from typing import Any
 
 from .._errors import UsageError
 from .._fs import FileLock, replace_dir, sha256_file, temp_dir, write_atomic
-from ..build import BUNDLE_SUFFIX, module_artifact
+from ..artifacts import BUNDLE_SUFFIX, module_artifact
 from ..deps import ModuleResolver, split_ref
 from ..kinds import PAW
 from .runtime import BaseModelFile, ResolvedRuntime, RuntimeLookup, base_model_file
@@ -305,7 +305,7 @@ def find_base_model(
 def artifact_file(ref: str, resolver: ModuleResolver) -> Path:
     """The ``.paw`` file of ``MODULE/ARTIFACT``: by the release index, else ``ARTIFACT.paw``.
 
-    :func:`wgtpm.build.module_artifact` finds it; anything but a ``paw``
+    :func:`wgtpm.artifacts.module_artifact` finds it; anything but a ``paw``
     artifact under that name is an error.
     """
     module, artifact = split_ref(ref, resolver)

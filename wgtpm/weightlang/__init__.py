@@ -9,6 +9,7 @@ importing this package imports none of them)::
     data       inline, CSV and JSONL data sets, hashed
     manifest   the artifact's manifest.json: the prototype's format, its bytes, validation
     report     text descriptions of programs and manifests for the commands
+    source     ``wgtpm check`` of a file: torch only to verify what it imports
     model      torch: the module of a layer list, seeded initialisation
     train      torch: deterministic training, NaN checks, the training record
     artifact   byte-stable writing and pickle-free verified reading of artifacts

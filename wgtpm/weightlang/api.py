@@ -31,7 +31,7 @@ import torch
 from torch import nn
 
 from .._errors import UsageError, WgtpmError
-from ..build import BUILD_DIR, locate_built
+from ..artifacts import BUILD_DIR, locate_built
 from ..deps import ModuleResolver, split_ref
 from .artifact import StoredArtifact, read_artifact
 from .errors import ArtifactError, UntrainedWeightsWarning

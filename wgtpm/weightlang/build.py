@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import platform
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +33,8 @@ from .._report import SILENT, Reporter
 from .._torchthreads import one_cpu_thread
 from ..deps import ModuleResolver
 from .artifact import read_artifact, safetensors_bytes, sha256_hex, tensor_bytes, write_artifact
-from .check import check, layer_specs, raise_errors
+from .check import check, layer_specs
 from .data import Dataset, load_data
-from .errors import LayerImportError
 from .imports import ImportedLayer, resolve_imports
 from .manifest import (
     BATCH_NOTE,
@@ -54,7 +53,8 @@ from .manifest import (
     manifest_bytes,
 )
 from .model import INIT_METHOD, build_module, init_parameters, set_generator
-from .syntax import ModuleSource, Program, parse_bytes
+from .source import check_file
+from .syntax import Program, parse_bytes
 from .train import train
 
 __all__ = ["BuildResult", "build_file", "build_wgt", "check_file", "load_program"]
@@ -78,47 +78,6 @@ def load_program(source: Path, *, name: str | None = None) -> tuple[Program, dic
     """
     program, _ = _read_program(source, name or str(source))
     return program, load_data(program, source.parent)
-
-
-def check_file(
-    source: Path, *, name: str | None = None, resolver: ModuleResolver | None = None
-) -> tuple[Program, dict[str, Dataset], int]:
-    """Everything ``wgtpm check`` does, every error of the file reported at once.
-
-    Parses ``source`` (a syntax error stops there: nothing else can be
-    checked), then type-checks it, reads its data and resolves its imports,
-    collecting the errors of all three into one :class:`ParseError` in line
-    order. Module imports are resolved only with a ``resolver`` (in a
-    package); path imports always. Returns the program, its data sets and the
-    number of imports resolved.
-    """
-    shown = name or str(source)
-    try:
-        data = source.read_bytes()
-    except OSError as exc:
-        raise ParseError(
-            [PositionedError(Position(shown, 1, 0), f"cannot read: {exc.strerror}")]
-        ) from exc
-    program = parse_bytes(data, shown)
-    errors: list[PositionedError] = []
-    try:
-        check(program)
-    except ParseError as exc:
-        errors += exc.errors
-    datasets: dict[str, Dataset] = {}
-    try:
-        datasets = load_data(program, source.parent)
-    except ParseError as exc:
-        errors += exc.errors
-    wanted = program.imports
-    if resolver is None:
-        wanted = tuple(i for i in wanted if not isinstance(i.source, ModuleSource))
-    try:
-        resolve_imports(replace(program, imports=wanted), source.parent, resolver)
-    except LayerImportError as exc:
-        errors += exc.errors
-    raise_errors(errors)
-    return program, datasets, len(wanted)
 
 
 def _read_program(source: Path, name: str) -> tuple[Program, bytes]:

@@ -27,7 +27,7 @@ from typing import Any
 import torch
 
 from .._errors import PositionedError, WgtpmError
-from ..build import module_artifact
+from ..artifacts import module_artifact
 from ..deps import ModuleResolver, ResolvedModule, split_ref
 from .artifact import read_artifact, sha256_hex, tensor_bytes
 from .errors import LayerImportError
@@ -160,7 +160,7 @@ def artifact_in_module(module: ResolvedModule, name: str) -> Path | None:
 
     A release holds ``NAME/`` at its top; a module replaced by a local package
     directory holds what ``wgtpm build`` wrote, ``build/NAME``
-    (:func:`wgtpm.build.module_artifact` decides).
+    (:func:`wgtpm.artifacts.module_artifact` decides).
     """
     found = module_artifact(module, name)
     return found.path if found is not None else None

@@ -1,5 +1,11 @@
 """The artifact locator: given a module's files and an artifact name, its kind and files.
 
+The locator sits below the builders (:mod:`wgtpm.build`) and imports none of
+them: a kind's builder may ask where an imported artifact lies (a WeightLang
+import, a PAW interpreter), and the package that imports every builder must
+not be what it asks. What each kind looks like on disk is the table
+:data:`_FINDERS` here, which the builders' ``find`` answer from.
+
 Where an artifact lies, in order:
 
 1. the release index, when there is one: the entries whose ``artifact`` is
@@ -9,7 +15,7 @@ Where an artifact lies, in order:
 2. otherwise what the builders wrote or a release holds at its top, looked
    for in the module's directory and then in its ``build/`` (a module
    replaced by a package directory holds what ``wgtpm build`` wrote): each
-   builder's ``find`` in the order of :data:`wgtpm.kinds.KINDS`, so
+   kind's layout in the order of :data:`wgtpm.kinds.KINDS`, so
    ``NAME/`` is a ``wgt`` artifact and ``NAME.paw`` a ``paw`` one.
 
 A module directory from the cache holds no index (it is kept beside it), so
@@ -20,18 +26,21 @@ hold, always through :func:`wgtpm.index.parse`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..deps import ResolvedModule
-from ..index import ReleaseIndex
-from ..index import parse as parse_index
-from ._builder import BUILD_DIR
-from ._registry import builder_for_kind, builders
+from .deps import ResolvedModule
+from .index import ReleaseIndex
+from .index import parse as parse_index
+from .kinds import FILE, KINDS, PAW, WGT, check_kind, kind_of_source
 
 __all__ = [
+    "BUILD_DIR",
+    "BUNDLE_SUFFIX",
     "INDEX_FILE",
     "LocatedArtifact",
+    "find_built",
     "locate_artifact",
     "locate_built",
     "module_artifact",
@@ -40,6 +49,43 @@ __all__ = [
 ]
 
 INDEX_FILE = "wgt.index.json"
+
+#: Where ``wgtpm build`` writes, inside the package directory.
+BUILD_DIR = "build"
+
+#: A PAW program on disk and in a release: ``NAME.paw``.
+BUNDLE_SUFFIX = ".paw"
+
+
+def _find_wgt(base: Path, name: str) -> Path | None:
+    """A ``wgt`` artifact is the directory ``NAME/`` (manifest, weights, source)."""
+    candidate = base / name
+    return candidate if candidate.is_dir() else None
+
+
+def _find_paw(base: Path, name: str) -> Path | None:
+    """A ``paw`` artifact is the file ``NAME.paw`` (``name`` may carry the suffix already)."""
+    candidate = base / (name if name.endswith(BUNDLE_SUFFIX) else name + BUNDLE_SUFFIX)
+    return candidate if candidate.is_file() else None
+
+
+def _find_file(base: Path, name: str) -> Path | None:
+    """A ``file`` artifact is the file of that name, if no other kind claims the name."""
+    candidate = base / name
+    return candidate if candidate.is_file() and kind_of_source(name) == FILE else None
+
+
+_FINDERS: dict[str, Callable[[Path, str], Path | None]] = {
+    WGT: _find_wgt,
+    PAW: _find_paw,
+    FILE: _find_file,
+}
+assert tuple(_FINDERS) == KINDS, "one layout per kind of wgtpm.kinds, in its order"
+
+
+def find_built(kind: str, base: Path, name: str) -> Path | None:
+    """Where artifact ``name`` of ``kind`` lies directly in ``base``, or ``None``."""
+    return _FINDERS[check_kind(kind)](base, name)
 
 
 @dataclass(frozen=True)
@@ -62,11 +108,11 @@ def release_artifacts(index: ReleaseIndex) -> dict[str, str]:
 
 
 def locate_built(base: Path, name: str) -> LocatedArtifact | None:
-    """Artifact ``name`` directly in ``base`` (no index): the first builder that finds it."""
-    for builder in builders():
-        path = builder.find(base, name)
+    """Artifact ``name`` directly in ``base`` (no index): the first kind whose layout is there."""
+    for kind, find in _FINDERS.items():
+        path = find(base, name)
         if path is not None:
-            return LocatedArtifact(name, builder.kind, path)
+            return LocatedArtifact(name, kind, path)
     return None
 
 
@@ -78,7 +124,7 @@ def locate_artifact(
         entries = [e for e in index.files if e.artifact == name]
         kind = entries[0].kind if entries else None
         if kind:  # entries without a kind say nothing: the files on disk decide
-            builder_for_kind(kind)  # an unknown kind is an error, not a plain file
+            check_kind(kind)  # an unknown kind is an error, not a plain file
             paths = tuple(e.path for e in entries)
             return LocatedArtifact(name, kind, root / _artifact_path(name, paths), paths)
     for base in (root, root / BUILD_DIR):
