@@ -28,6 +28,7 @@ import httpx
 import pytest
 
 from registry import limits
+from registry._errors import TooLargeError
 
 from .helpers import free_port, publish, registry_token
 
@@ -535,3 +536,22 @@ def test_timeouts_from_the_environment(env: dict[str, str], want: limits.Timeout
 def test_a_malformed_timeout_is_named(bad: str) -> None:
     with pytest.raises(ValueError, match=f"WGTPM_REGISTRY_DRAIN_TIMEOUT='{bad}'"):
         limits.Timeouts.from_env({"WGTPM_REGISTRY_DRAIN_TIMEOUT": bad})
+
+
+@pytest.mark.parametrize(
+    ("length", "refused"),
+    [("10", None), ("11", TooLargeError), ("9" * 20, TooLargeError), ("9" * 5000, TooLargeError)],
+)
+def test_a_content_length_of_any_size_is_read_without_a_500(
+    length: str, refused: type[Exception] | None
+) -> None:
+    from starlette.requests import Request
+
+    from registry.body import declared_length
+
+    request = Request({"type": "http", "headers": [(b"content-length", length.encode())]})
+    if refused is None:
+        assert declared_length(request, 10, "a body") == int(length)
+    else:
+        with pytest.raises(refused):
+            declared_length(request, 10, "a body")
