@@ -67,7 +67,7 @@ def train(model: Encoder, steps: int = 30) -> list[float]:
         loss = torch.nn.functional.cross_entropy(model(ids), labels)
         loss.backward()
         opt.step()
-        losses.append(float(loss))
+        losses.append(loss.item())
     return losses
 
 

@@ -46,7 +46,6 @@ Torch-free: ``wgtpm inspect`` reads it without loading torch.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -54,7 +53,7 @@ from typing import Any
 
 from .. import _json
 from .._errors import WgtpmError
-from .._fs import canonical_json, is_hex64
+from .._fs import canonical_json, is_hex64, sha256_file
 
 __all__ = [
     "FORMAT",
@@ -97,10 +96,12 @@ def manifest_bytes(manifest: Mapping[str, Any]) -> bytes:
 def is_saved_model(path: Path) -> bool:
     """Whether ``path`` is a directory whose manifest says it is in this format."""
     try:
-        head = (path / MANIFEST_FILE).open("rb").read(4096)
-    except OSError:
-        return False
-    return f'"format": "{FORMAT}"'.encode() in head
+        with (path / MANIFEST_FILE).open("rb") as fh:
+            raw = fh.read(MAX_MANIFEST + 1)
+        manifest = _json.loads(raw)
+    except (OSError, json.JSONDecodeError):
+        return False  # not this format: the WeightLang reader says what is wrong
+    return isinstance(manifest, dict) and manifest.get("format") == FORMAT
 
 
 def read_saved_manifest(path: Path) -> dict[str, Any]:
@@ -123,7 +124,7 @@ def read_saved_manifest(path: Path) -> dict[str, Any]:
     _check(where, manifest)
     weights = manifest["weights"]
     try:
-        got = hashlib.sha256((path / WEIGHTS_FILE).read_bytes()).hexdigest()
+        got = sha256_file(path / WEIGHTS_FILE)
     except OSError as exc:
         raise SavedModelError(where, f"cannot read {WEIGHTS_FILE} ({exc.strerror})") from exc
     if got != weights["sha256"]:
@@ -153,8 +154,20 @@ def _check(where: str, m: Any) -> None:
         raise SavedModelError(
             where, f"{MANIFEST_FILE}: weights must name {WEIGHTS_FILE}, its sha256 and tensors"
         )
+    modules = m.get("modules", {})
+    if not isinstance(modules, dict) or not all(isinstance(v, str) for v in modules.values()):
+        raise SavedModelError(where, f"{MANIFEST_FILE}: modules must map module paths to versions")
     for name, entry in weights["tensors"].items():
-        if not isinstance(entry, dict) or entry.get("origin") not in ORIGINS:
+        shape = entry.get("shape") if isinstance(entry, dict) else None
+        if (
+            not isinstance(shape, list)
+            or not all(type(d) is int and d >= 0 for d in shape)
+            or not isinstance(entry.get("dtype"), str)
+        ):
+            raise SavedModelError(
+                where, f"{MANIFEST_FILE}: tensor {name} needs a dtype and a shape"
+            )
+        if entry.get("origin") not in ORIGINS:
             raise SavedModelError(
                 where, f"{MANIFEST_FILE}: tensor {name}: origin must be one of {', '.join(ORIGINS)}"
             )
@@ -190,12 +203,13 @@ def describe_saved(label: str, manifest: Mapping[str, Any]) -> str:
 
     artifact   build/encoder
     model      Encoder (wgtpm.torch.artifact)
-    weights    sha256 5be1…, 3 tensors, 20,608 parameters
+    weights    sha256 5be1…, 3 tensors, 20,610 parameters
     modules    hf.co/acme/tiny-qwen3@v0.1.0
-    tensors    head.weight       F32 [2, 64]     trained
-               tok.weight        F32 [320, 64]   imported from hf.co/acme/tiny-qwen3@v0.1.0, frozen
-                                   model.safetensors#model.embed_tokens.weight
-                                   sha256 3f9a…
+    tensors    head.bias    F32 [2]        trained
+               head.weight  F32 [2, 64]    trained
+               tok.weight   F32 [320, 64]  imported from hf.co/acme/tiny-qwen3@v0.1.0, frozen
+                 model.safetensors#model.embed_tokens.weight
+                 sha256 3f9a…
     """
     weights = manifest["weights"]
     tensors: Mapping[str, Any] = weights["tensors"]
@@ -213,10 +227,12 @@ def describe_saved(label: str, manifest: Mapping[str, Any]) -> str:
     for module, version in sorted(manifest.get("modules", {}).items()):
         rows.append(("modules", f"{module}@{version}" if version else module))
     width = max((len(n) for n in tensors), default=0)
-    for name, entry in sorted(tensors.items()):
+    kinds = {n: f"{e.get('dtype')} {e.get('shape')}" for n, e in tensors.items()}
+    kind_width = max((len(k) for k in kinds.values()), default=0)
+    for i, (name, entry) in enumerate(sorted(tensors.items())):
         first, *more = _origin_text(entry)
         frozen = ", frozen" if entry.get("frozen") else ""
-        head = f"{name:<{width}}  {entry.get('dtype')} {entry.get('shape')}  "
-        rows.append(("tensors", f"{head}{first}{frozen}"))
-        rows += [("", " " * len(head) + line) for line in more]
+        row = f"{name:<{width}}  {kinds[name]:<{kind_width}}  {first}{frozen}"
+        rows.append(("tensors" if i == 0 else "", row))
+        rows += [("", line) for line in more]
     return "\n".join(f"{key:<10} {value}".rstrip() for key, value in rows)
