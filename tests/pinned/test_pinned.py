@@ -20,7 +20,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import wgtpm  # noqa: E402
-from tests.pinned.conftest import MODULE, VERSION, cli  # noqa: E402
+from tests.pinned.conftest import GGUF_MATRIX, MODULE, VERSION, cli  # noqa: E402
 from tests.pinned.encoder import Encoder  # noqa: E402
 from wgtpm import ChecksumMismatchError, NotFoundError, ResolveError, UsageError  # noqa: E402
 from wgtpm.pinned import GraftError, origin_of  # noqa: E402
@@ -221,8 +221,10 @@ def test_save_is_byte_stable(consumer: Path, tmp_path: Path) -> None:
 def test_load_is_the_verified_model_with_its_base_identity(consumer: Path) -> None:
     qwen = wgtpm.open(MODULE, project_dir=consumer)
     lm = qwen.load()
-    weights = qwen.path / "model.safetensors"
-    lines = f"model.safetensors {hashlib.sha256(weights.read_bytes()).hexdigest()}\n"
+    lines = "".join(
+        f"{name} {hashlib.sha256((qwen.path / name).read_bytes()).hexdigest()}\n"
+        for name in ("gguf/extra.gguf", "model.safetensors")
+    )
     assert lm._wgtpm_base == wgtpm.pinned.BaseIdentity(
         MODULE, VERSION, hashlib.sha256(lines.encode()).hexdigest()
     )
@@ -246,3 +248,16 @@ def test_open_errors_say_what_to_do(consumer: Path) -> None:
         qwen.tensor(EMBED, file="model.gguf")
     with pytest.raises(NotFoundError, match=re.escape("model.layers.9.")):
         qwen.tensors("model.layers.9.")
+
+
+def test_gguf_tensors_come_in_torch_shape_and_quantized_ones_are_refused(consumer: Path) -> None:
+    qwen = wgtpm.open(MODULE, project_dir=consumer)
+    matrix = qwen.tensor("matrix")  # found in the one file that has it
+    assert torch.equal(matrix, torch.tensor(GGUF_MATRIX))  # GGUF stores [32, 2]: ne[0] first
+    origin = origin_of(matrix)
+    assert origin is not None and (origin.file, origin.dtype) == ("gguf/extra.gguf", "F32")
+    half = qwen.tensor("half", file="gguf/extra.gguf", dtype=torch.float32)
+    assert half.dtype == torch.float32 and torch.equal(half, matrix)
+    with pytest.raises(UsageError, match="dtype Q8_0 has no torch dtype") as exc:
+        qwen.tensor("q8")
+    assert f"{MODULE}@{VERSION}/gguf/extra.gguf#q8" in str(exc.value)
