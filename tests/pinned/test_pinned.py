@@ -22,6 +22,7 @@ torch = pytest.importorskip("torch")
 import wgtpm  # noqa: E402
 from tests.pinned.conftest import GGUF_MATRIX, MODULE, VERSION, cli  # noqa: E402
 from tests.pinned.encoder import Encoder  # noqa: E402
+from tests.servers.huggingface import HuggingFaceServer  # noqa: E402
 from wgtpm import ChecksumMismatchError, NotFoundError, ResolveError, UsageError  # noqa: E402
 from wgtpm.pinned import GraftError, origin_of  # noqa: E402
 
@@ -261,3 +262,38 @@ def test_gguf_tensors_come_in_torch_shape_and_quantized_ones_are_refused(consume
     with pytest.raises(UsageError, match="dtype Q8_0 has no torch dtype") as exc:
         qwen.tensor("q8")
     assert f"{MODULE}@{VERSION}/gguf/extra.gguf#q8" in str(exc.value)
+
+
+class _Marker:
+    """Unpickling this creates the file ``path``: proof that a pickle was loaded."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple[object, tuple[str, str]]:
+        return (open, (self.path, "w"))
+
+
+def test_load_never_unpickles_a_pytorch_bin(
+    consumer: Path, hub: HuggingFaceServer, user_env: dict[str, str], qwen_files: dict[str, bytes]
+) -> None:
+    import pickle
+
+    marker = consumer.parent / "unpickled"
+    repo = hub.repo("acme", "pickled")
+    repo.commit(
+        {
+            "config.json": qwen_files["config.json"],
+            "pytorch_model.bin": pickle.dumps(_Marker(str(marker))),
+        }
+    )
+    repo.tag("v0.1.0")
+    assert cli("get", "hf.co/acme/pickled@v0.1.0", cwd=consumer, env=user_env).returncode == 0
+    pickled = wgtpm.open("hf.co/acme/pickled", project_dir=consumer)
+    with pytest.raises(
+        wgtpm.BuildError, match=re.escape("hf.co/acme/pickled@v0.1.0: transformers cannot")
+    ):
+        pickled.load()
+    with pytest.raises(UsageError, match="trust_remote_code"):
+        pickled.load(trust_remote_code=True)
+    assert not marker.exists()

@@ -25,7 +25,7 @@ import difflib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._errors import ChecksumMismatchError, NotFoundError, UsageError
+from .._errors import BuildError, ChecksumMismatchError, NotFoundError, UsageError
 from .._fs import sha256_file
 from ..deps import ResolvedModule
 from ._origin import BaseIdentity, Origin, record, weights_sha256
@@ -218,9 +218,13 @@ class Pinned:
         }
         model: Any
         try:
-            model = transformers.AutoModelForCausalLM.from_pretrained(str(self.path), **args)
-        except ValueError:  # not a causal LM architecture: the bare model
-            model = transformers.AutoModel.from_pretrained(str(self.path), **args)
+            try:
+                model = transformers.AutoModelForCausalLM.from_pretrained(str(self.path), **args)
+            except ValueError:  # not a causal LM architecture: the bare model
+                model = transformers.AutoModel.from_pretrained(str(self.path), **args)
+        except (OSError, ValueError, TypeError) as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+            raise BuildError(f"{self.label}: transformers cannot load it ({first})") from exc
         model._wgtpm_base = self.base
         return model
 
