@@ -154,6 +154,11 @@ def test_a_byte_flipped_in_a_cached_tensor_is_refused_when_read(consumer: Path) 
     assert qwen.tensors(BLOCK)
     with pytest.raises(ChecksumMismatchError):
         qwen.load()  # the whole file is checked before transformers reads it
+    # Without the tables computed before the flip, the changed file gets none: refused too.
+    for kept in (Path(os.environ["WGTPM_CACHE"]) / "tensors").glob("*.json"):
+        kept.unlink()
+    with pytest.raises(wgtpm.WgtpmError, match=re.escape("model.safetensors")):
+        wgtpm.open(MODULE, project_dir=consumer).tensor(BLOCK + "mlp.up_proj.weight")
 
 
 def test_graft_refuses_a_wrong_shape_naming_parameter_and_shapes(consumer: Path) -> None:
