@@ -302,3 +302,25 @@ def test_load_never_unpickles_a_pytorch_bin(
     with pytest.raises(UsageError, match="trust_remote_code"):
         pickled.load(trust_remote_code=True)
     assert not marker.exists()
+
+
+def test_a_local_directory_module_reads_and_saves_without_a_version(tmp_path: Path) -> None:
+    from safetensors.torch import save_file
+
+    from wgtpm.deps import MapResolver, ResolvedModule
+
+    d = tmp_path / "local"
+    d.mkdir()
+    save_file({"w": torch.arange(6, dtype=torch.float32).reshape(2, 3)}, str(d / "m.safetensors"))
+    resolver = MapResolver({"example.com/local": ResolvedModule("example.com/local", "", d)})
+    local = wgtpm.open("example.com/local", resolver=resolver)
+    w = local.tensor("w")
+    origin = origin_of(w)
+    assert (
+        origin is not None and origin.label == "example.com/local/m.safetensors#w (local directory)"
+    )
+    model = torch.nn.Linear(3, 2, bias=False)
+    wgtpm.graft(model, {"weight": w})
+    out = wgtpm.save(model, tmp_path / "saved")
+    r = (out / "manifest.json").read_text()
+    assert '"version": ""' in r and '"example.com/local": ""' in r
