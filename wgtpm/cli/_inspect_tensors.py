@@ -24,7 +24,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from .._errors import UsageError
+from .._errors import UsageError, WgtpmError
 from ..deps import ResolvedModule, split_ref
 from ..tensors import FileTable, compute_table, format_of, tables_for
 
@@ -45,11 +45,18 @@ def inspect_weights(ref: str, as_json: bool, project_dir: Path | None = None) ->
         return None
     from ..modload import open_resolver
 
-    with open_resolver(project) as resolver:
-        if ref not in resolver.modules():
+    try:
+        resolver = open_resolver(project)
+    except WgtpmError:
+        return None  # inspected as an artifact, whose lookup says what is wrong
+    with resolver:
+        try:
+            listed = ref in resolver.modules()
+        except WgtpmError:
             return None
-        module = resolver.module(ref)
-        _show_module(module, as_json)
+        if not listed:
+            return None
+        _show_module(resolver.module(ref), as_json)
     return 0
 
 
