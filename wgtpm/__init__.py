@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         VerifyError,
         WgtpmError,
     )
+    from .pinned import graft, open, save
     from .weightlang import load, load_layer
 
 __version__ = "0.1.0"
@@ -59,8 +60,11 @@ __all__ = [
     "VerifyError",
     "WgtpmError",
     "__version__",
+    "graft",
     "load",
     "load_layer",
+    "open",
+    "save",
 ]
 
 
@@ -69,6 +73,10 @@ def __getattr__(name: str) -> object:
         from . import weightlang
 
         return getattr(weightlang, name)
+    if name in ("open", "graft", "save"):  # pinned tensors: torch loads when one is read
+        from . import pinned
+
+        return getattr(pinned, name)
     if name in __all__:  # an error class
         from . import _errors
 

@@ -83,9 +83,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.set_defaults(run=_run_run)
 
-    p = sub.add_parser("inspect", help="show an artifact's interface, training and provenance")
-    p.add_argument("artifact", metavar="ARTIFACT", help=_ARTIFACT_HELP)
-    p.add_argument("--json", action="store_true", help="print the manifest as JSON")
+    p = sub.add_parser(
+        "inspect",
+        help="show an artifact's interface, training and provenance, "
+        "or a weights file's tensors (MODULE/FILE.safetensors, MODULE)",
+    )
+    p.add_argument(
+        "artifact",
+        metavar="ARTIFACT",
+        help=_ARTIFACT_HELP + "; or MODULE/FILE.safetensors|.gguf (its tensor table), "
+        "or MODULE (its weights files)",
+    )
+    p.add_argument("--json", action="store_true", help="print the manifest (or table) as JSON")
     p.set_defaults(run=_run_inspect)
 
 
@@ -362,6 +371,13 @@ def _run_paw(path: Path, text: str, interpreter: str | None = None) -> str:
 
 
 def _run_inspect(args: argparse.Namespace) -> int:
+    from ._inspect_tensors import inspect_weights
+
+    shown = inspect_weights(args.artifact, args.json)  # MODULE/FILE.safetensors, MODULE
+    if shown is not None:
+        return shown
+    if _inspect_saved(args.artifact, args.json):
+        return 0
     artifact = _open(args.artifact, warn=False, purpose="wgtpm inspect")
     from ..weightlang.manifest import manifest_bytes
     from ..weightlang.report import describe_manifest
@@ -371,6 +387,26 @@ def _run_inspect(args: argparse.Namespace) -> int:
     else:
         print(describe_manifest(str(artifact.path), artifact.manifest))
     return 0
+
+
+def _inspect_saved(ref: str, as_json: bool) -> bool:
+    """Print a model saved by ``wgtpm.save`` (torch, with tensor origins); ``False`` for others."""
+    from ..pinned._manifest import (
+        describe_saved,
+        is_saved_model,
+        manifest_bytes,
+        read_saved_manifest,
+    )
+
+    path = _locate(ref)
+    if not is_saved_model(path):
+        return False
+    manifest = read_saved_manifest(path)
+    if as_json:
+        sys.stdout.write(manifest_bytes(manifest).decode("utf-8"))
+    else:
+        print(describe_saved(str(path), manifest))
+    return True
 
 
 def verify_artifact(ref: str, as_json: bool) -> int:
