@@ -398,7 +398,7 @@ def _inspect_saved(ref: str, as_json: bool) -> bool:
         read_saved_manifest,
     )
 
-    path = _locate(ref)
+    path = _locate(ref, "wgtpm inspect")
     if not is_saved_model(path):
         return False
     manifest = read_saved_manifest(path)
