@@ -387,6 +387,8 @@ def _list(args: argparse.Namespace) -> int:
             line += f" [{row['update']}]"
         if "retracted" in row:
             line += " (retracted)"
+        if "deprecated" in row:
+            line += " (deprecated)"
         if "replace" in row:
             line += " => " + row["replace"]
         print(line)
@@ -456,6 +458,12 @@ def _rows(project: Project, args: argparse.Namespace) -> list[dict[str, Any]]:
             )
             if why:
                 row["retracted"] = why
+            gone = project.reqs.deprecation(m.path) if args.upgrades else None
+            if gone:
+                row["deprecated"] = gone
+        lic = project.license_of(m, fetch=False)
+        if lic is not None:
+            row["license"] = lic.expression
         if placed is not None:  # as 'go list -m -json' gives Dir: only when it is there
             row["dir"] = str(placed)
         rows.append(row)
