@@ -297,3 +297,31 @@ def _deprecate(tree: ProxyTree, path: str, version: str, text: str) -> None:
             "x.bin": b"x",
         },
     )
+
+
+def test_mod_edit_license_flags(wgtpm, project: Path) -> None:
+    r = wgtpm(
+        "mod",
+        "edit",
+        "-license=MIT OR Apache-2.0",
+        "-denylicense=GPL-3.0-only",
+        "-denylicense=NOASSERTION",
+        "-dropdenylicense=NOASSERTION",
+        cwd=project,
+    )
+    assert r.code == 0, r.err
+    assert (project / "wgt.mod").read_text() == (
+        'module example.com/app\nwgt 0.1\n\nlicense "MIT OR Apache-2.0"\n\n'
+        "deny-license (\n\tGPL-3.0-only\n)\n"  # a block stays a block, as in go.mod
+    )
+    r = wgtpm("mod", "edit", "-json", cwd=project)
+    doc = json.loads(r.out)
+    assert doc["license"] == "MIT OR Apache-2.0" and doc["deny_license"] == ["GPL-3.0-only"]
+    r = wgtpm("mod", "edit", "-denylicense=MIT OR X", cwd=project)
+    assert r.code != 0
+    assert r.err == (
+        "wgtpm: -denylicense=MIT OR X: name one license, not an AND/OR expression; "
+        "want SPDX (like MIT)\n"
+    )
+    r = wgtpm("mod", "edit", "-license=none", cwd=project)
+    assert "license" not in (project / "wgt.mod").read_text().replace("deny-license", "")

@@ -168,6 +168,9 @@ def register(sub: Any) -> None:
         ("dropselect", "PATH", "remove a select line"),
         ("artifact", "NAME=SOURCE", "declare an artifact built from SOURCE"),
         ("dropartifact", "NAME", "remove an artifact"),
+        ("license", "EXPRESSION", "set the module's license, an SPDX expression ('none' drops it)"),
+        ("denylicense", "LICENSE", "refuse dependencies under LICENSE (an SPDX id)"),
+        ("dropdenylicense", "LICENSE", "remove a deny-license entry"),
     ):
         e.add_argument(
             f"-{flag}",
@@ -664,6 +667,10 @@ def _edit(path: Path, args: argparse.Namespace) -> int:
             mf.add_artifact(name, src)
         elif flag == "dropartifact":
             mf.drop_artifact(value)
+        elif flag in ("license", "denylicense"):
+            _license_edit(mf, flag, value)
+        elif flag == "dropdenylicense":
+            mf.drop_deny_license(value)
     if args.json:
         json.dump(_modfile_json(mf), sys.stdout, indent=2)
         print()
@@ -675,10 +682,30 @@ def _edit(path: Path, args: argparse.Namespace) -> int:
     return 0
 
 
+def _license_edit(mf: Any, flag: str, value: str) -> None:
+    """``-license=EXPRESSION`` or ``-denylicense=LICENSE``; a value that does not parse is
+    a usage error saying why."""
+    from .. import spdx
+    from .._errors import UsageError
+
+    try:
+        if flag == "license":
+            mf.set_license(None if value == "none" else value)
+        else:
+            mf.add_deny_license(value)
+    except spdx.SpdxError as exc:
+        raise UsageError(f"-{flag}={value}: {exc.message}; want SPDX (like MIT)") from exc
+
+
 def _modfile_json(mf: Any) -> dict[str, Any]:
     """wgt.mod as JSON: Go's ``go mod edit -json`` shape, with wgtpm's lower-case keys."""
     return {
-        "module": {"path": mf.module.path} if mf.module else None,
+        "module": (
+            {"path": mf.module.path}
+            | ({"deprecated": mf.module.deprecated} if mf.module.deprecated else {})
+            if mf.module
+            else None
+        ),
         "wgt": mf.wgt.version if mf.wgt else None,
         "require": [
             {"path": r.path, "version": r.version, "indirect": r.indirect} for r in mf.requires
@@ -694,4 +721,6 @@ def _modfile_json(mf: Any) -> dict[str, Any]:
         "retract": [{"low": r.low, "high": r.high, "rationale": r.rationale} for r in mf.retracts],
         "select": [{"path": s.path, "patterns": s.patterns} for s in mf.selects],
         "artifact": [{"name": a.name, "source": a.source, "kind": a.kind} for a in mf.artifacts],
+        "license": mf.license.expression if mf.license else None,
+        "deny_license": [str(d.license) for d in mf.deny_licenses],
     }

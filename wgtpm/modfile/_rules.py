@@ -365,7 +365,10 @@ class ModFile:
         self._resync()
 
     def add_deny_license(self, license: str) -> None:
-        """Add ``license`` (an id, ``LicenseRef-...`` or ``ID WITH EXC``) to the deny list."""
+        """Add ``license`` (an id, ``LicenseRef-...`` or ``ID WITH EXC``) to the deny list;
+        raises :class:`~wgtpm.spdx.SpdxError` for anything else."""
+        if not isinstance(spdx.parse(license), spdx.License):
+            raise spdx.SpdxError("name one license, not an AND/OR expression", 0)
         if not any(str(d.license) == license for d in self.deny_licenses):
             self._insert(Line(["deny-license", license]))
             self._resync()
