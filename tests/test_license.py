@@ -325,3 +325,135 @@ def test_mod_edit_license_flags(wgtpm, project: Path) -> None:
     )
     r = wgtpm("mod", "edit", "-license=none", cwd=project)
     assert "license" not in (project / "wgt.mod").read_text().replace("deny-license", "")
+
+
+# ---- wgtpm sbom ---------------------------------------------------------------------------
+
+
+def _sbom_project(wgtpm, tree: ProxyTree, project: Path) -> None:  # type: ignore[no-untyped-def]
+    pub(
+        tree,
+        "github.com/acme/b",
+        "v0.1.0",
+        extra="license GPL-3.0-only WITH Classpath-exception-2.0\n",
+    )
+    pub(
+        tree,
+        "github.com/acme/a",
+        "v0.1.0",
+        ["github.com/acme/b v0.1.0"],
+        extra='license "(MIT OR apache-2.0) AND LicenseRef-acme"\n',
+    )
+    pub(tree, "github.com/acme/c", "v0.1.0", extra="license llama3\n")
+    (project / "wgt.mod").write_text("module example.com/app\nwgt 0.1\nlicense Apache-2.0\n")
+    r = wgtpm("get", "github.com/acme/a@v0.1.0", "github.com/acme/c@v0.1.0", cwd=project)
+    assert r.code == 0, r.err
+
+
+def test_sbom_cyclonedx_is_valid_and_lists_models_with_hashes_and_licenses(
+    wgtpm, tree: ProxyTree, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cyclonedx.schema import SchemaVersion
+    from cyclonedx.validation.json import JsonStrictValidator
+
+    monkeypatch.setenv("WGTPROXY", tree.url)
+    _sbom_project(wgtpm, tree, project)
+    r = wgtpm("sbom", cwd=project)
+    assert r.code == 0, r.err
+    error = JsonStrictValidator(SchemaVersion.V1_6).validate_str(r.out)
+    assert error is None, error.data.message  # type: ignore[union-attr]
+    doc = json.loads(r.out)
+    assert doc["specVersion"] == "1.6"
+    main = doc["metadata"]["component"]
+    assert main["type"] == "machine-learning-model" and main["name"] == "example.com/app"
+    assert main["licenses"] == [{"license": {"id": "Apache-2.0"}}]
+    comps = {c["name"]: c for c in doc["components"]}
+    assert set(comps) == {"github.com/acme/a", "github.com/acme/b", "github.com/acme/c"}
+    assert all(c["type"] == "machine-learning-model" for c in comps.values())
+    sums = (project / "wgt.sum").read_text().split("\n")
+    for name, c in comps.items():
+        props = {p["name"]: p["value"] for p in c["properties"]}
+        assert f"{name} {c['version']} {props['wgtpm:h1']}" in sums
+        assert f"{name} {c['version']}/wgt.mod {props['wgtpm:mod-h1']}" in sums
+        files = {f["name"]: f for f in c["components"]}
+        weights = files[f"{name.rsplit('/', 1)[1]}/weights.bin"]
+        data = f"{name}@v0.1.0".encode() * 50
+        assert weights["type"] == "file"
+        assert weights["hashes"] == [
+            {"alg": "SHA-256", "content": __import__("hashlib").sha256(data).hexdigest()}
+        ]
+    assert comps["github.com/acme/a"]["licenses"] == [
+        {"expression": "(MIT OR Apache-2.0) AND LicenseRef-acme"}
+    ]
+    assert comps["github.com/acme/c"]["licenses"] == [{"license": {"name": "llama3"}}]
+    deps = {d["ref"]: d.get("dependsOn", []) for d in doc["dependencies"]}
+    assert deps["github.com/acme/a@v0.1.0"] == ["github.com/acme/b@v0.1.0"]
+    assert sorted(deps["example.com/app"]) == [
+        "github.com/acme/a@v0.1.0",
+        "github.com/acme/c@v0.1.0",
+    ]
+    assert "wgtpm:signer" not in r.out  # no signature is verified yet: none is claimed
+
+
+def test_sbom_spdx_is_structurally_valid(
+    wgtpm, tree: ProxyTree, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WGTPROXY", tree.url)
+    _sbom_project(wgtpm, tree, project)
+    out = project / "bom.spdx.json"
+    r = wgtpm("sbom", "--format", "spdx", "-o", str(out), cwd=project)
+    assert r.code == 0 and r.out == "", r.err
+    doc = json.loads(out.read_text())
+    _check_spdx_2_3(doc)
+    pkgs = {p["name"]: p for p in doc["packages"]}
+    assert pkgs["example.com/app"]["licenseDeclared"] == "Apache-2.0"
+    assert pkgs["github.com/acme/a"]["licenseDeclared"] == "(MIT OR Apache-2.0) AND LicenseRef-acme"
+    assert (
+        pkgs["github.com/acme/b"]["licenseDeclared"] == "GPL-3.0-only WITH Classpath-exception-2.0"
+    )
+    assert pkgs["github.com/acme/c"]["licenseDeclared"] == "LicenseRef-llama3"
+    assert [e["licenseId"] for e in doc["hasExtractedLicensingInfos"]] == [
+        "LicenseRef-acme",
+        "LicenseRef-llama3",
+    ]
+    assert "h1:" in pkgs["github.com/acme/b"]["comment"]
+
+
+def _check_spdx_2_3(doc: dict) -> None:  # type: ignore[type-arg]
+    """The structure SPDX 2.3 requires of a JSON document (its spec, clauses 6-11)."""
+    import re
+
+    assert doc["spdxVersion"] == "SPDX-2.3" and doc["dataLicense"] == "CC0-1.0"
+    assert doc["SPDXID"] == "SPDXRef-DOCUMENT" and doc["name"]
+    assert re.match(r"https?://\S+\Z", doc["documentNamespace"])
+    assert re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\Z", doc["creationInfo"]["created"])
+    assert all(
+        re.match(r"(Tool|Person|Organization): ", c) for c in doc["creationInfo"]["creators"]
+    )
+    ids = {"SPDXRef-DOCUMENT"}
+    refs = {e["licenseId"] for e in doc.get("hasExtractedLicensingInfos", [])}
+    for p in doc["packages"]:
+        for key in (
+            "SPDXID",
+            "name",
+            "downloadLocation",
+            "licenseConcluded",
+            "licenseDeclared",
+            "copyrightText",
+        ):
+            assert p[key], key
+        assert p["filesAnalyzed"] is False  # so no packageVerificationCode is required
+        for word in re.findall(r"LicenseRef-[A-Za-z0-9.\-]+", p["licenseDeclared"]):
+            assert word in refs, f"{word} is used but not defined"
+        ids.add(p["SPDXID"])
+    for f in doc["files"]:
+        assert f["fileName"].startswith("./")
+        assert [c["algorithm"] for c in f["checksums"]] == ["SHA256"]
+        assert re.match(r"[0-9a-f]{64}\Z", f["checksums"][0]["checksumValue"])
+        ids.add(f["SPDXID"])
+    assert all(re.match(r"SPDXRef-[A-Za-z0-9.\-]+\Z", i) for i in ids)
+    assert len(ids) == len(doc["packages"]) + len(doc["files"]) + 1  # unique
+    kinds = {"DESCRIBES", "CONTAINS", "DEPENDS_ON"}
+    for rel in doc["relationships"]:
+        assert rel["spdxElementId"] in ids and rel["relatedSpdxElement"] in ids
+        assert rel["relationshipType"] in kinds

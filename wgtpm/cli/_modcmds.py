@@ -1,4 +1,4 @@
-"""Module commands: init, get, tidy, verify, list, graph, why, vendor, mod edit."""
+"""Module commands: init, get, tidy, verify, list, graph, why, vendor, mod edit, sbom."""
 
 from __future__ import annotations
 
@@ -151,6 +151,21 @@ def register(sub: Any) -> None:
     p = sub.add_parser("vendor", help="copy the build list's files into vendor/ for offline builds")
     _json_flag(p)
     p.set_defaults(run=_vendor, mod="")
+
+    p = sub.add_parser(
+        "sbom",
+        help="print the build list as an AI bill of materials (CycloneDX 1.6 or SPDX 2.3 JSON)",
+    )
+    p.add_argument(
+        "--format",
+        choices=("cyclonedx", "spdx"),
+        default="cyclonedx",
+        help="cyclonedx: CycloneDX 1.6, machine-learning-model components (default); "
+        "spdx: SPDX 2.3",
+    )
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    _mod_flag(p)
+    p.set_defaults(run=_sbom)
 
     p = sub.add_parser("mod", help="edit wgt.mod from scripts: wgtpm mod edit ...")
     msub = p.add_subparsers(dest="modcmd", metavar="SUBCOMMAND")
@@ -593,6 +608,24 @@ def _vendor(args: argparse.Namespace) -> int:
     print(f"wgtpm: vendored {n} modules into {project.root / 'vendor'}", file=sys.stderr)
     if args.json:
         _dump({"modules": n, "dir": str(project.root / "vendor")})
+    return 0
+
+
+def _sbom(args: argparse.Namespace) -> int:
+    from .._extras import require
+
+    require("sbom", purpose="wgtpm sbom")
+    from .. import sbom
+
+    with _project(args, quiet=True) as project, project.using_cache():
+        text = sbom.write(project, args.format)
+        project.save()
+    if args.output:
+        from .._fs import write_atomic
+
+        write_atomic(Path(args.output), text.encode())
+    else:
+        sys.stdout.write(text)
     return 0
 
 
