@@ -48,3 +48,15 @@ def test_card_license_is_denied_before_the_weights_download(
     )
     assert (project / "wgt.mod").read_text() == mod and not (project / "wgt.sum").exists()
     assert not list(Path(os.environ["WGTPM_CACHE"]).rglob("model.safetensors"))
+
+
+def test_sbom_carries_the_card_license(wgtpm, project: Path, hub: HuggingFaceServer) -> None:
+    assert wgtpm("get", "hf.co/acme/tiny@v0.1.0", cwd=project).code == 0
+    r = wgtpm("sbom", cwd=project)
+    assert r.code == 0, r.err
+    (tiny,) = json.loads(r.out)["components"]
+    assert tiny["type"] == "machine-learning-model"
+    assert tiny["licenses"] == [{"license": {"id": "Apache-2.0"}}]
+    props = {p["name"]: p["value"] for p in tiny["properties"]}
+    assert props["wgtpm:license-source"] == "README.md"
+    assert props["wgtpm:commit"] == hub.repo("acme", "tiny").tags["v0.1.0"]
