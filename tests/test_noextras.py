@@ -87,6 +87,7 @@ NEEDS: list[tuple[tuple[str, ...], str, str]] = [
     (("registry", "token", "list", "--data", "../reg"), "registry", "pkg"),
     (("publish", "--version", "v0.1.0", "--dry-run"), "publish", "pkg"),
     (("verify", "--rebuild", "example.com/acme/w@v0.1.0"), "publish", "pkg"),
+    (("sbom",), "sbom", "pkg"),
 ]
 
 #: Commands that need no extra, run in order in one project ("app") that a file:// proxy
@@ -222,7 +223,10 @@ def test_the_extras_table_is_pyproject_s() -> None:
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     declared = {k: v for k, v in meta["optional-dependencies"].items() if k not in ("all", "dev")}
     assert set(EXTRAS) == set(declared)
-    dist_of = {"git": "gitpython"}  # import name -> distribution, where they differ
+    dist_of = {
+        "git": "gitpython",
+        "cyclonedx": "cyclonedx-python-lib",
+    }  # import name -> distribution, where they differ
     for extra, brings in EXTRAS.items():
         dists = {
             d.split(";")[0].split("[")[0].split(">")[0].split("=")[0].strip().lower()

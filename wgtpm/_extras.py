@@ -9,6 +9,8 @@ brings these modules (import names)::
                                               paw compile, validate, inspect, install; run NAME.paw
     hf          huggingface_hub               publish to Hugging Face
     publish     git (GitPython)               publish, verify --rebuild
+    sbom        cyclonedx (cyclonedx-python-lib)
+                                              sbom
     registry    starlette, uvicorn, sqlalchemy, alembic, psycopg, boto3
                                               registry serve, registry token
 
@@ -48,6 +50,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "paw": ("torch", "safetensors", "numpy", "transformers", "peft", "gguf", "tokenizers"),
     "hf": ("huggingface_hub",),
     "publish": ("git",),
+    "sbom": ("cyclonedx",),
     "registry": ("starlette", "uvicorn", "sqlalchemy", "alembic", "psycopg", "boto3"),
 }
 
@@ -58,7 +61,7 @@ CHECKS_BUNDLE = ("numpy", "gguf")
 RUNS_PROGRAM = ("torch", "transformers", "numpy", "gguf")
 
 #: How a message names a module whose distribution is called otherwise.
-_SHOWN = {"git": "GitPython"}
+_SHOWN = {"git": "GitPython", "cyclonedx": "cyclonedx-python-lib"}
 
 
 class MissingExtraError(UsageError):

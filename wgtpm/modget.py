@@ -219,6 +219,7 @@ def get(project: Project, args: list[str], save: bool = True) -> tuple[list[MV],
     build = project.download_all()
     project.drop_unused_new_sums()
     project.warn_retracted(build)
+    project.warn_deprecated(build, {t.path for t in ups})
     project.warn_empty_selects(build)
     if save:
         project.save()

@@ -31,6 +31,7 @@ EXAMPLES: dict[str, str] = {
     "graph": "wgtpm graph\n  wgtpm graph --json",
     "why": "wgtpm why github.com/acme/xor-base",
     "vendor": "wgtpm vendor",
+    "sbom": "wgtpm sbom > bom.cdx.json\n  wgtpm sbom --format spdx -o bom.spdx.json",
     "path": "wgtpm path github.com/acme/xor-base\n  wgtpm path github.com/acme/xor-base/xor.wgt",
     "mod": "wgtpm mod edit -require github.com/acme/xor-base@v0.1.0",
     "mod edit": "wgtpm mod edit -require github.com/acme/xor-base@v0.1.0\n"

@@ -1,4 +1,4 @@
-"""Module commands: init, get, tidy, verify, list, graph, why, vendor, mod edit."""
+"""Module commands: init, get, tidy, verify, list, graph, why, vendor, mod edit, sbom."""
 
 from __future__ import annotations
 
@@ -152,6 +152,21 @@ def register(sub: Any) -> None:
     _json_flag(p)
     p.set_defaults(run=_vendor, mod="")
 
+    p = sub.add_parser(
+        "sbom",
+        help="print the build list as an AI bill of materials (CycloneDX 1.6 or SPDX 2.3 JSON)",
+    )
+    p.add_argument(
+        "--format",
+        choices=("cyclonedx", "spdx"),
+        default="cyclonedx",
+        help="cyclonedx: CycloneDX 1.6, machine-learning-model components (default); "
+        "spdx: SPDX 2.3",
+    )
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    _mod_flag(p)
+    p.set_defaults(run=_sbom)
+
     p = sub.add_parser("mod", help="edit wgt.mod from scripts: wgtpm mod edit ...")
     msub = p.add_subparsers(dest="modcmd", metavar="SUBCOMMAND")
     e = msub.add_parser("edit", help="edit wgt.mod (flags apply in order)")
@@ -168,6 +183,9 @@ def register(sub: Any) -> None:
         ("dropselect", "PATH", "remove a select line"),
         ("artifact", "NAME=SOURCE", "declare an artifact built from SOURCE"),
         ("dropartifact", "NAME", "remove an artifact"),
+        ("license", "EXPRESSION", "set the module's license, an SPDX expression ('none' drops it)"),
+        ("denylicense", "LICENSE", "refuse dependencies under LICENSE (an SPDX id)"),
+        ("dropdenylicense", "LICENSE", "remove a deny-license entry"),
     ):
         e.add_argument(
             f"-{flag}",
@@ -387,6 +405,8 @@ def _list(args: argparse.Namespace) -> int:
             line += f" [{row['update']}]"
         if "retracted" in row:
             line += " (retracted)"
+        if "deprecated" in row:
+            line += " (deprecated)"
         if "replace" in row:
             line += " => " + row["replace"]
         print(line)
@@ -456,6 +476,12 @@ def _rows(project: Project, args: argparse.Namespace) -> list[dict[str, Any]]:
             )
             if why:
                 row["retracted"] = why
+            gone = project.reqs.deprecation(m.path) if args.upgrades else None
+            if gone:
+                row["deprecated"] = gone
+        lic = project.license_of(m, fetch=False)
+        if lic is not None:
+            row["license"] = lic.expression
         if placed is not None:  # as 'go list -m -json' gives Dir: only when it is there
             row["dir"] = str(placed)
         rows.append(row)
@@ -585,6 +611,24 @@ def _vendor(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sbom(args: argparse.Namespace) -> int:
+    from .._extras import require
+
+    require("sbom", purpose="wgtpm sbom")
+    from .. import sbom
+
+    with _project(args, quiet=True) as project, project.using_cache():
+        text = sbom.write(project, args.format)
+        project.save()
+    if args.output:
+        from .._fs import write_atomic
+
+        write_atomic(Path(args.output), text.encode())
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def _mod_edit(args: argparse.Namespace) -> int:
     from .._cachedir import default_root
     from ..modload.files import find_root, locked
@@ -656,6 +700,10 @@ def _edit(path: Path, args: argparse.Namespace) -> int:
             mf.add_artifact(name, src)
         elif flag == "dropartifact":
             mf.drop_artifact(value)
+        elif flag in ("license", "denylicense"):
+            _license_edit(mf, flag, value)
+        elif flag == "dropdenylicense":
+            mf.drop_deny_license(value)
     if args.json:
         json.dump(_modfile_json(mf), sys.stdout, indent=2)
         print()
@@ -667,10 +715,30 @@ def _edit(path: Path, args: argparse.Namespace) -> int:
     return 0
 
 
+def _license_edit(mf: Any, flag: str, value: str) -> None:
+    """``-license=EXPRESSION`` or ``-denylicense=LICENSE``; a value that does not parse is
+    a usage error saying why."""
+    from .. import spdx
+    from .._errors import UsageError
+
+    try:
+        if flag == "license":
+            mf.set_license(None if value == "none" else value)
+        else:
+            mf.add_deny_license(value)
+    except spdx.SpdxError as exc:
+        raise UsageError(f"-{flag}={value}: {exc.message}; want SPDX (like MIT)") from exc
+
+
 def _modfile_json(mf: Any) -> dict[str, Any]:
     """wgt.mod as JSON: Go's ``go mod edit -json`` shape, with wgtpm's lower-case keys."""
     return {
-        "module": {"path": mf.module.path} if mf.module else None,
+        "module": (
+            {"path": mf.module.path}
+            | ({"deprecated": mf.module.deprecated} if mf.module.deprecated else {})
+            if mf.module
+            else None
+        ),
         "wgt": mf.wgt.version if mf.wgt else None,
         "require": [
             {"path": r.path, "version": r.version, "indirect": r.indirect} for r in mf.requires
@@ -686,4 +754,6 @@ def _modfile_json(mf: Any) -> dict[str, Any]:
         "retract": [{"low": r.low, "high": r.high, "rationale": r.rationale} for r in mf.retracts],
         "select": [{"path": s.path, "patterns": s.patterns} for s in mf.selects],
         "artifact": [{"name": a.name, "source": a.source, "kind": a.kind} for a in mf.artifacts],
+        "license": mf.license.expression if mf.license else None,
+        "deny_license": [str(d.license) for d in mf.deny_licenses],
     }

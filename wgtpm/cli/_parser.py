@@ -24,7 +24,7 @@ __all__ = ["COMMANDS", "COMMAND_MODULES", "build_parser", "parse", "print_json_e
 #: a start). tests/test_cli_help.py checks the table against what each module registers.
 COMMAND_MODULES: dict[str, str] = {
     **dict.fromkeys(
-        ("init", "get", "tidy", "verify", "list", "graph", "why", "vendor", "mod"),
+        ("init", "get", "tidy", "verify", "list", "graph", "why", "vendor", "mod", "sbom"),
         "wgtpm.cli._modcmds",
     ),
     "path": "wgtpm.cli._path",

@@ -12,7 +12,9 @@ require github.com/acme/base v0.1.0
 from ._rules import (
     LANGUAGE_VERSION,
     Artifact,
+    DenyLicense,
     Exclude,
+    License,
     ModFile,
     Module,
     Replace,
@@ -29,8 +31,10 @@ from ._syntax import FileSyntax, format_syntax, parse_syntax
 __all__ = [
     "LANGUAGE_VERSION",
     "Artifact",
+    "DenyLicense",
     "Exclude",
     "FileSyntax",
+    "License",
     "ModFile",
     "Module",
     "Replace",

@@ -11,10 +11,28 @@ The verbs (DESIGN.md section 3)::
     retract VERSION | [LOW, HIGH]            with the rationale as a comment
     select PATH PATTERN...                   fetch only the files matching these globs
     artifact NAME SOURCE                     what the package publishes
+    license EXPRESSION                       the module's license: an SPDX expression
+    deny-license LICENSE...                  refuse dependencies under these licenses
 
-``require``, ``exclude``, ``replace``, ``retract``, ``select`` and
-``artifact`` may be written as blocks. Errors name ``file:line:col`` and
-all errors of a file are reported together.
+``require``, ``exclude``, ``replace``, ``retract``, ``select``,
+``artifact`` and ``deny-license`` may be written as blocks. Errors name
+``file:line:col`` and all errors of a file are reported together.
+
+``license`` takes one SPDX expression (:mod:`wgtpm.spdx`), in quotes when it
+has parentheses, since ``(`` opens a block: ``license MIT OR Apache-2.0``,
+``license "(MIT OR Apache-2.0) AND CC-BY-4.0"``. ``deny-license`` names
+licenses (an id, ``LicenseRef-...``, ``"ID WITH EXCEPTION"`` or
+``NOASSERTION`` for "declares none"); like ``exclude`` it counts only in the
+main module.
+
+Deprecation is a comment, as in Go's go.mod: a paragraph starting with
+``Deprecated:`` in the comment lines above the ``module`` line or in the
+comment after it::
+
+    // Deprecated: use hf.co/acme/tiny-v2 instead.
+    module hf.co/acme/tiny
+
+The wgt.mod of a module's latest version is the one that counts.
 """
 
 from __future__ import annotations
@@ -24,8 +42,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .. import module as _module
+from .. import spdx
 from .. import version as _version
-from .._errors import ModuleError, ParseError, PositionedError
+from .._errors import ModuleError, ParseError, Position, PositionedError
 from ..index import check_file_path
 from ..kinds import kind_of_source
 from ._syntax import (
@@ -41,7 +60,9 @@ from ._syntax import (
 
 __all__ = [
     "Artifact",
+    "DenyLicense",
     "Exclude",
+    "License",
     "ModFile",
     "Replace",
     "Require",
@@ -50,8 +71,19 @@ __all__ = [
     "parse",
 ]
 
-VERBS = ("module", "wgt", "require", "exclude", "replace", "retract", "select", "artifact")
-BLOCK_VERBS = frozenset(VERBS[2:])
+VERBS = (
+    "module",
+    "wgt",
+    "license",
+    "require",
+    "exclude",
+    "replace",
+    "retract",
+    "select",
+    "artifact",
+    "deny-license",
+)
+BLOCK_VERBS = frozenset(VERBS) - {"module", "wgt", "license"}
 LANGUAGE_VERSION = "0.1"
 _ARTIFACT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*\Z")
 _WGT_VERSION = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\Z")
@@ -59,8 +91,11 @@ _WGT_VERSION = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\Z")
 
 @dataclass
 class Module:
+    """The ``module`` line; ``deprecated`` is the text of its ``Deprecated:`` comment, or ""."""
+
     path: str
     line: Line = field(repr=False, compare=False)
+    deprecated: str = ""
 
 
 @dataclass
@@ -128,6 +163,29 @@ class Artifact:
         return kind_of_source(self.source)
 
 
+@dataclass
+class License:
+    """``license EXPRESSION``: ``expression`` as written, ``parsed`` its SPDX tree."""
+
+    expression: str
+    parsed: spdx.Expression = field(repr=False, compare=False)
+    line: Line = field(repr=False, compare=False)
+
+
+@dataclass
+class DenyLicense:
+    """One license of a ``deny-license`` line (a line naming three gives three)."""
+
+    license: spdx.License
+    line: Line = field(repr=False, compare=False)
+    col: int = field(repr=False, compare=False, default=0)
+
+    @property
+    def pos(self) -> Position:
+        """Where this license is written (``wgt.mod:7:14``), for a refusal to point at."""
+        return Position(self.line.pos.file, self.line.pos.line, self.col)
+
+
 def is_local_path(p: str) -> bool:
     """Whether a replacement target is a directory: ``./x``, ``../x``, ``/x``, ``C:\\x``."""
     return (
@@ -164,6 +222,8 @@ class ModFile:
     retracts: list[Retract] = field(default_factory=list)
     selects: list[Select] = field(default_factory=list)
     artifacts: list[Artifact] = field(default_factory=list)
+    license: License | None = None
+    deny_licenses: list[DenyLicense] = field(default_factory=list)
 
     # ---- reading -------------------------------------------------------
 
@@ -197,6 +257,11 @@ class ModFile:
         """The ``select`` globs for ``path``, or ``None`` when every file is wanted."""
         pats = [p for s in self.selects if s.path == path for p in s.patterns]
         return pats or None
+
+    def denied(self, license: spdx.Expression | None) -> DenyLicense | None:
+        """The ``deny-license`` entry that refuses ``license`` (``None``: declares none), if any."""
+        hit = spdx.refused(license, [d.license for d in self.deny_licenses])
+        return next((d for d in self.deny_licenses if d.license is hit), None)
 
     def format(self) -> bytes:
         """The canonical text of the file."""
@@ -286,6 +351,32 @@ class ModFile:
     def drop_select(self, path: str) -> None:
         self._drop(lambda s: isinstance(s, Select) and s.path == path)
 
+    def set_license(self, expression: str | None) -> None:
+        """Declare the module's license (an SPDX expression); ``None`` drops the line."""
+        if expression is None:
+            self._drop(lambda e: isinstance(e, License))
+            return
+        spdx.parse(expression)  # raises SpdxError saying what is wrong
+        toks = ["license", expression]
+        if self.license:
+            self.license.line.tokens = toks
+        else:
+            self._insert(Line(toks))
+        self._resync()
+
+    def add_deny_license(self, license: str) -> None:
+        """Add ``license`` (an id, ``LicenseRef-...`` or ``ID WITH EXC``) to the deny list;
+        raises :class:`~wgtpm.spdx.SpdxError` for anything else."""
+        if not isinstance(spdx.parse(license), spdx.License):
+            raise spdx.SpdxError("name one license, not an AND/OR expression", 0)
+        if not any(str(d.license) == license for d in self.deny_licenses):
+            self._insert(Line(["deny-license", license]))
+            self._resync()
+
+    def drop_deny_license(self, license: str) -> None:
+        """Drop every ``deny-license`` line that names exactly ``license``."""
+        self._drop(lambda d: isinstance(d, DenyLicense) and str(d.license) == license)
+
     def add_artifact(self, name: str, source: str) -> None:
         self._drop(lambda a: isinstance(a, Artifact) and a.name == name)
         self._insert(Line(["artifact", name, source]))
@@ -306,6 +397,8 @@ class ModFile:
             *self.retracts,
             *self.selects,
             *self.artifacts,
+            *([self.license] if self.license else []),
+            *self.deny_licenses,
         ]
 
     def _drop(self, pred: object) -> None:
@@ -370,6 +463,7 @@ class ModFile:
         self.module, self.wgt = fresh.module, fresh.wgt
         self.requires, self.excludes, self.replaces = fresh.requires, fresh.excludes, fresh.replaces
         self.retracts, self.selects, self.artifacts = fresh.retracts, fresh.selects, fresh.artifacts
+        self.license, self.deny_licenses = fresh.license, fresh.deny_licenses
 
 
 def _set_args(line: Line, args: list[str]) -> None:
@@ -419,7 +513,7 @@ def _interpret(f: FileSyntax) -> tuple[ModFile, list[PositionedError]]:
         if verb not in VERBS:
             err(-off, f"unknown directive {_shown(verb)} (want one of: {', '.join(VERBS)})")
             continue
-        if verb in ("module", "wgt") and not any(s is line for s in f.stmts):
+        if verb in ("module", "wgt", "license") and not any(s is line for s in f.stmts):
             err(-off, f"{verb} cannot be written as a block")
             continue
         _INTERPRETERS[verb](mf, line, args, err)
@@ -495,7 +589,22 @@ def _module_stmt(mf: ModFile, line: Line, args: list[str], err: ErrFn) -> None:
         err(-1, f"repeated module statement (first at line {mf.module.line.pos.line})")
         return
     if _want(args, 1, "module PATH", err) and (p := _check_path(args, 0, err)):
-        mf.module = Module(p, line)
+        mf.module = Module(p, line, deprecation(line))
+
+
+# A paragraph of a comment that starts with "Deprecated:" (Go's modfile.parseDeprecation).
+_DEPRECATED = re.compile(r"(?s)(?:^|\n\n)Deprecated: *(.*?)(?:$|\n\n)")
+
+
+def deprecation(line: Line) -> str:
+    """The ``Deprecated:`` text of the comments above ``line`` and after it, on one line.
+
+    The comments are read as Go reads a directive's comment: their lines
+    without ``//``, joined; an empty comment line ends a paragraph.
+    """
+    text = "\n".join(_comment_text(c) for c in [*line.before, line.suffix] if c)
+    m = _DEPRECATED.search(text)
+    return " ".join(m.group(1).split()) if m else ""
 
 
 def _wgt_stmt(mf: ModFile, line: Line, args: list[str], err: ErrFn) -> None:
@@ -617,6 +726,45 @@ def _artifact_stmt(mf: ModFile, line: Line, args: list[str], err: ErrFn) -> None
     mf.artifacts.append(Artifact(name, src, line))
 
 
+def _license_stmt(mf: ModFile, line: Line, args: list[str], err: ErrFn) -> None:
+    if mf.license is not None:
+        err(-1, f"repeated license statement (first at line {mf.license.line.pos.line})")
+        return
+    if not args:
+        err(-1, "usage: license EXPRESSION (an SPDX expression, like MIT or Apache-2.0)")
+        return
+    text = " ".join(args)
+    try:
+        parsed = spdx.parse(text)
+    except spdx.SpdxError as exc:
+        err(
+            0, f"license {text!r}: {exc.message}; write an SPDX expression like 'MIT OR Apache-2.0'"
+        )
+        return
+    mf.license = License(text, parsed, line)
+
+
+def _deny_license_stmt(mf: ModFile, line: Line, args: list[str], err: ErrFn) -> None:
+    if not args:
+        err(-1, "usage: deny-license LICENSE... (SPDX ids, like GPL-3.0-only)")
+        return
+    off = len(line.tokens) - len(args)
+    for i, a in enumerate(args):
+        if a.upper() in ("AND", "OR", "WITH"):
+            err(i, "deny-license names licenses, not an expression; quote 'ID WITH EXCEPTION'")
+            return
+        try:
+            parsed = spdx.parse(a)
+        except spdx.SpdxError as exc:
+            err(i, f"deny-license {a!r}: {exc.message}")
+            continue
+        if not isinstance(parsed, spdx.License):
+            err(i, f"deny-license {a!r}: name one license per argument, not an AND/OR expression")
+            continue
+        col = line.cols[i + off] if i + off < len(line.cols) else 0
+        mf.deny_licenses.append(DenyLicense(parsed, line, col))
+
+
 _INTERPRETERS = {
     "module": _module_stmt,
     "wgt": _wgt_stmt,
@@ -626,6 +774,8 @@ _INTERPRETERS = {
     "retract": _retract_stmt,
     "select": _select_stmt,
     "artifact": _artifact_stmt,
+    "license": _license_stmt,
+    "deny-license": _deny_license_stmt,
 }
 
 

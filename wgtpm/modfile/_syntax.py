@@ -254,12 +254,16 @@ def parse_syntax(data: bytes, name: str) -> tuple[FileSyntax, list[PositionedErr
                 f.stmts.append(Block(toks[0], [], pos, before, comment, blank_before=bl))
                 continue
             if len(toks) > 2:
+                # Not a block: most likely a value with parentheses, like an SPDX expression.
                 errors.append(
                     PositionedError(
-                        Position(name, n, cols[2]),
-                        "nothing may follow '(' on the line that opens a block",
+                        Position(name, n, cols[1]),
+                        "nothing may follow '(' on the line that opens a block; "
+                        'write a value that holds parentheses in quotes: "(A OR B) AND C"',
                     )
                 )
+                take()
+                continue
             if bare[0] is None:
                 errors.append(PositionedError(pos, "a block must start with a verb"))
             block = Block(toks[0], [], pos, before, comment, blank_before=bl)

@@ -10,6 +10,7 @@ The map, one concept per module, imports running downwards::
     fetch      open_fetcher(): the Fetcher over the WGTPROXY chain for a block, built on
                first use; its HTTP client is closed when the block ends
     reqs       Reqs: mvs.Reqs with excludes, retractions and query resolution
+    licenses   ModuleLicense, license_of(), check_denied(): wgt.mod or card license, deny-license
     project    Project: the pieces above for one command (build list, downloads, save)
     vendor     vendor/ and its manifest: write, read, re-hash
     resolver   ProjectResolver, VendorResolver, open_resolver() for builders

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from ..cache import Cache
     from ..index import ReleaseIndex
     from ..modfetch import Fetcher
+    from .licenses import ModuleLicense
 
 __all__ = ["Project", "plain_readonly_errors"]
 
@@ -166,6 +167,10 @@ class Project:
     def _the_cache(self) -> Cache:
         return self.cache
 
+    def fetcher(self) -> Fetcher:
+        """The fetcher over the WGTPROXY chain (made on first use, closed with the project)."""
+        return self._fetch()
+
     def _fetch(self) -> Fetcher:
         if self._fetcher is None:
             from .fetch import open_fetcher
@@ -209,8 +214,13 @@ class Project:
         return tree if tree.is_dir() else None
 
     def download_all(self, build: list[MV] | None = None) -> list[MV]:
-        """Download and verify every module of the build list; returns the build list."""
+        """Download and verify every module of the build list; returns the build list.
+
+        A module under a license the main module denies is refused first, before
+        any of the build list's files is downloaded (:mod:`.licenses`).
+        """
         build = build if build is not None else self.build_list()
+        self.check_licenses(build)
         todo = []
         for m in build[1:]:
             origin = self.origin(m)
@@ -268,6 +278,28 @@ class Project:
                         "to switch to the latest unretracted version, run:\n"
                         f"\twgtpm get {m.path}@latest"
                     )
+
+    def license_of(self, m: MV, fetch: bool = True) -> ModuleLicense | None:
+        """The license ``m`` declares: its wgt.mod's, else its model card's (:mod:`.licenses`)."""
+        from .licenses import license_of
+
+        return license_of(self, m, fetch)
+
+    def check_licenses(self, build: list[MV]) -> None:
+        """Refuse a module of ``build`` under a license a ``deny-license`` line denies."""
+        from .licenses import check_denied
+
+        check_denied(self, build)
+
+    def warn_deprecated(self, build: list[MV], named: set[str]) -> None:
+        """Report each module named, or required directly, whose latest wgt.mod deprecates it
+        (as ``go get`` does: ``module M is deprecated: TEXT``)."""
+        direct = self.direct() | named
+        for m in build[1:]:
+            if m.path in direct:
+                why = self.reqs.deprecation(m.path)
+                if why:
+                    self.opts.reporter.notice(f"module {m.path} is deprecated: {why}")
 
     def warn_empty_selects(self, build: list[MV]) -> None:
         """Warn for each ``select`` line that selects no file of its module (a typo, most often)."""

@@ -10,7 +10,8 @@ verified wgt.mod files of its dependencies, as Go's ``modload/mvs.go`` does:
 - ``allowed(path)``: whether a query may pick a version: neither excluded by
   the main module nor retracted by the module's author; retractions are read
   from the wgt.mod of the module's latest version;
-- ``resolve_query(path, query)``: what ``path@query`` means (``wgtpm get``).
+- ``resolve_query(path, query)``: what ``path@query`` means (``wgtpm get``);
+- ``deprecation(path)``: the ``Deprecated:`` comment of the latest version's wgt.mod.
 
 Only "not found" is ignored while loading retractions (a module or version
 the sources do not have retracts nothing); a checksum mismatch, a network
@@ -58,6 +59,7 @@ class Reqs:
         self._fetcher = fetcher
         self._cache = cache
         self._mods: dict[MV, _modfile.ModFile] = {}
+        self._latest: dict[str, _modfile.ModFile | None] = {}  # path -> its latest wgt.mod
 
     # ---- wgt.mod files -------------------------------------------------------
 
@@ -193,21 +195,37 @@ class Reqs:
 
     def _retractions(self, path: str) -> list[Retraction]:
         """The retractions declared in the wgt.mod of the module's latest version."""
+        mf = self._latest_mod(path, "loading retractions")
+        return [(r.low, r.high, r.rationale) for r in mf.retracts] if mf else []
+
+    def _latest_mod(self, path: str, what: str) -> _modfile.ModFile | None:
+        """The wgt.mod of the module's latest version (``None``: no version is listed);
+        read once per command, as retractions and deprecation both come from it."""
+        if path in self._latest:
+            return self._latest[path]
         vs = [v for v in self.versions(path) if not self._main.is_excluded(path, v)]
         latest = pick("latest", None, vs, lambda v: True)
         if latest is None:
-            return []
+            return None
         try:
             data = self._fetcher().mod(path, latest, record=False)
         except NotFoundError:
-            return []  # listed but gone: it retracts nothing
+            return None  # listed but gone: it retracts nothing
         try:
             mf = _modfile.parse(data, f"{path}@{latest}/{MOD}")
         except ParseError as exc:
-            raise ModuleError(
-                path, latest, f"loading retractions: its wgt.mod does not parse:\n{exc}"
-            ) from exc
-        return [(r.low, r.high, r.rationale) for r in mf.retracts]
+            raise ModuleError(path, latest, f"{what}: its wgt.mod does not parse:\n{exc}") from exc
+        self._latest[path] = mf
+        return mf
+
+    def deprecation(self, path: str) -> str | None:
+        """The ``Deprecated:`` text on the module line of the latest version's wgt.mod, or ``None``.
+
+        As in Go, the latest version speaks for the whole module: an author
+        deprecates it by publishing one more version that says so.
+        """
+        mf = self._latest_mod(path, "loading its deprecation")
+        return (mf.module.deprecated or None) if mf and mf.module else None
 
     def retraction(self, m: MV) -> str | None:
         """Why ``m`` is retracted by its author, or ``None``."""

@@ -6,6 +6,7 @@ paths the builders name (``xor/weights.safetensors``, ``fruit.paw``,
 ``data/vocab.json``). The index lists them all with size, sha256 and, for
 artifact files, artifact and kind; its ``commit`` and ``time`` are the
 commit's, so that building one commit twice gives the same index bytes.
+The provenance also carries ``license`` when wgt.mod declares one.
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ def assemble(
     doc = provenance_document(
         spec.module, spec.version, spec.commit, spec.time, built, tools, spec.repository
     )
+    doc.update(_declared_license(files[MOD_FILE]))
     prov = staging / PROVENANCE_FILE
     write_atomic(prov, provenance_bytes(doc))
     files[PROVENANCE_FILE] = prov
@@ -96,3 +98,12 @@ def assemble(
         private=spec.private,
         extra={"tag": spec.tag},
     )
+
+
+def _declared_license(mod: Path) -> dict[str, str]:
+    """``{"license": EXPRESSION}`` when the package's wgt.mod declares one, for the
+    provenance: a fact of the release (the committed wgt.mod), so it may lie under h1."""
+    from ..modfile import parse
+
+    mf = parse(mod.read_bytes(), str(mod))
+    return {"license": mf.license.expression} if mf.license else {}

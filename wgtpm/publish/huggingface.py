@@ -359,6 +359,7 @@ def model_card(release: Release, entries: list[_index.IndexEntry]) -> bytes:
 
         ---
         library_name: wgtpm
+        license: "apache-2.0"      (when wgt.mod declares it)
         tags:
         - wgtpm
         - wgt
@@ -370,7 +371,7 @@ def model_card(release: Release, entries: list[_index.IndexEntry]) -> bytes:
     """
     q = json.dumps  # a JSON string is a YAML scalar, quoted safely
     kinds = sorted({e.kind for e in entries if e.kind})
-    lines = ["---", "library_name: wgtpm", "tags:", "- wgtpm"]
+    lines = ["---", "library_name: wgtpm", *_card_license(release), "tags:", "- wgtpm"]
     lines += [f"- {q(k)}" for k in kinds]
     lines += [
         "wgtpm:",
@@ -401,6 +402,22 @@ def model_card(release: Release, entries: list[_index.IndexEntry]) -> bytes:
     if release.notes:
         lines += ["", "## Release notes", "", release.notes.strip()]
     return ("\n".join(lines) + "\n").encode()
+
+
+def _card_license(release: Release) -> list[str]:
+    """The card's ``license`` lines for the license the release's wgt.mod declares: the Hub
+    takes one id (lower case, as its list spells them); an expression goes under
+    ``license: other`` with ``license_name``, as the Hub asks for licenses off its list."""
+    from .. import spdx
+    from ..modfile import parse
+
+    mod = release.files.get("wgt.mod")
+    lic = parse(mod.read_bytes(), str(mod)).license if mod is not None else None
+    if lic is None:
+        return []
+    if isinstance(lic.parsed, spdx.License) and lic.parsed.exception is None:
+        return [f"license: {json.dumps(lic.parsed.id.lower())}"]
+    return ["license: other", f"license_name: {json.dumps(lic.expression)}"]
 
 
 def _status(exc: BaseException) -> int:

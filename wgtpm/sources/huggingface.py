@@ -88,7 +88,14 @@ if TYPE_CHECKING:
 
     from ..httpclient import HttpClient
 
-__all__ = ["DEFAULT_ENDPOINT", "HuggingFaceSource", "from_host"]
+__all__ = [
+    "CARD",
+    "DEFAULT_ENDPOINT",
+    "MAX_CARD_HEADER",
+    "HuggingFaceSource",
+    "card_license",
+    "from_host",
+]
 
 _T = TypeVar("_T")
 _R = TypeVar("_R")
@@ -484,6 +491,61 @@ class HuggingFaceSource:
         return synthesise_index(
             path, version, entries, time=rfc3339(rev.time), commit=rev.commit, build=build
         )
+
+
+# ---- the model card ------------------------------------------------------------------
+
+#: The model card: the repository's README.md, whose YAML front matter the Hub indexes.
+CARD = "README.md"
+#: Bytes of a card read for its front matter: the metadata block sits at the top and is
+#: short; a card is the publisher's file, so a header with no end is not read forever.
+MAX_CARD_HEADER = 64 << 10
+
+
+def card_license(card: bytes) -> str | None:
+    """The ``license`` of a model card's YAML front matter, as written; ``None`` without one.
+
+    Only what the Hub writes there is understood, with no YAML library::
+
+        ---
+        license: apache-2.0          -> "apache-2.0"
+        license: "mit"               -> "mit"
+        license:                     -> "mit AND cc-by-4.0" (a list: every license applies)
+        - mit
+        - cc-by-4.0
+        ---
+
+    The caller passes the bytes of a verified file (README.md is a file of
+    the module, locked by h1), never an API's answer.
+    """
+    text = card[:MAX_CARD_HEADER].decode("utf-8", errors="replace").replace("\r\n", "\n")
+    lines = text.split("\n")
+    if not lines or lines[0].strip() != "---":
+        return None
+    found: list[str] = []
+    in_list = False  # reading the items of "license:"
+    for line in lines[1:]:
+        if line.strip() in ("---", "..."):
+            return " AND ".join(v for v in found if v) or None
+        item = line.strip()
+        if in_list and item and (line[:1].isspace() or item.startswith("- ")):
+            if item.startswith("- "):
+                found.append(_yaml_scalar(item[2:]))
+            continue
+        in_list = False
+        key, sep, value = line.partition(":")
+        if sep and key == "license":  # a top-level key: no indentation
+            found = [_yaml_scalar(value)]
+            in_list = not found[0]
+    return None  # no end of the front matter within the bytes read
+
+
+def _yaml_scalar(text: str) -> str:
+    """A one-line YAML scalar: quotes and a trailing ``# comment`` removed."""
+    text = text.split(" #", 1)[0].strip()  # a license holds no " #"
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1].strip()
+    return text
 
 
 # ---- helpers -------------------------------------------------------------------
