@@ -57,6 +57,7 @@ PURE = {
     "wgtpm.modfile._syntax",
     "wgtpm.modfile._rules",
     "wgtpm.kinds",
+    "wgtpm.spdx",
 }
 PURE_MAY_IMPORT = PURE | {"wgtpm._errors", "wgtpm._fs"}
 # What "does I/O" means for the pure core: third-party packages it must not use.
