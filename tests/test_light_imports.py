@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ("numpy", "torch", "transformers", "peft", "gguf", "safetensors")
 
 
-@pytest.mark.parametrize("module", ["wgtpm.paw", "wgtpm.cli", "wgtpm.build"])
+@pytest.mark.parametrize("module", ["wgtpm.paw", "wgtpm.cli", "wgtpm.build", "wgtpm.pinned"])
 def test_import_loads_nothing_heavy(module: str) -> None:
     code = (
         f"import json, sys, {module}; "

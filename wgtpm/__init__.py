@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         WgtpmError,
     )
     from .adapters import adapter, load
+    from .pinned import graft, open, save
     from .weightlang import load_layer
 
 __version__ = "0.1.0"
@@ -63,8 +64,11 @@ __all__ = [
     "WgtpmError",
     "__version__",
     "adapter",
+    "graft",
     "load",
     "load_layer",
+    "open",
+    "save",
 ]
 
 
@@ -77,6 +81,10 @@ def __getattr__(name: str) -> object:
         from . import adapters
 
         return getattr(adapters, name)
+    if name in ("open", "graft", "save"):  # pinned tensors: torch loads when one is read
+        from . import pinned
+
+        return getattr(pinned, name)
     if name in __all__:  # an error class
         from . import _errors
 

@@ -33,7 +33,14 @@ from .. import _json
 from .._errors import ParseError, ResolveError, UsageError, WgtpmError
 from ..deps import ModuleResolver, ResolvedModule, split_ref
 from ..kinds import PAW
-from ._base import BaseIdentity, BaseMismatchError, base_identity, base_of, mark_base
+from ._base import (
+    BaseIdentity,
+    BaseMismatchError,
+    base_identity,
+    base_of,
+    describe,
+    mark_base,
+)
 
 __all__ = ["PEFT_CONFIG", "PEFT_WEIGHTS", "Adapter", "open_adapter", "project_resolver"]
 
@@ -153,7 +160,7 @@ def _pinned(
         got = base_identity(selected)
         raise ResolveError(
             f"adapter {ref} is pinned to {module}@{version} ({recorded_by}), but the build list "
-            f"selects {got}: an adapter applies only to the base it was trained on; "
+            f"selects {describe(got)}: an adapter applies only to the base it was trained on; "
             f"require {module} {version} or use an adapter trained on {got.module}@{got.version}"
         )
     return base_identity(selected)

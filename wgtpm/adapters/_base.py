@@ -1,111 +1,85 @@
 """The base an adapter is pinned to, and the base a loaded model says it is.
 
-A base is identified by :class:`BaseIdentity`: the module path, its version
-and ``weights_sha256``, the sha256 of the module's weights files::
+A base is a :class:`~wgtpm.pinned.BaseIdentity`: module path, version and
+``weights_sha256``, the sha256 of the module's weights files
+(:func:`wgtpm.pinned.weights_sha256`: one ``PATH SHA256\\n`` line per
+``.safetensors`` and ``.gguf`` file, sorted by path, each sha256 the one its
+verified tensor table and index give). :func:`base_identity` computes it for
+a module of the build list, as :attr:`wgtpm.pinned.Pinned.base` does.
 
-    weights_sha256 = sha256("".join(f"{path} {sha256}\\n" for path, sha256 in sorted(weights)))
-
-over the ``(path, sha256)`` pairs of its ``.safetensors`` and ``.gguf`` files
-(paths relative to the module, ``/``-separated). Files of a module of the build
-list are the verified ones (wgt.sum), so their sha256 equals the index's.
-
-A model knows its base from the attribute ``_wgtpm_base`` (set by
-``wgtpm.open(...).load()`` and by :func:`mark_base`); an adapter knows its own
-from what it records (:mod:`wgtpm.adapters._adapter`). Applying one to the
-other requires the two identities to be equal: module, version and weights.
+A model knows its base from its attribute ``_wgtpm_base``, which
+``wgtpm.open(MODULE).load()`` sets (and :func:`mark_base`); an adapter knows
+its own from what it records (:mod:`wgtpm.adapters._adapter`). Applying one to
+the other requires the two identities to be equal: module, version and weights.
 """
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass
-from pathlib import Path
-
 from .._errors import UsageError
 from .._fs import sha256_file
 from ..deps import ResolvedModule
+from ..pinned import BaseIdentity, weights_sha256
 
 __all__ = [
     "BASE_ATTR",
-    "WEIGHTS_SUFFIXES",
     "BaseIdentity",
     "BaseMismatchError",
     "base_identity",
     "base_of",
+    "describe",
     "mark_base",
-    "weights_sha256",
 ]
 
-#: The attribute of a loaded model that names its base.
-BASE_ATTR = "_wgtpm_base"
-
-#: The files whose bytes make a base what it is (its weights); the rest (README, config) does not count.
+#: The weights files of a module (those :func:`wgtpm.pinned.weights_sha256` covers).
 WEIGHTS_SUFFIXES = (".safetensors", ".gguf")
 
+#: The attribute of a loaded model that names its base (set by ``Pinned.load``).
+BASE_ATTR = "_wgtpm_base"
 
-@dataclass(frozen=True)
-class BaseIdentity:
-    """A base model: ``module@version`` and the sha256 of its weights files (see the module doc)."""
 
-    module: str
-    version: str
-    weights_sha256: str
-
-    def __str__(self) -> str:
-        at = f"@{self.version}" if self.version else " (a local directory)"
-        return f"{self.module}{at} (weights sha256 {self.weights_sha256})"
+def describe(base: BaseIdentity) -> str:
+    """``module@version (weights sha256 HEX)``, the whole sha256: what a refusal names."""
+    at = f"@{base.version}" if base.version else " (a local directory)"
+    return f"{base.module}{at} (weights sha256 {base.weights_sha256})"
 
 
 class BaseMismatchError(UsageError):
-    """An adapter applied to a model that is not its pinned base (or to one of unknown base)."""
+    """An adapter applied to a model that is not its pinned base (or to one of unknown base).
+
+    ``adapter`` is the adapter's reference, ``want`` its pinned base, ``got``
+    the model's recorded base (``None``: the model records none).
+    """
 
     def __init__(self, adapter: str, want: BaseIdentity, got: BaseIdentity | None) -> None:
         self.adapter, self.want, self.got = adapter, want, got
         if got is None:
             message = (
-                f"adapter {adapter} is pinned to {want}, and the model records no base: "
-                f"load the base with wgtpm.open({want.module!r}).load() so that it does"
+                f"adapter {adapter} is pinned to {describe(want)}, and the model records no "
+                f"base: load the base with wgtpm.open({want.module!r}).load() so that it does"
             )
         else:
             message = (
-                f"adapter {adapter} is pinned to {want}, not to the model's base {got}; "
-                "apply it to its pinned base"
+                f"adapter {adapter} is pinned to {describe(want)}, not to the model's base "
+                f"{describe(got)}; apply it to its pinned base"
             )
         super().__init__(message)
 
 
-def weights_sha256(pairs: dict[str, str]) -> str:
-    """The sha256 of the sorted ``path sha256`` lines of ``pairs`` (path -> file sha256)."""
-    text = "".join(f"{path} {sha}\n" for path, sha in sorted(pairs.items()))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _weights_files(directory: Path) -> dict[str, str]:
-    """path -> sha256 of every weights file under ``directory`` (hidden entries skipped)."""
-    out: dict[str, str] = {}
-    for path in sorted(directory.rglob("*")):
-        rel = path.relative_to(directory).as_posix()
-        if any(part.startswith(".") for part in rel.split("/")):
-            continue
-        if path.suffix in WEIGHTS_SUFFIXES and path.is_file():
-            out[rel] = sha256_file(path)
-    return out
-
-
 def base_identity(module: ResolvedModule) -> BaseIdentity:
-    """The identity of a module of the build list, from its verified files."""
-    return BaseIdentity(module.path, module.version, weights_sha256(_weights_files(module.dir)))
+    """The identity of a module of the build list, from its verified weights files."""
+    files: dict[str, str] = {}
+    for path in sorted(module.dir.rglob("*")):
+        rel = path.relative_to(module.dir).as_posix()
+        hidden = any(part.startswith(".") for part in rel.split("/"))
+        if not hidden and path.suffix in WEIGHTS_SUFFIXES and path.is_file():
+            files[rel] = sha256_file(path)
+    return BaseIdentity(module.path, module.version, weights_sha256(files))
 
 
 def base_of(model: object) -> BaseIdentity | None:
     """The base ``model`` records (``_wgtpm_base``), or ``None``."""
     found = getattr(model, BASE_ATTR, None)
-    if isinstance(found, BaseIdentity) or found is None:
-        return found
-    fields = [getattr(found, k, None) for k in ("module", "version", "weights_sha256")]
-    if all(isinstance(f, str) for f in fields):  # another class with the same fields
-        return BaseIdentity(*(str(f) for f in fields))
-    return None
+    return found if isinstance(found, BaseIdentity) else None
 
 
 def mark_base(model: object, base: BaseIdentity) -> None:

@@ -358,12 +358,34 @@ def _run_inspect(args: argparse.Namespace) -> int:
     from ..weightlang.manifest import manifest_bytes
     from ..weightlang.report import describe_manifest
 
+    if _inspect_saved(args.artifact, args.json):
+        return 0
     artifact = _open(args.artifact, warn=False)
     if args.json:
         sys.stdout.write(manifest_bytes(artifact.manifest.raw).decode("ascii"))
     else:
         print(describe_manifest(str(artifact.path), artifact.manifest))
     return 0
+
+
+def _inspect_saved(ref: str, as_json: bool) -> bool:
+    """Print a model saved by ``wgtpm.save`` (torch, with tensor origins); ``False`` for others."""
+    from ..pinned._manifest import (
+        describe_saved,
+        is_saved_model,
+        manifest_bytes,
+        read_saved_manifest,
+    )
+
+    path = _locate(ref)
+    if not is_saved_model(path):
+        return False
+    manifest = read_saved_manifest(path)
+    if as_json:
+        sys.stdout.write(manifest_bytes(manifest).decode("utf-8"))
+    else:
+        print(describe_saved(str(path), manifest))
+    return True
 
 
 def verify_artifact(ref: str, as_json: bool) -> int:

@@ -1,0 +1,77 @@
+"""A tiny Qwen3 on the loopback Hugging Face Hub, required by a new project through the CLI."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.servers import CdnServer
+from tests.servers.huggingface import HuggingFaceServer
+
+ROOT = Path(__file__).resolve().parents[2]
+MODULE = "hf.co/acme/tiny-qwen3"
+VERSION = "v0.1.0"
+
+
+@pytest.fixture(scope="session")
+def qwen_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    """The files of the tiny Qwen3 (config, tokenizer, model.safetensors), made once."""
+    pytest.importorskip("transformers")
+    from wgtpm.paw.tiny import make_tiny_qwen3
+
+    d = make_tiny_qwen3(tmp_path_factory.mktemp("qwen"))
+    return {
+        p.relative_to(d).as_posix(): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()
+    }
+
+
+@pytest.fixture
+def hub(cdn: CdnServer, qwen_files: dict[str, bytes]) -> Iterator[HuggingFaceServer]:
+    """The loopback Hub with acme/tiny-qwen3 tagged v0.1.0."""
+    with HuggingFaceServer(cdn) as server:
+        repo = server.repo("acme", "tiny-qwen3")
+        repo.commit(dict(qwen_files))
+        repo.tag(VERSION)
+        yield server
+
+
+def cli(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``wgtpm ARGS`` in a child process, as a user runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "wgtpm", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.fixture
+def user_env(hub: HuggingFaceServer, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The environment of a user whose Hugging Face is the loopback Hub (also set in this process)."""
+    monkeypatch.setenv("WGTPROXY", "direct")
+    monkeypatch.setenv("HF_ENDPOINT", hub.url)
+    monkeypatch.setenv("WGTPM_HTTP_RETRIES", "0")
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    return env
+
+
+@pytest.fixture
+def consumer(tmp_path: Path, user_env: dict[str, str]) -> Path:
+    """A new project (``wgtpm init``) that requires the tiny Qwen3 (``wgtpm get``)."""
+    d = tmp_path / "encoder"
+    d.mkdir()
+    r = cli("init", "example.com/encoder", cwd=d, env=user_env)
+    assert r.returncode == 0, r.stderr
+    r = cli("get", f"{MODULE}@{VERSION}", cwd=d, env=user_env)
+    assert r.returncode == 0, r.stderr
+    assert f"{MODULE} {VERSION}" in (d / "wgt.mod").read_text()
+    return d

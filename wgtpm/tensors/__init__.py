@@ -1,0 +1,38 @@
+"""Tensor tables: each tensor of a ``.safetensors`` or ``.gguf`` file, by name, with its
+dtype, shape, byte range and sha256 (``wgt.tensors.json``; DESIGN.md section 13).
+
+Pure: no numpy, torch, safetensors nor gguf; headers are read here, from bytes.
+
+- :func:`parse_tables` / :func:`dump_tables`: the ``wgt.tensors.json`` format (:mod:`._table`).
+- :func:`compute_table`: the table of one file, read once (:mod:`._compute`).
+- :func:`read_tensor_bytes`: one tensor's bytes, checked against its table.
+"""
+
+from __future__ import annotations
+
+from ._compute import check_tensor_bytes, compute_table, format_of, read_tensor_bytes
+from ._errors import TensorError, TensorFormatError, TensorNotFoundError
+from ._table import (
+    TABLES_FILE,
+    FileTable,
+    TensorInfo,
+    TensorTables,
+    dump_tables,
+    parse_tables,
+)
+
+__all__ = [
+    "TABLES_FILE",
+    "FileTable",
+    "TensorError",
+    "TensorFormatError",
+    "TensorInfo",
+    "TensorNotFoundError",
+    "TensorTables",
+    "check_tensor_bytes",
+    "compute_table",
+    "dump_tables",
+    "format_of",
+    "parse_tables",
+    "read_tensor_bytes",
+]
