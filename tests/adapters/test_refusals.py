@@ -139,5 +139,7 @@ def test_not_an_adapter(tiny_dir: Path, peft_dir: Path, tmp_path: Path) -> None:
     module = _tone(tmp_path, peft_dir, REQUIRES)
     with pytest.raises(wgtpm.UsageError, match="has no adapter 'nope'"):
         wgtpm.adapter(f"{TONE}/nope", resolver=_resolver(tiny_dir, module))
+    with pytest.raises(wgtpm.UsageError, match="is not a path inside module"):
+        wgtpm.adapter(f"{TONE}/../tone-module/tone", resolver=_resolver(tiny_dir, module))
     with pytest.raises(wgtpm.UsageError, match="name a peft adapter as MODULE/DIR"):
         wgtpm.adapter(str(module / "tone"), resolver=_resolver(tiny_dir, module))

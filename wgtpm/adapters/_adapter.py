@@ -130,6 +130,8 @@ def open_adapter(
                 "requires the base), or give a .paw program"
             )
         module, rest = split_ref(text, res)
+        if any(part in ("", ".", "..") for part in rest.split("/")):
+            raise UsageError(f"{text}: {rest!r} is not a path inside module {_label(module)}")
         where = module.dir / rest
         if (where / PEFT_CONFIG).is_file():
             return _peft_adapter(text, module, where, res)
@@ -157,11 +159,11 @@ def _pinned(
     except ResolveError as exc:
         raise ResolveError(f"adapter {ref}: its base {module}@{version}: {exc}") from exc
     if selected.version != version:
-        got = base_identity(selected)
         raise ResolveError(
             f"adapter {ref} is pinned to {module}@{version} ({recorded_by}), but the build list "
-            f"selects {describe(got)}: an adapter applies only to the base it was trained on; "
-            f"require {module} {version} or use an adapter trained on {got.module}@{got.version}"
+            f"selects {describe(base_identity(selected))}: an adapter applies only to the base "
+            f"it was trained on; require {module} {version}, or use an adapter trained on "
+            f"{_label(selected)}"
         )
     return base_identity(selected)
 
