@@ -25,9 +25,33 @@ def qwen_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
     from wgtpm.paw.tiny import make_tiny_qwen3
 
     d = make_tiny_qwen3(tmp_path_factory.mktemp("qwen"))
+    write_gguf(d / "gguf" / "extra.gguf")
     return {
         p.relative_to(d).as_posix(): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()
     }
+
+
+#: The GGUF file beside the tiny Qwen3: a 2-D F32 tensor (stored innermost dimension first),
+#: an F16 one, and a Q8_0 one that has no torch dtype.
+GGUF_MATRIX = [[float(3 * r + c) for c in range(32)] for r in range(2)]
+
+
+def write_gguf(path: Path) -> Path:
+    import gguf
+    import numpy as np
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    writer = gguf.GGUFWriter(str(path), arch="qwen3")
+    matrix = np.array(GGUF_MATRIX, dtype=np.float32)
+    writer.add_tensor("matrix", matrix)
+    writer.add_tensor("half", matrix.astype(np.float16))
+    q8 = gguf.quantize(matrix, gguf.GGMLQuantizationType.Q8_0)
+    writer.add_tensor("q8", q8, raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
 
 
 @pytest.fixture

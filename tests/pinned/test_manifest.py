@@ -133,3 +133,16 @@ def test_other_directories_are_not_saved_models(tmp_path: Path) -> None:
     (tmp_path / "junk").mkdir()
     (tmp_path / "junk" / "manifest.json").write_bytes(b"{not json")
     assert not is_saved_model(tmp_path / "junk")
+
+
+def test_inspect_prints_a_saved_model_and_refuses_changed_weights(wgtpm, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    d = write(tmp_path / "enc", good())
+    r = wgtpm("inspect", str(d))
+    assert r.code == 0, r.err
+    assert r.out == describe_saved(str(d), read_saved_manifest(d)) + "\n"
+    r = wgtpm("inspect", "--json", str(d))
+    assert r.code == 0 and r.out.encode() == manifest_bytes(good())
+    (d / "weights.safetensors").write_bytes(b"changed")
+    r = wgtpm("inspect", str(d))
+    assert r.code == 1 and "the weights were changed after saving" in r.err
+    assert len(r.err.strip().splitlines()) == 1

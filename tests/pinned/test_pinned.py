@@ -20,8 +20,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import wgtpm  # noqa: E402
-from tests.pinned.conftest import MODULE, VERSION, cli  # noqa: E402
+from tests.pinned.conftest import GGUF_MATRIX, MODULE, VERSION, cli  # noqa: E402
 from tests.pinned.encoder import Encoder  # noqa: E402
+from tests.servers.huggingface import HuggingFaceServer  # noqa: E402
 from wgtpm import ChecksumMismatchError, NotFoundError, ResolveError, UsageError  # noqa: E402
 from wgtpm.pinned import GraftError, origin_of  # noqa: E402
 
@@ -153,6 +154,11 @@ def test_a_byte_flipped_in_a_cached_tensor_is_refused_when_read(consumer: Path) 
     assert qwen.tensors(BLOCK)
     with pytest.raises(ChecksumMismatchError):
         qwen.load()  # the whole file is checked before transformers reads it
+    # Without the tables computed before the flip, the changed file gets none: refused too.
+    for kept in (Path(os.environ["WGTPM_CACHE"]) / "tensors").glob("*.json"):
+        kept.unlink()
+    with pytest.raises(wgtpm.WgtpmError, match=re.escape("model.safetensors")):
+        wgtpm.open(MODULE, project_dir=consumer).tensor(BLOCK + "mlp.up_proj.weight")
 
 
 def test_graft_refuses_a_wrong_shape_naming_parameter_and_shapes(consumer: Path) -> None:
@@ -221,8 +227,10 @@ def test_save_is_byte_stable(consumer: Path, tmp_path: Path) -> None:
 def test_load_is_the_verified_model_with_its_base_identity(consumer: Path) -> None:
     qwen = wgtpm.open(MODULE, project_dir=consumer)
     lm = qwen.load()
-    weights = qwen.path / "model.safetensors"
-    lines = f"model.safetensors {hashlib.sha256(weights.read_bytes()).hexdigest()}\n"
+    lines = "".join(
+        f"{name} {hashlib.sha256((qwen.path / name).read_bytes()).hexdigest()}\n"
+        for name in ("gguf/extra.gguf", "model.safetensors")
+    )
     assert lm._wgtpm_base == wgtpm.pinned.BaseIdentity(
         MODULE, VERSION, hashlib.sha256(lines.encode()).hexdigest()
     )
@@ -246,3 +254,73 @@ def test_open_errors_say_what_to_do(consumer: Path) -> None:
         qwen.tensor(EMBED, file="model.gguf")
     with pytest.raises(NotFoundError, match=re.escape("model.layers.9.")):
         qwen.tensors("model.layers.9.")
+
+
+def test_gguf_tensors_come_in_torch_shape_and_quantized_ones_are_refused(consumer: Path) -> None:
+    qwen = wgtpm.open(MODULE, project_dir=consumer)
+    matrix = qwen.tensor("matrix")  # found in the one file that has it
+    assert torch.equal(matrix, torch.tensor(GGUF_MATRIX))  # GGUF stores [32, 2]: ne[0] first
+    origin = origin_of(matrix)
+    assert origin is not None and (origin.file, origin.dtype) == ("gguf/extra.gguf", "F32")
+    half = qwen.tensor("half", file="gguf/extra.gguf", dtype=torch.float32)
+    assert half.dtype == torch.float32 and torch.equal(half, matrix)
+    with pytest.raises(UsageError, match="dtype Q8_0 has no torch dtype") as exc:
+        qwen.tensor("q8")
+    assert f"{MODULE}@{VERSION}/gguf/extra.gguf#q8" in str(exc.value)
+
+
+class _Marker:
+    """Unpickling this creates the file ``path``: proof that a pickle was loaded."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple[object, tuple[str, str]]:
+        return (open, (self.path, "w"))
+
+
+def test_load_never_unpickles_a_pytorch_bin(
+    consumer: Path, hub: HuggingFaceServer, user_env: dict[str, str], qwen_files: dict[str, bytes]
+) -> None:
+    import pickle
+
+    marker = consumer.parent / "unpickled"
+    repo = hub.repo("acme", "pickled")
+    repo.commit(
+        {
+            "config.json": qwen_files["config.json"],
+            "pytorch_model.bin": pickle.dumps(_Marker(str(marker))),
+        }
+    )
+    repo.tag("v0.1.0")
+    assert cli("get", "hf.co/acme/pickled@v0.1.0", cwd=consumer, env=user_env).returncode == 0
+    pickled = wgtpm.open("hf.co/acme/pickled", project_dir=consumer)
+    with pytest.raises(
+        wgtpm.BuildError, match=re.escape("hf.co/acme/pickled@v0.1.0: transformers cannot")
+    ):
+        pickled.load()
+    with pytest.raises(UsageError, match="trust_remote_code"):
+        pickled.load(trust_remote_code=True)
+    assert not marker.exists()
+
+
+def test_a_local_directory_module_reads_and_saves_without_a_version(tmp_path: Path) -> None:
+    from safetensors.torch import save_file
+
+    from wgtpm.deps import MapResolver, ResolvedModule
+
+    d = tmp_path / "local"
+    d.mkdir()
+    save_file({"w": torch.arange(6, dtype=torch.float32).reshape(2, 3)}, str(d / "m.safetensors"))
+    resolver = MapResolver({"example.com/local": ResolvedModule("example.com/local", "", d)})
+    local = wgtpm.open("example.com/local", resolver=resolver)
+    w = local.tensor("w")
+    origin = origin_of(w)
+    assert (
+        origin is not None and origin.label == "example.com/local/m.safetensors#w (local directory)"
+    )
+    model = torch.nn.Linear(3, 2, bias=False)
+    wgtpm.graft(model, {"weight": w})
+    out = wgtpm.save(model, tmp_path / "saved")
+    r = (out / "manifest.json").read_text()
+    assert '"version": ""' in r and '"example.com/local": ""' in r

@@ -81,9 +81,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.set_defaults(run=_run_run)
 
-    p = sub.add_parser("inspect", help="show an artifact's interface, training and provenance")
-    p.add_argument("artifact", metavar="ARTIFACT", help=_ARTIFACT_HELP)
-    p.add_argument("--json", action="store_true", help="print the manifest as JSON")
+    p = sub.add_parser(
+        "inspect",
+        help="show an artifact's interface, training and provenance, "
+        "or a weights file's tensors (MODULE/FILE.safetensors, MODULE)",
+    )
+    p.add_argument(
+        "artifact",
+        metavar="ARTIFACT",
+        help=_ARTIFACT_HELP + "; or MODULE/FILE.safetensors|.gguf (its tensor table), "
+        "or MODULE (its weights files)",
+    )
+    p.add_argument("--json", action="store_true", help="print the manifest (or table) as JSON")
     p.set_defaults(run=_run_inspect)
 
 
@@ -355,6 +364,11 @@ def _run_paw(path: Path, text: str, interpreter: str | None = None) -> str:
 
 
 def _run_inspect(args: argparse.Namespace) -> int:
+    from ._inspect_tensors import inspect_weights
+
+    shown = inspect_weights(args.artifact, args.json)  # MODULE/FILE.safetensors, MODULE
+    if shown is not None:
+        return shown
     from ..weightlang.manifest import manifest_bytes
     from ..weightlang.report import describe_manifest
 

@@ -60,8 +60,9 @@ class Origin:
     @property
     def label(self) -> str:
         """``module@version/file#tensor``, as messages and ``wgtpm inspect`` show it."""
-        at = f"@{self.version}" if self.version else " (local directory)"
-        return f"{self.module}{at}/{self.file}#{self.tensor}"
+        if not self.version:
+            return f"{self.module}/{self.file}#{self.tensor} (local directory)"
+        return f"{self.module}@{self.version}/{self.file}#{self.tensor}"
 
     def to_json(self) -> dict[str, str | None]:
         return {

@@ -25,9 +25,9 @@ import difflib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._errors import ChecksumMismatchError, NotFoundError, UsageError
+from .._errors import BuildError, ChecksumMismatchError, NotFoundError, UsageError
 from .._fs import sha256_file
-from ..deps import ResolvedModule
+from ..deps import ModuleResolver, ResolvedModule
 from ._origin import BaseIdentity, Origin, record, weights_sha256
 
 if TYPE_CHECKING:
@@ -218,21 +218,32 @@ class Pinned:
         }
         model: Any
         try:
-            model = transformers.AutoModelForCausalLM.from_pretrained(str(self.path), **args)
-        except ValueError:  # not a causal LM architecture: the bare model
-            model = transformers.AutoModel.from_pretrained(str(self.path), **args)
+            try:
+                model = transformers.AutoModelForCausalLM.from_pretrained(str(self.path), **args)
+            except ValueError:  # not a causal LM architecture: the bare model
+                model = transformers.AutoModel.from_pretrained(str(self.path), **args)
+        except (OSError, ValueError, TypeError) as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+            raise BuildError(f"{self.label}: transformers cannot load it ({first})") from exc
         model._wgtpm_base = self.base
         return model
 
 
-def open_module(path: str, *, project_dir: str | Path = ".") -> Pinned:
-    """The build list's version of module ``path``, downloaded and verified (see the module docstring)."""
-    from ..modload import open_resolver
+def open_module(
+    path: str, *, project_dir: str | Path = ".", resolver: ModuleResolver | None = None
+) -> Pinned:
+    """The build list's version of module ``path``, downloaded and verified (see the module docstring).
 
+    ``resolver`` replaces the build list of ``project_dir`` (a build step's own, tests).
+    """
     if "@" in path:
         raise UsageError(
             f"{path}: wgtpm.open takes a module path without a version; "
             "the version comes from wgt.mod (change it with 'wgtpm get MODULE@VERSION')"
         )
-    with open_resolver(Path(project_dir)) as resolver:
+    if resolver is not None:
         return Pinned(resolver.module(path.rstrip("/")))
+    from ..modload import open_resolver
+
+    with open_resolver(Path(project_dir)) as own:
+        return Pinned(own.module(path.rstrip("/")))

@@ -6,12 +6,16 @@ Pure: no numpy, torch, safetensors nor gguf; headers are read here, from bytes.
 - :func:`parse_tables` / :func:`dump_tables`: the ``wgt.tensors.json`` format (:mod:`._table`).
 - :func:`compute_table`: the table of one file, read once (:mod:`._compute`).
 - :func:`read_tensor_bytes`: one tensor's bytes, checked against its table.
+- :func:`tables_for`: a module's tables, the release's or computed and cached (:mod:`._module`).
+- :func:`read_gguf_file`: a GGUF file's header (key-values, tensors) (:mod:`._gguf`).
 """
 
 from __future__ import annotations
 
 from ._compute import check_tensor_bytes, compute_table, format_of, read_tensor_bytes
 from ._errors import TensorError, TensorFormatError, TensorNotFoundError
+from ._gguf import GgufArray, GgufFile, read_gguf_file
+from ._module import release_index, tables_for
 from ._table import (
     TABLES_FILE,
     FileTable,
@@ -24,6 +28,8 @@ from ._table import (
 __all__ = [
     "TABLES_FILE",
     "FileTable",
+    "GgufArray",
+    "GgufFile",
     "TensorError",
     "TensorFormatError",
     "TensorInfo",
@@ -34,5 +40,8 @@ __all__ = [
     "dump_tables",
     "format_of",
     "parse_tables",
+    "read_gguf_file",
     "read_tensor_bytes",
+    "release_index",
+    "tables_for",
 ]

@@ -61,7 +61,9 @@ class GgmlType(NamedTuple):
 
 
 #: The GGML types wgtpm knows, by id (ggml.h's ``enum ggml_type``; ids 4 and 5 were
-#: Q4_2 and Q4_3, removed from ggml long ago, and are refused).
+#: Q4_2 and Q4_3, removed from ggml long ago, and are refused). Q8_1 is 36 bytes a block
+#: as ggml lays it out (two halves and 32 bytes; gguf-py still says 40, from when the
+#: halves were floats): ggml uses it only for intermediate dot products.
 GGML_TYPES: dict[int, GgmlType] = {
     t.id: t
     for t in (
@@ -97,6 +99,8 @@ GGML_TYPES: dict[int, GgmlType] = {
         GgmlType(34, "TQ1_0", 256, 54),
         GgmlType(35, "TQ2_0", 256, 66),
         GgmlType(39, "MXFP4", 32, 17),
+        GgmlType(40, "NVFP4", 64, 36),
+        GgmlType(41, "Q1_0", 128, 18),
     )
 }
 GGML_TYPES_BY_NAME: dict[str, GgmlType] = {t.name: t for t in GGML_TYPES.values()}
