@@ -18,7 +18,7 @@ import pytest
 import wgtpm
 from tests.adapters.conftest import V1, V2
 from tests.paw.conftest import INTERPRETER_MODULE, Built
-from wgtpm.adapters import BaseMismatchError, base_identity, base_of, mark_base
+from wgtpm.adapters import BaseMismatchError, base_of
 from wgtpm.proxytree import ProxyTree
 
 FRUIT_MOD = "example.com/acme/fruit"
@@ -84,19 +84,10 @@ def projects(
 
 
 def load_base(project: Path) -> Any:
-    """The interpreter of ``project``'s build list, loaded with its base recorded."""
+    """The interpreter of ``project``'s build list, as ``wgtpm.open(...).load()`` loads it."""
     import torch
-    from transformers import AutoModelForCausalLM
 
-    from wgtpm.modload import open_resolver
-
-    with open_resolver(project) as resolver:
-        module = resolver.module(INTERPRETER_MODULE)
-    model = AutoModelForCausalLM.from_pretrained(
-        str(module.dir), use_safetensors=True, dtype=torch.float32
-    )
-    mark_base(model, base_identity(module))
-    return model.eval()
+    return wgtpm.open(INTERPRETER_MODULE, project_dir=project).load(dtype=torch.float32).eval()
 
 
 def _logits(model: Any) -> Any:

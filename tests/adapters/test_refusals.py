@@ -17,7 +17,9 @@ import pytest
 import wgtpm
 from tests.adapters.conftest import V1
 from tests.paw.conftest import INTERPRETER_MODULE, Built
+from wgtpm._fs import sha256_file
 from wgtpm.deps import MapResolver, ResolvedModule
+from wgtpm.index import IndexEntry, build_index
 
 TONE = "example.com/acme/tone"
 
@@ -30,10 +32,25 @@ def _tone(tmp_path: Path, peft_dir: Path, wgt_mod: str | None) -> Path:
     return module
 
 
+def _vendored(tiny_dir: Path, root: Path, version: str) -> Path:
+    """The tiny Qwen3 as a vendored module directory: its files and its own wgt.index.json."""
+    directory = root / f"tiny@{version}"
+    if not directory.is_dir():
+        shutil.copytree(tiny_dir, directory)
+        entries = [
+            IndexEntry(p.name, p.stat().st_size, sha256_file(p))
+            for p in sorted(directory.iterdir())
+        ]
+        index = build_index(INTERPRETER_MODULE, version, entries, time="2026-03-01T00:00:00Z")
+        (directory / "wgt.index.json").write_bytes(index.to_json())
+    return directory
+
+
 def _resolver(tiny_dir: Path, module: Path, version: str = V1) -> MapResolver:
+    interpreter = _vendored(tiny_dir, module.parent, version)
     return MapResolver(
         {
-            INTERPRETER_MODULE: ResolvedModule(INTERPRETER_MODULE, version, tiny_dir),
+            INTERPRETER_MODULE: ResolvedModule(INTERPRETER_MODULE, version, interpreter),
             TONE: ResolvedModule(TONE, "v0.1.0", module),
         }
     )

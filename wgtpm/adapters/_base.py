@@ -16,9 +16,8 @@ the other requires the two identities to be equal: module, version and weights.
 from __future__ import annotations
 
 from .._errors import UsageError
-from .._fs import sha256_file
 from ..deps import ResolvedModule
-from ..pinned import BaseIdentity, weights_sha256
+from ..pinned import BaseIdentity
 
 __all__ = [
     "BASE_ATTR",
@@ -29,9 +28,6 @@ __all__ = [
     "describe",
     "mark_base",
 ]
-
-#: The weights files of a module (those :func:`wgtpm.pinned.weights_sha256` covers).
-WEIGHTS_SUFFIXES = (".safetensors", ".gguf")
 
 #: The attribute of a loaded model that names its base (set by ``Pinned.load``).
 BASE_ATTR = "_wgtpm_base"
@@ -66,14 +62,10 @@ class BaseMismatchError(UsageError):
 
 
 def base_identity(module: ResolvedModule) -> BaseIdentity:
-    """The identity of a module of the build list, from its verified weights files."""
-    files: dict[str, str] = {}
-    for path in sorted(module.dir.rglob("*")):
-        rel = path.relative_to(module.dir).as_posix()
-        hidden = any(part.startswith(".") for part in rel.split("/"))
-        if not hidden and path.suffix in WEIGHTS_SUFFIXES and path.is_file():
-            files[rel] = sha256_file(path)
-    return BaseIdentity(module.path, module.version, weights_sha256(files))
+    """The identity of a module of the build list: :attr:`wgtpm.pinned.Pinned.base`."""
+    from ..pinned import Pinned
+
+    return Pinned(module).base
 
 
 def base_of(model: object) -> BaseIdentity | None:
