@@ -4,7 +4,9 @@ Importing ``wgtpm`` costs next to nothing: the error classes load from
 :mod:`wgtpm._errors` when first named (``wgtpm.UsageError``, ``from wgtpm
 import UsageError``), and the model APIs (:func:`load`, :func:`load_layer`)
 import torch only when called. A no-op ``wgtpm get`` (:mod:`wgtpm.cli`) needs
-none of them.
+none of them. :func:`load` takes a WeightLang artifact or a PAW program
+(:func:`wgtpm.adapters.load`); :func:`adapter` opens a LoRA adapter pinned to
+its base (:func:`wgtpm.adapters.open_adapter`).
 """
 
 from __future__ import annotations
@@ -33,8 +35,9 @@ if TYPE_CHECKING:
         VerifyError,
         WgtpmError,
     )
+    from .adapters import adapter, load
     from .pinned import graft, open, save
-    from .weightlang import load, load_layer
+    from .weightlang import load_layer
 
 __version__ = "0.1.0"
 
@@ -60,6 +63,7 @@ __all__ = [
     "VerifyError",
     "WgtpmError",
     "__version__",
+    "adapter",
     "graft",
     "load",
     "load_layer",
@@ -69,10 +73,14 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    if name in ("load", "load_layer"):  # torch loads when a model does
+    if name == "load_layer":  # torch loads when a model does
         from . import weightlang
 
-        return getattr(weightlang, name)
+        return weightlang.load_layer
+    if name in ("adapter", "load"):  # WeightLang artifacts, PAW programs, adapters
+        from . import adapters
+
+        return getattr(adapters, name)
     if name in ("open", "graft", "save"):  # pinned tensors: torch loads when one is read
         from . import pinned
 
