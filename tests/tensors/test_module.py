@@ -75,6 +75,8 @@ def test_tables_are_computed_from_the_verified_files_and_cached(
     assert emb.dtype == "F32" and emb.shape[1] == 64
     data = read_tensor_bytes(module.dir / "model.safetensors", emb, module=MOD, version="v0.1.0")
     assert len(data) == emb.nbytes
+    assert wgtpm("cache", "clean", cwd=project).code == 0
+    assert not kept.exists()  # computed tables go with the cache
 
 
 def test_a_copy_changed_after_verification_is_refused(

@@ -27,7 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .._cachedir import default_root
-from .._errors import VerifyError
+from .._errors import CacheError, VerifyError
 from .._fs import write_atomic
 from ..deps import ResolvedModule
 from ..index import ReleaseIndex
@@ -178,8 +178,14 @@ def _computed(
             f"the file in {path.parent} has sha256 {t.sha256}, not the {sha256} its release "
             "lists: it changed after it was verified; run 'wgtpm verify'",
         )
-    keep.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(keep, dump_tables(TensorTables({relpath: t})))
+    from ..cache import Cache
+
+    try:
+        with Cache(cache_dir).using():  # shared: 'wgtpm cache clean' waits for it
+            keep.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(keep, dump_tables(TensorTables({relpath: t})))
+    except (OSError, CacheError):
+        pass  # a cache that cannot be written (read-only, full): the table is still right
     return t
 
 
