@@ -10,7 +10,6 @@ commit's, so that building one commit twice gives the same index bytes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,7 +50,6 @@ def assemble(
     spec: ReleaseSpec,
     pkg: Path,
     built: list[ArtifactProvenance],
-    tools: Mapping[str, str],
     staging: Path,
 ) -> Release:
     """The release of ``built`` (outputs in the export ``pkg``); writes the provenance into
@@ -72,7 +70,7 @@ def assemble(
             owner[logical] = art.name
             files[logical] = path
     doc = provenance_document(
-        spec.module, spec.version, spec.commit, spec.time, built, tools, spec.repository
+        spec.module, spec.version, spec.commit, spec.time, built, spec.repository
     )
     prov = staging / PROVENANCE_FILE
     write_atomic(prov, provenance_bytes(doc))
