@@ -373,7 +373,10 @@ def fetch_statement(module: str, version: str) -> tuple[bytes, str] | None:
 
 
 def _tools(theirs: Mapping[str, str]) -> dict[str, tuple[str | None, str | None]]:
-    """The tools whose versions differ between the release's build and this machine."""
+    """The tools whose versions differ between the release's build and this machine (none
+    when the release's are unknown: nothing to compare with)."""
+    if not theirs:
+        return {}
     ours = tool_versions()
     out: dict[str, tuple[str | None, str | None]] = {}
     for name in sorted(set(theirs) | set(ours)):
