@@ -24,13 +24,15 @@ from ._provenance import (
     provenance_bytes,
     provenance_document,
 )
+from ._slsa import SLSA_ASSET
 from ._target import Release
 
 __all__ = ["INDEX_FILE", "MOD_FILE", "ReleaseSpec", "assemble"]
 
 MOD_FILE = "wgt.mod"
 INDEX_FILE = "wgt.index.json"
-RESERVED = frozenset({MOD_FILE, INDEX_FILE, PROVENANCE_FILE})
+#: Names the release itself uses (SLSA_ASSET: where GitHub and Hugging Face keep the statement).
+RESERVED = frozenset({MOD_FILE, INDEX_FILE, PROVENANCE_FILE, SLSA_ASSET})
 
 
 @dataclass(frozen=True)
