@@ -294,12 +294,18 @@ def test_publish_then_get_back_with_the_same_h1(  # type: ignore[no-untyped-def]
 
 
 def test_the_slsa_statement_is_served_beside_the_index(
-    case: Case, http: HttpClient, tmp_path: Path
+    case: Case, http: HttpClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from wgtpm.publish._rebuild import fetch_statement
+
     release = make_release(tmp_path / "r1", case.module)
     assert case.make().publish(release, SILENT).created
     src = case.read()
     assert src.attestation(case.module, V) == release.attestation  # type: ignore[attr-defined]
+    for k, v in case.get_env.items():  # as verify --rebuild finds it through WGTPROXY
+        monkeypatch.setenv(k, v)
+    found = fetch_statement(case.module, V)
+    assert found is not None and found[0] == release.attestation
     listed = {e.path for e in _index.parse(src.index(case.module, V), case.module, V).files}
     assert listed == set(release.files)  # not in the index: h1 does not cover it
     # the same bytes built elsewhere (another gguf): a no-op that keeps the first statement

@@ -27,8 +27,9 @@ The steps, each refusing with one line when it cannot go on:
 is compared in step 2, the second only names the commit. The tool versions
 of the publisher's build are in the release's SLSA provenance statement
 (:mod:`._slsa`), fetched from the first WGTPROXY entry that serves it
-(``@v/$version.slsa.json``; GitHub and Hugging Face through ``direct`` are
-not asked yet) and used only when its subject is the release wgt.sum locks;
+(``@v/$version.slsa.json``; through ``direct``, GitHub's release asset or
+Hugging Face's file ``wgt.slsa.json``) and used only when its subject is the
+release wgt.sum locks;
 a release of provenance schema 1 recorded them in ``wgt.provenance.json``
 itself. The versions that differ from this machine's are reported
 (``tools``), next to the artifacts that differ, as a likely cause; a
@@ -341,29 +342,39 @@ def _release_tools(
 
 def fetch_statement(module: str, version: str) -> tuple[bytes, str] | None:
     """The SLSA statement of ``module@version`` from the first proxy or file tree of
-    WGTPROXY that serves one, with its URL; ``None`` when none does (``direct`` and
-    ``off`` entries are skipped, and so is a module that WGTPRIVATE names). Any failure
-    moves on to the next entry: the statement is information, not a check."""
+    WGTPROXY that serves one (``direct``: the GitHub release asset or the Hugging Face
+    file ``wgt.slsa.json``), with where it was read; ``None`` when none does (``off`` is
+    skipped; a module that WGTPRIVATE names is asked of ``direct`` only). Any
+    failure moves on to the next entry: the statement is information, not a check."""
     import os
 
     from .._errors import WgtpmError
     from ..httpclient import HttpClient, redact_url
     from ..module import escape_path, escape_version
-    from ..sources.chain import DEFAULT, parse_proxy_list
+    from ..sources.chain import DEFAULT, Entry, parse_proxy_list
     from ..sources.hosts import match_private
     from ..sources.proxy import ProxySource
+    from ._slsa import SLSA_ASSET
 
     env = os.environ
     private = ",".join(p for p in (env.get("WGTPRIVATE", ""), env.get("WGTNOPROXY", "")) if p)
-    if private and match_private(private, module):
-        return None
     entries = parse_proxy_list(env.get("WGTPROXY", "") or DEFAULT)
+    if private and match_private(private, module):
+        entries = [Entry("direct")]  # as the chain does: its proxies never hear of it
     with HttpClient() as http:
         for e in entries:
-            if e.url in ("direct", "off"):
+            if e.url == "off":
                 continue
-            src = ProxySource(e.url, None if e.url.startswith("file:") else http)
             try:
+                if e.url == "direct":  # a GitHub asset or a Hugging Face file
+                    from ..sources.direct import DirectSource
+
+                    host = DirectSource(http).source_for(module)
+                    read = getattr(host, "attestation", None)
+                    if read is None:
+                        continue
+                    return read(module, version), f"{module}@{version} {SLSA_ASSET} ({host.name})"
+                src = ProxySource(e.url, None if e.url.startswith("file:") else http)
                 data = src.attestation(module, version)
             except WgtpmError:
                 continue
