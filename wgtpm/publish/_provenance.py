@@ -1,4 +1,4 @@
-"""``wgt.provenance.json``: how a release was built, inside the release so that h1 covers it.
+"""``wgt.provenance.json``: what a release was built from, inside the release so that h1 covers it.
 
 DESIGN.md section 5 puts provenance in the index (``build``), and the index's
 ``artifact``/``kind`` of each file next to its hash; neither is covered by
