@@ -12,6 +12,7 @@ Tables (created and upgraded by the Alembic migrations in
     tokens    id, secret_sha256 UNIQUE, prefix, scope, created, revoked
     pending_versions  module, version (PRIMARY KEY), h1, mod_h1, index_sha256,
               mod_sha256, time, commit, created
+    attestations  module, version (PRIMARY KEY), sha256
     sumdb_records, sumdb_hashes, sumdb_tree   the checksum log (:mod:`registry.sumlog`)
 
 Times are ISO 8601 UTC strings (``2026-12-01T01:33:53Z``), the same on both
@@ -25,6 +26,9 @@ A ``pending_versions`` row is a proxied version whose index the Hub API
 answered before its files were all stored (:mod:`registry.ondemand`): its
 index and wgt.mod are blobs, so any replica serves its files from the row
 (:meth:`SqlMetadataStore.add_pending`, :meth:`~SqlMetadataStore.get_pending`).
+An ``attestations`` row names the blob of a version's SLSA provenance
+statement (not one of its files: h1 does not cover it), written with the
+version (:attr:`NewVersion.attestation_sha256`).
 An ``upload_blobs`` row says that upload ``upload_id`` sent blob ``sha256``
 itself, its hash checked: blobs are shared by sha256, and a commit may name
 a stored blob only when its upload sent it or its token can read a committed
@@ -158,6 +162,15 @@ tokens = sa.Table(
 )
 
 
+attestations = sa.Table(
+    "attestations",
+    metadata,
+    sa.Column("module", sa.String(512), primary_key=True),
+    sa.Column("version", sa.String(300), primary_key=True),
+    sa.Column("sha256", sa.String(64), nullable=False),
+)
+
+
 pending_versions = sa.Table(
     "pending_versions",
     metadata,
@@ -224,6 +237,7 @@ class NewVersion:
     commit: str | None = None
     private: bool = False
     proxied: bool = False  # a new module is marked as a cached copy of the upstream's
+    attestation_sha256: str | None = None  # the blob of its SLSA statement, outside h1
 
 
 @dataclass(frozen=True)
@@ -332,6 +346,10 @@ class MetadataStore(abc.ABC):
         mod = self.get_module(module)
         v = None if mod is None else self.get_version(module, version)
         return mod, v, None if v is None else self.get_file(module, version, path)
+
+    def get_attestation(self, module: str, version: str) -> str | None:
+        """The sha256 of the blob holding the SLSA statement of ``module@version``, if any."""
+        return None
 
     @abc.abstractmethod
     def commit_version(self, new: NewVersion) -> CommitOutcome:
@@ -695,6 +713,14 @@ class SqlMetadataStore(MetadataStore):
         rows = self._fetch("version", module=module, version=version)
         return _version(*rows[0]) if rows else None
 
+    def get_attestation(self, module: str, version: str) -> str | None:
+        q = sa.select(attestations.c.sha256).where(
+            attestations.c.module == module, attestations.c.version == version
+        )
+        with self._tx() as conn:
+            row = conn.execute(q).one_or_none()
+        return None if row is None else str(row.sha256)
+
     def _files_query(self, module: str, version: str) -> sa.Select[Any]:
         return (
             sa.select(files.c.path, files.c.size, files.c.sha256)
@@ -764,6 +790,20 @@ class SqlMetadataStore(MetadataStore):
                         )
                     )
                     version_id = _inserted_id(res)
+                    if new.attestation_sha256:
+                        conn.execute(
+                            attestations.delete().where(  # a row a lost commit may have left
+                                attestations.c.module == new.module,
+                                attestations.c.version == new.version,
+                            )
+                        )
+                        conn.execute(
+                            attestations.insert().values(
+                                module=new.module,
+                                version=new.version,
+                                sha256=new.attestation_sha256,
+                            )
+                        )
                     if new.files:
                         conn.execute(
                             files.insert(),

@@ -8,6 +8,7 @@ Plain GETs (and HEADs), ``$module`` escaped as Go escapes module paths
     /$module/@v/$version.mod         wgt.mod
     /$module/@v/$version.index.json  the index, byte for byte as published
     /$module/@v/$version/$path       a file of the release
+    /$module/@v/$version.slsa.json   its SLSA provenance statement (404 when none; not in h1)
     /$module/@latest                 the .info of the highest release
 
 Statuses: 200 (206 for a satisfiable ``Range``, 304 for a matching
@@ -57,12 +58,18 @@ _RANGE = re.compile(r"bytes=(\d*)-(\d*)\Z")
 #: Significant digits of a ``Range`` position read as a number: more name no byte of any
 #: blob (2**63 has 19). Python refuses to read over 4,300 digits as an int (ValueError).
 MAX_RANGE_DIGITS = 19
-_KINDS = ((".info", "info"), (".mod", "mod"), (".index.json", "index"))
+_KINDS = (
+    (".info", "info"),
+    (".mod", "mod"),
+    (".index.json", "index"),
+    (".slsa.json", "attestation"),
+)
 
 
 @dataclass(frozen=True)
 class ProtocolRequest:
-    """What a protocol URL asks for: ``kind`` is list, latest, info, mod, index or file."""
+    """What a protocol URL asks for: ``kind`` is list, latest, info, mod, index, attestation
+    or file."""
 
     module: str
     kind: str
@@ -308,6 +315,12 @@ async def serve_protocol(
         return await serve_bytes_of(
             request, reg, f.sha256, f.size, "application/octet-stream", v.private, whole=whole
         )
+    if req.kind == "attestation":
+        v, sha = await run_in_threadpool(reg.attestation, req.module, req.version, token)
+        size = await run_in_threadpool(reg.blobs.size, sha)
+        if size is None:
+            raise StoreError(f"{v.module}@{v.version}: the SLSA statement blob {sha} is missing")
+        return await serve_bytes_of(request, reg, sha, size, "application/json", v.private)
     v = await run_in_threadpool(reg.version, req.module, req.version, token)
     if req.kind == "mod":
         m = await run_in_threadpool(reg.mod_entry, v)

@@ -96,6 +96,9 @@ if TYPE_CHECKING:
 __all__ = ["MOD_FILE", "Registry", "UploadState", "create_token", "latest_of"]
 
 MOD_FILE = "wgt.mod"
+#: The largest SLSA provenance statement a commit may carry: wgtpm's own cap on reading one
+#: (wgtpm.publish._slsa.MAX_ENVELOPE; a 10,000-file release's statement is about 1.5 MB).
+MAX_ATTESTATION = 8 << 20
 _DUMMY_SHA = "0" * 64  # compared against when a token id is unknown, to keep timing even
 
 
@@ -567,14 +570,20 @@ class Registry:
         self.meta.add_upload_blob(upload_id, entry.sha256)
 
     def commit(
-        self, upload_id: str, token: TokenRecord | None, h1: str | None = None
+        self,
+        upload_id: str,
+        token: TokenRecord | None,
+        h1: str | None = None,
+        attestation: bytes | None = None,
     ) -> CommitOutcome:
-        """Check the upload is complete and correct, then record the version atomically."""
+        """Check the upload is complete and correct, then record the version atomically,
+        with ``attestation`` (its SLSA statement, :meth:`_store_attestation`) if given."""
         rec = self._open_upload(upload_id, token)
         idx = self._index(rec.index_sha256, rec.module, rec.version)
         got = idx.h1()
         if got != rec.h1 or (h1 is not None and h1 != got):
             raise BadRequestError(f"the index hashes to {got}, not {h1 or rec.h1}")
+        att_sha = self._store_attestation(attestation, got) if attestation else None
         missing = self._missing(idx, rec.id, token)
         if missing:
             names = ", ".join(m.path for m in missing[:20])
@@ -596,6 +605,7 @@ class Registry:
                 time=idx.time or now(),
                 commit=idx.commit,
                 private=rec.private,
+                attestation_sha256=att_sha,
             )
         )
         self.meta.delete_upload(upload_id)
@@ -603,6 +613,39 @@ class Registry:
             for listener in self.on_commit:
                 listener(outcome.version)
         return outcome
+
+    def _store_attestation(self, data: bytes, h1: str) -> str:
+        """Store an SLSA statement whose subject is the release of ``h1``; its sha256.
+
+        Refused (400): one over :data:`MAX_ATTESTATION` bytes, one that is no DSSE envelope
+        of an in-toto SLSA provenance statement, one about other files. Its signatures are
+        not checked here: whom to trust is the consumer's policy.
+        """
+        from wgtpm.publish._slsa import read_envelope, subject_h1
+
+        if len(data) > MAX_ATTESTATION:
+            raise BadRequestError(f"the SLSA statement is larger than {MAX_ATTESTATION} bytes")
+        try:
+            stmt, _, _ = read_envelope(data)
+        except ValueError as exc:
+            raise BadRequestError(f"the attestation is not an SLSA statement: {exc}") from exc
+        if subject_h1(stmt) != h1:
+            raise BadRequestError("the SLSA statement's subject is not this release's files")
+        sha = hashlib.sha256(data).hexdigest()
+        if not self.blobs.has(sha):
+            self.blobs.put(sha, [data], max_size=MAX_ATTESTATION)
+        return sha
+
+    def attestation(
+        self, module: str, version: str, token: TokenRecord | None = None
+    ) -> tuple[VersionRecord, str]:
+        """The version (readable by ``token``) and the blob of its SLSA statement; 404
+        when it was published without one."""
+        v = self.version(module, version, token)
+        sha = self.meta.get_attestation(module, v.version)
+        if sha is None:
+            raise NotFoundError(f"{module}@{version}: published without an SLSA statement")
+        return v, sha
 
     @staticmethod
     def _check_mod(module: str, version: str, data: bytes) -> None:

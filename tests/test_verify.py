@@ -79,7 +79,7 @@ def _notes_release(tree: ProxyTree, tmp_path: Path) -> tuple[str, str]:
     mod, version, commit = "example.com/acme/notes", "v0.1.0", "c" * 40
     (tmp_path / "notes.txt").write_bytes(b"hello\n")
     art = ArtifactProvenance("notes", "file", "notes.txt", {"notes.txt": tmp_path / "notes.txt"})
-    doc = provenance_document(mod, version, commit, "2026-11-29T12:00:00Z", [art], {"wgtpm": "0"})
+    doc = provenance_document(mod, version, commit, "2026-11-29T12:00:00Z", [art])
     files = {"notes.txt": b"hello\n", PROVENANCE_FILE: provenance_bytes(doc)}
     arts = {"notes.txt": ("notes", "file")}
     tree.add(mod, version, files, commit=commit, artifacts=arts, build=doc)

@@ -9,6 +9,9 @@ sources, ``wgtpm get``), never through the target itself:
 - publish: the version is listed, its index is the release's bytes (so its
   h1), every file comes back, and ``wgtpm get`` writes the release's two
   wgt.sum lines;
+- the build's SLSA statement comes back beside the index, never in its
+  ``files``; publishing the same h1 with another build's statement is a
+  no-op that keeps the first;
 - immutability: the same release again is a no-op (``created=False``);
   another h1 for the version is refused naming both, and the published
   bytes stay what they were;
@@ -42,6 +45,7 @@ from wgtpm.dirhash import hash1_bytes
 from wgtpm.httpclient import HttpClient, HttpOptions
 from wgtpm.index import IndexEntry, build_index
 from wgtpm.publish import DirectoryTarget, PublishTarget, RegistryTarget, Release
+from wgtpm.publish._slsa import BuildRun, envelope_bytes, statement
 from wgtpm.sources import Source
 from wgtpm.sources.proxy import ProxySource
 
@@ -52,7 +56,16 @@ V = "v0.1.0"
 FILES = {"data/a.bin": b"A" * 3000, "data/b.safetensors": b"B" * 2000}
 
 
-def make_release(d: Path, module: str, salt: bytes = b"") -> Release:
+def _attestation(module: str, index: bytes, files: dict[str, bytes], gguf: str) -> bytes:
+    """An unsigned SLSA statement of the release, as a build with ``gguf`` installed writes."""
+    run = BuildRun(
+        module, V, "c" * 40, None, "", {"wgtpm": "0", "gguf": gguf}, "Linux", "t0", "t1", "id"
+    )
+    shas = {p: hashlib.sha256(b).hexdigest() for p, b in files.items()}
+    return envelope_bytes(statement(run, index, shas), None)
+
+
+def make_release(d: Path, module: str, salt: bytes = b"", gguf: str = "0.19.0") -> Release:
     d.mkdir(parents=True)
     files = {"wgt.mod": f"module {module}\nwgt 0.1\n".encode()}
     files.update({p: b + salt for p, b in FILES.items()})
@@ -72,7 +85,8 @@ def make_release(d: Path, module: str, salt: bytes = b"") -> Release:
     ]
     index = build_index(module, V, entries, time="2026-11-29T12:00:00Z")
     mod_h1 = hash1_bytes({"wgt.mod": files["wgt.mod"]})
-    return Release(module, V, None, paths, index.to_json(), index.h1(), mod_h1)
+    att = _attestation(module, index.to_json(), files, gguf)
+    return Release(module, V, None, paths, index.to_json(), index.h1(), mod_h1, attestation=att)
 
 
 @dataclass
@@ -277,6 +291,28 @@ def test_publish_then_get_back_with_the_same_h1(  # type: ignore[no-untyped-def]
     sums = [ln for ln in (project / "wgt.sum").read_text().splitlines() if case.module in ln]
     assert sums == release.sum_lines()
     assert GH_TOKEN not in r.out + r.err and HF_TOKEN not in r.out + r.err
+
+
+def test_the_slsa_statement_is_served_beside_the_index(
+    case: Case, http: HttpClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wgtpm.publish._rebuild import fetch_statement
+
+    release = make_release(tmp_path / "r1", case.module)
+    assert case.make().publish(release, SILENT).created
+    src = case.read()
+    assert src.attestation(case.module, V) == release.attestation  # type: ignore[attr-defined]
+    for k, v in case.get_env.items():  # as verify --rebuild finds it through WGTPROXY
+        monkeypatch.setenv(k, v)
+    found = fetch_statement(case.module, V)
+    assert found is not None and found[0] == release.attestation
+    listed = {e.path for e in _index.parse(src.index(case.module, V), case.module, V).files}
+    assert listed == set(release.files)  # not in the index: h1 does not cover it
+    # the same bytes built elsewhere (another gguf): a no-op that keeps the first statement
+    again = make_release(tmp_path / "r2", case.module, gguf="0.18.0")
+    assert again.h1 == release.h1 and again.attestation != release.attestation
+    assert case.make().publish(again, SILENT).created is False
+    assert case.read().attestation(case.module, V) == release.attestation  # type: ignore[attr-defined]
 
 
 def test_a_published_version_never_changes(case: Case, http: HttpClient, tmp_path: Path) -> None:

@@ -50,7 +50,7 @@ def test_dry_run_then_get(wgtpm, base_pkg: Path, tmp_path: Path, monkeypatch) ->
     check_provenance(index, prov)
     doc = json.loads(prov)
     assert doc["artifacts"]["xor"]["seed"] == 0
-    assert doc["tools"]["torch"] and doc["tools"]["wgtpm"]
+    assert doc["schema"] == 2 and "tools" not in doc  # the environment is outside h1
     assert doc["files"]["xor/weights.safetensors"] == {"artifact": "xor", "kind": "wgt"}
     # the h1 and both wgt.sum lines are printed
     assert index.h1() in r.out

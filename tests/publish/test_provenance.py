@@ -19,7 +19,7 @@ M, V = "example.com/acme/p", "v0.1.0"
 def _release(tmp_path: Path, kind: str = "file") -> tuple[object, bytes]:
     (tmp_path / "notes.txt").write_bytes(b"hello\n")
     art = ArtifactProvenance("notes", "file", "notes.txt", {"notes.txt": tmp_path / "notes.txt"})
-    doc = provenance_document(M, V, "c" * 40, "2026-11-29T12:00:00Z", [art], {"wgtpm": "0"})
+    doc = provenance_document(M, V, "c" * 40, "2026-11-29T12:00:00Z", [art])
     prov = provenance_bytes(doc)
     files = {
         "wgt.mod": b"module example.com/acme/p\n",
@@ -83,7 +83,7 @@ def _serve(tmp_path: Path, kind: str = "file", ghost: bool = False) -> str:
     and whose provenance names a file the index lacks when ``ghost``; its file:// URL."""
     (tmp_path / "notes.txt").write_bytes(b"hello\n")
     art = ArtifactProvenance("notes", "file", "notes.txt", {"notes.txt": tmp_path / "notes.txt"})
-    doc = provenance_document(M, V, "c" * 40, "2026-11-29T12:00:00Z", [art], {"wgtpm": "0"})
+    doc = provenance_document(M, V, "c" * 40, "2026-11-29T12:00:00Z", [art])
     if ghost:
         doc["files"]["weights.safetensors"] = {"artifact": "notes", "kind": "file"}
     (tmp_path / "prov.json").write_bytes(provenance_bytes(doc))

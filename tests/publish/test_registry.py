@@ -56,6 +56,17 @@ def test_publish_two_packages_and_get_them_back(  # type: ignore[no-untyped-def]
     r = wgtpm("publish", "--version", "v0.1.0", "--to", live.url, cwd=cls)
     assert r.code == 0, r.err
     cls_h1 = h1_of(r.out)
+    # the build's SLSA statement, beside the version: its dependencies with their h1s
+    import httpx
+
+    from wgtpm.publish._slsa import read_envelope, subject_h1
+
+    att = httpx.get(f"{live.url}/example.com/acme/classifier/@v/v0.1.0.slsa.json").content
+    stmt, _, _ = read_envelope(att)
+    assert subject_h1(stmt) == cls_h1
+    deps = stmt["predicate"]["buildDefinition"]["resolvedDependencies"]
+    assert {"name": "example.com/acme/xor@v0.1.0", "uri": "wgt:example.com/acme/xor@v0.1.0",
+            "digest": {"dirHash": base_h1}} in deps  # fmt: skip
 
     app = tmp_path / "app"
     app.mkdir()

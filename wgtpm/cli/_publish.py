@@ -49,6 +49,12 @@ def register(sub: Any) -> None:
         help="build twice in separate directories and refuse if any byte differs",
     )
     p.add_argument("--private", action="store_true", help="a private module (on its first publish)")
+    p.add_argument(
+        "--sign-key",
+        metavar="FILE",
+        help="sign the release's SLSA provenance statement with this PEM private key "
+        "(ECDSA P-256 or Ed25519); without it the statement is published unsigned",
+    )
     p.set_defaults(run=_publish)
 
     p = sub.add_parser(
@@ -77,6 +83,7 @@ def _publish(args: argparse.Namespace) -> int:
         verify_reproducible=args.verify_reproducible,
         private=args.private,
         tag=not (args.dry_run or args.out),
+        sign_key=Path(args.sign_key) if args.sign_key else None,
     )
     with HttpClient() as http:  # the target's; closed however the publish ends
         target = select_target(module, pkg, http, to=args.to, dry_run=args.dry_run, out=args.out)

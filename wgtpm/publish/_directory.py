@@ -6,6 +6,9 @@ a valid proxy tree (:class:`~wgtpm.proxytree.ProxyTree`), so that::
     WGTPROXY=file://$PWD/dist wgtpm get example.com/acme/xor@v0.1.0
 
 gets the release exactly as a registry would serve it. Nothing leaves the machine.
+The release's SLSA statement (:mod:`._slsa`) is written beside its index, as
+``$module/@v/$version.slsa.json``, when the version is new (a re-publish of
+the same h1 leaves the first build's statement).
 
 ``real`` is the target a publish without ``--dry-run`` would use (``--to
 URL``, or the GitHub or Hugging Face repository of the module path), or
@@ -17,7 +20,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .._fs import write_atomic
 from .._report import Reporter
+from ..module import escape_path, escape_version
 from ..proxytree import ProxyTree
 from ._target import Published, PublishTarget, Release
 
@@ -46,4 +51,11 @@ class DirectoryTarget:
 
     def publish(self, release: Release, reporter: Reporter) -> Published:
         created = self.tree.put(release.module, release.version, release.index, release.files)
+        if created and release.attestation:
+            write_atomic(self.statement_path(release.module, release.version), release.attestation)
         return Published(self.tree.url, created)
+
+    def statement_path(self, module: str, version: str) -> Path:
+        """Where the SLSA statement of ``module@version`` lies in the tree."""
+        vdir = self.tree.root / escape_path(module) / "@v"
+        return vdir / f"{escape_version(version)}.slsa.json"

@@ -1,4 +1,4 @@
-"""``wgt.provenance.json``: how a release was built, inside the release so that h1 covers it.
+"""``wgt.provenance.json``: what a release was built from, inside the release so that h1 covers it.
 
 DESIGN.md section 5 puts provenance in the index (``build``), and the index's
 ``artifact``/``kind`` of each file next to its hash; neither is covered by
@@ -11,11 +11,10 @@ index's ``build`` holds the same document (for readers of section 5), and
 example (hashes elided)::
 
     {
-      "schema": 1,
+      "schema": 2,
       "module": "example.com/acme/xor", "version": "v0.1.0",
       "commit": "40 hex", "time": "2026-11-29T12:00:00Z",
       "repository": {"url": "https://github.com/acme/xor", "dir": ""},
-      "tools": {"python": "3.11.7", "wgtpm": "0.1.0", "torch": "2.5.1"},
       "artifacts": {
         "xor": {"kind": "wgt", "source": "model.wgt", "builder": "wgtpm",
                 "seed": 0, "data": {"xor": {"kind": "inline", "rows": 4, "sha256": "…"}},
@@ -34,10 +33,20 @@ one spelling per repository (:func:`._git.repository_url`: no credentials,
 ssh as https, no ``.git``), so that the same commit published again after
 the remote's URL changed form gives the same bytes; ``dir`` the package's
 directory in the repository (``""`` at its root).
-``tools`` lists the versions of the tools installed when the build ran
-(torch, transformers, peft, gguf, safetensors, numpy; those absent are left
-out), read from package metadata without importing them. ``files`` lists
-every artifact file (not ``wgt.mod`` nor this file).
+``time`` is the commit's time (the committer date), never the clock.
+``files`` lists every artifact file (not ``wgt.mod`` nor this file).
+
+Only what determines the release's bytes is here, since h1 covers it (DESIGN.md
+section 13): nothing of the machine that built it, so that two publishers of
+one commit who build the same bytes get the same h1. The build environment
+(:func:`tool_versions`: python, wgtpm, torch, transformers, peft, gguf,
+safetensors, numpy; the builder, the wall-clock time, the platform) goes into
+the SLSA provenance statement published beside the release
+(:mod:`._slsa`), outside h1. Schema 1 (releases published before that)
+also had a ``tools`` map of the same versions; readers still accept it
+(:func:`recorded_tools`). The artifacts' records copy nothing of the
+environment either (a WeightLang manifest's ``built_with`` stays in the
+manifest, where the WeightLang format puts it).
 """
 
 from __future__ import annotations
@@ -59,10 +68,12 @@ __all__ = [
     "SourceRepository",
     "check_provenance",
     "provenance_bytes",
+    "recorded_tools",
     "tool_versions",
 ]
 
-SCHEMA = 1
+#: 2: no ``tools`` (they moved to the SLSA statement, outside h1); 1 had them.
+SCHEMA = 2
 TOOLS = ("torch", "transformers", "peft", "gguf", "safetensors", "numpy")
 
 
@@ -131,7 +142,6 @@ def _wgt_record(outputs: Mapping[str, Path]) -> dict[str, Any]:
         "data": m.get("data") or {},
         "training_data_sha256": training.get("data_sha256"),
         "weights_sha256": (m.get("weights") or {}).get("sha256"),
-        "built_with": m.get("built_with") or {},
         "imports": imports,
     }
 
@@ -176,10 +186,10 @@ def provenance_document(
     commit: str,
     time: str,
     artifacts: list[ArtifactProvenance],
-    tools: Mapping[str, str],
     repository: SourceRepository | None = None,
 ) -> dict[str, Any]:
-    """The provenance of a release (see the module docstring)."""
+    """The provenance of a release (see the module docstring): a function of the commit and
+    the built bytes alone, nothing of this machine."""
     files = {
         path: {"artifact": a.name, "kind": a.kind} for a in artifacts for path in sorted(a.outputs)
     }
@@ -193,10 +203,18 @@ def provenance_document(
     if repository is not None:
         doc["repository"] = repository.record()
     return doc | {
-        "tools": dict(tools),
         "artifacts": {a.name: a.record() for a in artifacts},
         "files": dict(sorted(files.items())),
     }
+
+
+def recorded_tools(doc: Mapping[str, Any]) -> dict[str, str]:
+    """The tool versions a schema-1 provenance recorded (``{}`` for schema 2, which has none:
+    its build environment is in the SLSA statement)."""
+    tools = doc.get("tools")
+    if not isinstance(tools, dict):
+        return {}
+    return {str(k): v for k, v in tools.items() if isinstance(v, str)}
 
 
 def provenance_bytes(doc: Mapping[str, Any]) -> bytes:

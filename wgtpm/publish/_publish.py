@@ -13,15 +13,19 @@ nothing leaves the machine before the release is complete on the local disk:
    downloaded and verified;
 3. every artifact built there (:func:`._build.build_package`), twice in two
    exports with ``verify_reproducible``, compared byte for byte;
-4. the release assembled (:func:`._release.assemble`) and handed to the
-   target, which publishes it all or nothing;
+4. the release assembled (:func:`._release.assemble`), its SLSA provenance
+   statement made (:mod:`._slsa`: this machine's tool versions, the build's
+   start and end; signed with ``--sign-key``), and both handed to the
+   target, which publishes them all or nothing;
 5. after a publish that leaves the machine, the annotated git tag at HEAD.
 """
 
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass
+import uuid
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -44,6 +48,7 @@ from ._directory import DirectoryTarget
 from ._git import Checkout, create_tag, export_commit, open_checkout, tag_commit
 from ._provenance import ArtifactProvenance, SourceRepository, tool_versions
 from ._release import MOD_FILE, ReleaseSpec, assemble
+from ._slsa import BuildRun, SigningKey, envelope_bytes, load_signing_key, statement
 from ._target import Published, PublishTarget, Release, tag_for
 from .targets import DRY_RUN_DIR
 
@@ -63,6 +68,7 @@ class PublishOptions:
     verify_reproducible: bool = False
     private: bool = False
     tag: bool = True  # create the git tag after the release left the machine
+    sign_key: Path | None = None  # signs the SLSA statement (--sign-key)
 
 
 @dataclass(frozen=True)
@@ -104,6 +110,7 @@ def publish_package(
     assert mf.module is not None
     module = mf.module.path
     target.ready()
+    key = load_signing_key(opts.sign_key) if opts.sign_key else None
     check_version(module, opts.version)
     _check_output_dir(pkg, target)
     checkout = open_checkout(pkg, _outputs(pkg, target))
@@ -117,6 +124,7 @@ def publish_package(
             f"{module}@{opts.version} is published already at {target.name}: building it "
             "to compare (the same bytes are a no-op, other bytes are refused)"
         )
+    started = _now()
     with tempfile.TemporaryDirectory(prefix="wgtpm-publish-") as tmp:
         work = Path(tmp)
         reporter.notice(f"exporting commit {checkout.commit[:12]} ({checkout.time})")
@@ -134,13 +142,64 @@ def publish_package(
         spec = ReleaseSpec(
             module, opts.version, tag, checkout.commit, checkout.time, opts.private, where
         )
-        release = assemble(spec, src, built, tool_versions(), _mkdir(work / "staging"))
+        release = assemble(spec, src, built, _mkdir(work / "staging"))
+        release = _attest(release, spec, src, started, key, reporter)
         target.check(release)
         reporter.notice(f"publishing {module}@{opts.version} ({release.h1}) to {target.name}")
         done = target.publish(release, reporter)
     if opts.tag:
         create_tag(pkg, tag, checkout.commit, f"{module} {opts.version}")
     return Outcome(release, done)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _attest(
+    release: Release,
+    spec: ReleaseSpec,
+    src: Path,
+    started: str,
+    key: SigningKey | None,
+    reporter: Reporter,
+) -> Release:
+    """``release`` with its SLSA statement (:mod:`._slsa`): this build's environment,
+    outside h1; signed with ``key``, else said to be unsigned."""
+    import json
+    import platform
+
+    from ..sumfile import parse as parse_sum
+
+    try:
+        sums = parse_sum((src / "wgt.sum").read_bytes())
+    except FileNotFoundError:
+        sums = None
+    deps = [(m, v, h) for m, v, h in sums.lines if not v.endswith("/wgt.mod")] if sums else []
+    where = spec.repository
+    run = BuildRun(
+        module=spec.module,
+        version=spec.version,
+        commit=spec.commit,
+        repository=where.url if where else None,
+        dir=where.dir if where else "",
+        tools=tool_versions(),
+        platform=platform.platform(),
+        started=started,
+        finished=_now(),
+        invocation=str(uuid.uuid4()),
+        dependencies=deps,
+    )
+    shas = {e["path"]: e["sha256"] for e in json.loads(release.index)["files"]}
+    env = envelope_bytes(statement(run, release.index, shas), key)
+    if key is None:
+        reporter.notice(
+            "the SLSA provenance statement is unsigned (no --sign-key): it records this "
+            "build's environment but proves nothing of who built it"
+        )
+    else:
+        reporter.notice(f"signed the SLSA provenance statement with key {key.keyid[:16]}")
+    return replace(release, attestation=env)
 
 
 def _published(module: str, target: PublishTarget, reporter: Reporter) -> list[str]:

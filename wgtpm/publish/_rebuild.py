@@ -24,9 +24,16 @@ The steps, each refusing with one line when it cannot go on:
    found against the verified copy in the cache.
 
 ``wgt.mod`` and ``wgt.provenance.json`` are not artifact files: the first
-is compared in step 2, the second records the tool versions of the
-publisher's machine, which a rebuild elsewhere need not share (a difference
-in them is reported next to the artifacts that differ, as a likely cause).
+is compared in step 2, the second only names the commit. The tool versions
+of the publisher's build are in the release's SLSA provenance statement
+(:mod:`._slsa`), fetched from the first WGTPROXY entry that serves it
+(``@v/$version.slsa.json``; through ``direct``, GitHub's release asset or
+Hugging Face's file ``wgt.slsa.json``) and used only when its subject is the
+release wgt.sum locks;
+a release of provenance schema 1 recorded them in ``wgt.provenance.json``
+itself. The versions that differ from this machine's are reported
+(``tools``), next to the artifacts that differ, as a likely cause; a
+release with no statement gets one note saying so.
 """
 
 from __future__ import annotations
@@ -46,7 +53,13 @@ from ..module import ModuleVersion
 from ..version import is_valid
 from ._build import build_package, first_difference
 from ._git import checkout_commit, export_commit, fetch_source, public_url
-from ._provenance import PROVENANCE_FILE, SourceRepository, check_provenance, tool_versions
+from ._provenance import (
+    PROVENANCE_FILE,
+    SourceRepository,
+    check_provenance,
+    recorded_tools,
+    tool_versions,
+)
 from ._publish import _modfile, verified_build_list
 from ._release import MOD_FILE
 
@@ -106,6 +119,8 @@ class RebuildReport:
     artifacts: list[ArtifactCheck]
     #: tool -> (the release's version, this machine's), for the tools that differ
     tools: dict[str, tuple[str | None, str | None]]
+    #: where the release's tool versions came from (a statement's URL, the provenance), or ""
+    environment: str = ""
 
     @property
     def reproduced(self) -> bool:
@@ -130,6 +145,7 @@ class RebuildReport:
                 for a in self.artifacts
             ],
             "tools": {t: {"release": r, "here": h} for t, (r, h) in sorted(self.tools.items())},
+            "environment": self.environment or None,
         }
 
 
@@ -193,7 +209,10 @@ def rebuild_module(
         except BuildError as exc:
             raise VerifyError(*where, f"commit {commit[:12]}: {exc}") from exc
         checks = _compare(where, idx, tree, {a.name: (a.kind, a.outputs) for a in built})
-    return RebuildReport(origin.path, origin.version, commit, public_url(url), checks, _tools(doc))
+    theirs, said = _release_tools(idx, doc, reporter)
+    return RebuildReport(
+        origin.path, origin.version, commit, public_url(url), checks, _tools(theirs), said
+    )
 
 
 def _in_build_list(project: Project, spec: str) -> ModuleVersion:
@@ -286,10 +305,89 @@ def _compare(
     return out
 
 
-def _tools(doc: Mapping[str, Any]) -> dict[str, tuple[str | None, str | None]]:
-    """The tools whose versions differ between the release's build and this machine."""
-    theirs = doc.get("tools") if isinstance(doc.get("tools"), dict) else {}
-    assert isinstance(theirs, dict)
+def _release_tools(
+    idx: ReleaseIndex, doc: Mapping[str, Any], reporter: Reporter
+) -> tuple[dict[str, str], str]:
+    """The tool versions of the release's build and where they were read: the provenance of
+    schema 1, else the SLSA statement about this release (:func:`fetch_statement`)."""
+    old = recorded_tools(doc)
+    if old:
+        return old, PROVENANCE_FILE
+    from ._slsa import read_envelope, recorded_environment, subject_h1
+
+    where = (idx.module, idx.version)
+    found = fetch_statement(*where)
+    if found is None:
+        reporter.notice(
+            f"{idx.module}@{idx.version}: no WGTPROXY entry serves its SLSA provenance "
+            "statement, so the tool versions it was built with are unknown"
+        )
+        return {}, ""
+    data, url = found
+    try:
+        stmt, _, sigs = read_envelope(data)
+    except ValueError as exc:
+        reporter.warning(f"{url}: not an SLSA provenance statement ({exc}); ignored")
+        return {}, ""
+    if subject_h1(stmt) != idx.h1():
+        reporter.warning(
+            f"{url}: the SLSA statement is about other files than the release wgt.sum locks; "
+            "ignored"
+        )
+        return {}, ""
+    signed = "signed, not checked against a trust policy" if sigs else "unsigned"
+    reporter.notice(f"the release's build environment: the SLSA statement at {url} ({signed})")
+    return recorded_environment(stmt), url
+
+
+def fetch_statement(module: str, version: str) -> tuple[bytes, str] | None:
+    """The SLSA statement of ``module@version`` from the first proxy or file tree of
+    WGTPROXY that serves one (``direct``: the GitHub release asset or the Hugging Face
+    file ``wgt.slsa.json``), with where it was read; ``None`` when none does (``off`` is
+    skipped; a module that WGTPRIVATE names is asked of ``direct`` only). Any
+    failure moves on to the next entry: the statement is information, not a check."""
+    import os
+
+    from .._errors import WgtpmError
+    from ..httpclient import HttpClient, redact_url
+    from ..module import escape_path, escape_version
+    from ..sources.chain import DEFAULT, Entry, parse_proxy_list
+    from ..sources.hosts import match_private
+    from ..sources.proxy import ProxySource
+    from ._slsa import SLSA_ASSET
+
+    env = os.environ
+    private = ",".join(p for p in (env.get("WGTPRIVATE", ""), env.get("WGTNOPROXY", "")) if p)
+    entries = parse_proxy_list(env.get("WGTPROXY", "") or DEFAULT)
+    if private and match_private(private, module):
+        entries = [Entry("direct")]  # as the chain does: its proxies never hear of it
+    with HttpClient() as http:
+        for e in entries:
+            if e.url == "off":
+                continue
+            try:
+                if e.url == "direct":  # a GitHub asset or a Hugging Face file
+                    from ..sources.direct import DirectSource
+
+                    host = DirectSource(http).source_for(module)
+                    read = getattr(host, "attestation", None)
+                    if read is None:
+                        continue
+                    return read(module, version), f"{module}@{version} {SLSA_ASSET} ({host.name})"
+                src = ProxySource(e.url, None if e.url.startswith("file:") else http)
+                data = src.attestation(module, version)
+            except WgtpmError:
+                continue
+            rest = f"{escape_path(module)}/@v/{escape_version(version)}.slsa.json"
+            return data, redact_url(f"{src.base}/{rest}")
+    return None
+
+
+def _tools(theirs: Mapping[str, str]) -> dict[str, tuple[str | None, str | None]]:
+    """The tools whose versions differ between the release's build and this machine (none
+    when the release's are unknown: nothing to compare with)."""
+    if not theirs:
+        return {}
     ours = tool_versions()
     out: dict[str, tuple[str | None, str | None]] = {}
     for name in sorted(set(theirs) | set(ours)):

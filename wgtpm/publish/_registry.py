@@ -3,7 +3,10 @@
 Three steps, as the API has them: **start** an upload with the index
 (``POST /api/v1/uploads``), **upload** each file the registry lacks
 (``PUT /api/v1/uploads/{id}/files/{sha256}``), **commit**
-(``POST /api/v1/uploads/{id}/commit``). Only the commit makes the version
+(``POST /api/v1/uploads/{id}/commit``, carrying the build's SLSA provenance
+statement as ``attestation``: :mod:`._slsa`, served at
+``@v/$version.slsa.json`` and not one of the version's files). Only the
+commit makes the version
 visible, atomically, so a failure at any earlier point leaves nothing
 published; the next attempt starts a new upload and sends only what the
 registry still lacks. The token comes from ``WGTPM_TOKEN`` and is sent as
@@ -133,11 +136,12 @@ class RegistryTarget:
             up = self._call(f"upload {path}", self._put(start.doc, sha, by_sha[sha]), release)
             if up.status not in (200, 201):
                 raise self._refused(f"upload {path}", up, release)
+        body = {"h1": release.h1}
+        if release.attestation:  # beside the version, outside h1
+            body["attestation"] = release.attestation.decode()
         done = self._call(
             "commit",
-            lambda: self._send(
-                "POST", f"{self.url}{start.doc['commit_url']}", json={"h1": release.h1}
-            ),
+            lambda: self._send("POST", f"{self.url}{start.doc['commit_url']}", json=body),
             release,
         )
         if done.status not in (200, 201):

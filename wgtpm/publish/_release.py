@@ -14,7 +14,6 @@ The provenance also carries ``license`` when wgt.mod declares one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,13 +29,15 @@ from ._provenance import (
     provenance_bytes,
     provenance_document,
 )
+from ._slsa import SLSA_ASSET
 from ._target import Release
 
 __all__ = ["INDEX_FILE", "MOD_FILE", "ReleaseSpec", "assemble"]
 
 MOD_FILE = "wgt.mod"
 INDEX_FILE = "wgt.index.json"
-RESERVED = frozenset({MOD_FILE, INDEX_FILE, PROVENANCE_FILE, TABLES_FILE})
+#: Names the release itself uses (SLSA_ASSET: where GitHub and Hugging Face keep the statement).
+RESERVED = frozenset({MOD_FILE, INDEX_FILE, PROVENANCE_FILE, TABLES_FILE, SLSA_ASSET})
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,6 @@ def assemble(
     spec: ReleaseSpec,
     pkg: Path,
     built: list[ArtifactProvenance],
-    tools: Mapping[str, str],
     staging: Path,
 ) -> Release:
     """The release of ``built`` (outputs in the export ``pkg``); writes the provenance into
@@ -77,7 +77,7 @@ def assemble(
             owner[logical] = art.name
             files[logical] = path
     doc = provenance_document(
-        spec.module, spec.version, spec.commit, spec.time, built, tools, spec.repository
+        spec.module, spec.version, spec.commit, spec.time, built, spec.repository
     )
     doc.update(_declared_license(files[MOD_FILE]))
     prov = staging / PROVENANCE_FILE

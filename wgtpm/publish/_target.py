@@ -86,7 +86,10 @@ class Release:
     ``files`` maps each logical path of the index (``wgt.mod`` and
     ``wgt.index.json``'s own ``files``) to the file holding its bytes;
     ``index`` is the exact ``wgt.index.json`` bytes; ``h1`` and ``mod_h1``
-    are the two wgt.sum hashes consumers will record.
+    are the two wgt.sum hashes consumers will record. ``attestation`` is the
+    DSSE envelope of the build's SLSA provenance (:mod:`._slsa`), which every
+    target serves beside the index and never lists in it (empty: none); a
+    re-publish of the same h1 leaves the first publish's statement in place.
     """
 
     module: str
@@ -99,6 +102,7 @@ class Release:
     private: bool = False
     notes: str = ""  # release notes (GitHub release body, Hugging Face commit message)
     extra: dict[str, str] = field(default_factory=dict)
+    attestation: bytes = b""
 
     @property
     def tag(self) -> str:

@@ -4,7 +4,9 @@ What consumers read back is :mod:`wgtpm.sources.github`: a published
 (non-draft) release tagged ``vX.Y.Z`` (``DIR/vX.Y.Z`` for a module in a
 subdirectory) whose assets are ``wgt.mod``, ``wgt.index.json`` and every file
 of the index, each logical path stored under :func:`~wgtpm.sources.github.asset_name`
-(``xor/weights.safetensors`` -> ``xor--weights.safetensors``).
+(``xor/weights.safetensors`` -> ``xor--weights.safetensors``), and the build's
+SLSA provenance statement ``wgt.slsa.json`` (:mod:`._slsa`), which the index
+does not list.
 
 The flow, all or nothing
 ------------------------
@@ -68,6 +70,7 @@ from ..sources.github import (
     asset_problem,
 )
 from ._http import Answer, send
+from ._slsa import SLSA_ASSET
 from ._target import Published, Release, listed_versions, token_needed
 
 if TYPE_CHECKING:
@@ -202,6 +205,11 @@ class GitHubTarget:
         self.ready()
         tag = release.tag
         for path in [*release.files, INDEX]:
+            if asset_name(path) == SLSA_ASSET:
+                raise UsageError(
+                    f"{where}: {path} would be stored as the asset {SLSA_ASSET}, which holds "
+                    "the release's SLSA provenance; rename it"
+                )
             problem = asset_problem(path)
             if problem is not None:
                 raise UsageError(f"{where}: {path} cannot be a GitHub release asset: {problem}")
@@ -517,13 +525,18 @@ def local_files(release: Release) -> list[tuple[_index.IndexEntry, Path]]:
 
 
 def _blobs(release: Release) -> dict[str, _Blob]:
-    """Asset name -> what to upload: every file of the index and the index itself."""
+    """Asset name -> what to upload: every file of the index, the index itself and the
+    SLSA statement."""
     out = {
         asset_name(e.path): _Blob(asset_name(e.path), e.size, e.sha256, path=p)
         for e, p in local_files(release)
     }
     sha = hashlib.sha256(release.index).hexdigest()
     out[INDEX] = _Blob(INDEX, len(release.index), sha, data=release.index)
+    if release.attestation:  # beside the index, outside h1
+        sha = hashlib.sha256(release.attestation).hexdigest()
+        att = release.attestation
+        out[SLSA_ASSET] = _Blob(SLSA_ASSET, len(att), sha, data=att)
     return out
 
 

@@ -3,7 +3,10 @@
 What consumers read back is :mod:`wgtpm.sources.huggingface`: the git tag
 ``vX.Y.Z`` of the repository, and at its commit ``wgt.index.json``,
 ``wgt.mod`` and every file of the index under its own logical path (Hub
-paths may hold ``/``).
+paths may hold ``/``). Beside them the commit holds ``wgt.slsa.json``, the
+build's SLSA provenance statement (:mod:`._slsa`), which the index does not
+list: a source of a repository with a ``wgt.index.json`` reads only what the
+index lists, so the statement is no file of the module.
 
 The flow, all or nothing
 ------------------------
@@ -48,6 +51,7 @@ from .._report import Reporter
 from ..httpclient import Credential, redact, redact_url, register_userinfo
 from ..sources._hosted import git_blob_id, repo_elems
 from ..sources.huggingface import DEFAULT_ENDPOINT, HuggingFaceSource
+from ._slsa import SLSA_ASSET
 from ._target import Published, Release, listed_versions, token_needed
 from .github import local_files
 
@@ -134,6 +138,11 @@ class HuggingFaceTarget:
             raise UsageError(
                 f"{where}: cannot publish to {self.name}: the target is for module {self.module}"
             )
+        if SLSA_ASSET in release.files:
+            raise UsageError(
+                f"{where}: the release holds {SLSA_ASSET}, where {self.name} keeps the "
+                "release's SLSA provenance; rename it"
+            )
         self.ready()
 
     def _existing(self, release: Release) -> bool:
@@ -191,6 +200,9 @@ class HuggingFaceTarget:
         ops: list[Any] = [CommitOperationAdd(e.path, str(p)) for e, p in files]
         ops.append(CommitOperationAdd(INDEX, release.index))
         paths = {e.path for e, _ in files} | {INDEX}
+        if release.attestation:  # beside the index, outside h1
+            ops.append(CommitOperationAdd(SLSA_ASSET, release.attestation))
+            paths.add(SLSA_ASSET)
         if CARD not in paths:
             ops.append(CommitOperationAdd(CARD, model_card(release, [e for e, _ in files])))
             paths.add(CARD)
@@ -264,6 +276,10 @@ class HuggingFaceTarget:
             (e, p.read_bytes) for e, p in files
         ]
         wanted.append((index, lambda: release.index))
+        if release.attestation:
+            att = release.attestation
+            entry = _index.IndexEntry(SLSA_ASSET, len(att), hashlib.sha256(att).hexdigest())
+            wanted.append((entry, lambda: att))
         for entry, read in wanted:
             f = tree.get(entry.path)
             if f is None:

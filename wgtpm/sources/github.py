@@ -227,6 +227,18 @@ class GitHubSource:
     def known_files(self, path: str, version: str) -> Sequence[_index.IndexEntry]:
         return ()  # an index made from the assets' digests is ready at once
 
+    def attestation(self, path: str, version: str) -> bytes:
+        """The release's SLSA provenance statement, the asset ``wgt.slsa.json``
+        (:mod:`wgtpm.publish._slsa`; not in the index, not covered by h1);
+        :class:`NotFoundError` when the release has none."""
+        rel = self._release(path, _parse(path), version)
+        asset = _asset(rel, "wgt.slsa.json")
+        if asset is None:
+            raise NotFoundError(
+                path, version, f"release {rel['tag_name']} has no asset 'wgt.slsa.json'"
+            )
+        return self._asset_bytes(path, version, asset)
+
     def file(self, path: str, version: str, name: str) -> FileRequest:
         repo = _parse(path)
         rel = self._release(path, repo, version)

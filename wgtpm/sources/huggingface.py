@@ -199,6 +199,16 @@ class HuggingFaceSource:
             return self._download(path, version, rev.commit, entry)
         return self._synthesise(path, version, rev, tree)
 
+    def attestation(self, path: str, version: str) -> bytes:
+        """The version's SLSA provenance statement, the file ``wgt.slsa.json`` at its commit
+        (:mod:`wgtpm.publish._slsa`; not in the index, not covered by h1);
+        :class:`NotFoundError` when the commit has none."""
+        rev = self._resolve(path, version)
+        entry = self._tree(path, version, rev.commit).get("wgt.slsa.json")
+        if entry is None:
+            raise NotFoundError(path, version, f"commit {rev.commit[:12]} has no wgt.slsa.json")
+        return self._download(path, version, rev.commit, entry)
+
     def file(self, path: str, version: str, name: str) -> FileRequest:
         rev = self._resolve(path, version)
         req = self._request(path, rev.commit, name)

@@ -10,6 +10,7 @@ lower case) and ``$version`` a full version::
     $base/$module/@v/$version.index.json  the index (section 5)
     $base/$module/@v/$version/$path       a file of the release (Range requests allowed)
     $base/$module/@latest                 the .info of the latest version
+    $base/$module/@v/$version.slsa.json   the SLSA provenance statement, if any (not in h1)
 
 A query that is not a version (a branch, a commit) may be asked for as
 ``$base/$module/@v/$query.info``; a proxy that can resolve it answers with
@@ -146,6 +147,12 @@ class ProxySource:
 
     def index(self, path: str, version: str) -> bytes:
         return self._get(path, version, f"@v/{escape_version(version)}.index.json")
+
+    def attestation(self, path: str, version: str) -> bytes:
+        """The SLSA provenance statement served beside the index (``@v/$version.slsa.json``,
+        :mod:`wgtpm.publish._slsa`); :class:`NotFoundError` when there is none. Not covered
+        by h1: the caller checks what it says of the release."""
+        return self._get(path, version, f"@v/{escape_version(version)}.slsa.json")
 
     def known_files(self, path: str, version: str) -> Sequence[IndexEntry]:
         return ()  # the index is served whole, as fast as anything about it
