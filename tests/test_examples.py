@@ -138,3 +138,19 @@ def test_graph_pictures_draw_every_edge_and_dash_unselected_versions() -> None:
     mmd = _graph_picture("mermaid", "example.com/app", edges, {"a.com/x@v1.0.0"})
     assert mmd.startswith("flowchart LR") and mmd.count("-->") == 2
     assert "#quot;y#quot;" in mmd and "class m2 unselected" in mmd
+
+
+def test_quick_start_shows_the_pinned_api_and_its_guide_links_resolve() -> None:
+    """README's quick start shows wgtpm.open(...).tensor(...), graft and save, and links
+    the guide; every relative link of the guide names a file or directory that exists."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = readme.index("## Quick start")
+    quick = readme[start : readme.index("\n## ", start + 1)]
+    for call in ("wgtpm.open(", ".tensor(", "wgtpm.graft(", "wgtpm.save("):
+        assert call in quick, call
+    assert "(docs/guides/pinned-layers.md)" in quick
+    guide = ROOT / "docs/guides/pinned-layers.md"
+    links = re.findall(r"\]\(([^)#:]+)\)", guide.read_text(encoding="utf-8"))
+    assert links
+    for link in links:
+        assert (guide.parent / link).exists(), link
