@@ -11,12 +11,15 @@ root so that the README's tour can be followed afterwards:
 1. ``wgtpm registry serve`` (SQLite and a folder) on a free loopback port; a
    publish token per module prefix; the checksum log's verifier key for WGTSUMDB;
 2. ``wgtpm publish --to URL`` of git commits of ``examples/xor-base``,
-   ``examples/xor-classifier`` (imports xor-base's hidden layer, frozen) and the PAW
+   ``examples/xor-classifier`` (imports xor-base's hidden layer, frozen), the PAW
    program ``examples/fruit``, on a tiny 2-layer Qwen3 made here (published too) in
-   place of Qwen3-0.6B, which cannot be downloaded offline;
+   place of Qwen3-0.6B, which cannot be downloaded offline, and ``examples/word-kind``
+   (a torch model whose ``train.py`` grafts that Qwen3's embedding, frozen, through
+   ``wgtpm.open``/``graft`` and saves it with ``wgtpm.save``);
 3. in ``demo-consumer``: ``wgtpm get`` through the registry with the checksum log
    configured, where every byte came from (module, version, commit, log entry), the
    graph, ``wgtpm build`` of a model importing the pinned layer, ``wgtpm run``;
+   ``wgtpm inspect`` of word-kind (each tensor's origin) and ``python word_kind.py``;
 4. other bytes published again as v0.1.0: refused by the registry (409);
 5. a blob tampered with in the registry's folder: refused by a fresh client;
 6. the server stopped, with the one command that starts it again.
@@ -223,6 +226,33 @@ def publish_interpreter(work: Path, url: str, token: str, env: dict[str, str]) -
         publish(pkg, url, token, env)
 
 
+def python(script: str, *args: str, cwd: Path, env: dict[str, str]) -> None:
+    """Run ``python SCRIPT ARGS`` in ``cwd`` and show it as a user would see it."""
+    print(f"\n$ python {shlex.join([script, *args])}", flush=True)
+    r = subprocess.run(
+        [sys.executable, script, *args], cwd=cwd, env=env, text=True, capture_output=True
+    )
+    sys.stdout.write(r.stdout + r.stderr)
+    sys.stdout.flush()
+    if r.returncode != 0:
+        raise SystemExit(f"demo failed: python {script} exited {r.returncode}")
+
+
+def publish_word_kind(work: Path, url: str, token: str, env: dict[str, str]) -> None:
+    """examples/word-kind: train.py grafts the tiny Qwen3's embedding, frozen, and saves
+    model/ with wgtpm.save; the package ships those two files."""
+    pkg = work / "src" / "word-kind"
+    shutil.copytree(HERE / "word-kind", pkg)
+    print(
+        "\n# word-kind: a torch model of its own on the tiny Qwen3's token embedding, frozen.\n"
+        "# wgtpm runs no Python at publish time, so train.py runs first and model/ is committed"
+    )
+    sh("wgtpm", "tidy", cwd=pkg, env=env)  # wgt.sum locks the tiny Qwen3
+    python("train.py", cwd=pkg, env=env)
+    sh("wgtpm", "inspect", "model", cwd=pkg, env=env)
+    publish(pkg, url, token, env)
+
+
 def graph_svg(edges: list[tuple[str, str]]) -> str:
     """The requirement graph as an SVG: one column per depth from the main module."""
     from html import escape
@@ -376,6 +406,7 @@ def main() -> None:
         shutil.copytree(HERE / "fruit", fruit)
         sh("wgtpm", "tidy", cwd=fruit, env=env)  # wgt.sum locks the interpreter
         publish(fruit, url, acme, env)
+        publish_word_kind(work, url, acme, env)
 
         print("\n## 3. Use them from a new project: demo-consumer/")
         CONSUMER.mkdir()
@@ -391,6 +422,7 @@ def main() -> None:
             "--paw-install",
             "github.com/acme/xor-classifier@latest",
             "github.com/acme/fruit@latest",
+            "github.com/acme/word-kind@latest",
             cwd=app,
             env=penv,
         )
@@ -429,6 +461,14 @@ def main() -> None:
             )
         for colour in ("red", "purple"):
             sh("wgtpm", "run", "github.com/acme/fruit/fruit", "--input", colour, cwd=app, env=penv)
+        print("\n# word-kind's torch model: where each tensor came from, down to module@version")
+        print("# and sha256, then run from Python (every tensor verified, nothing unpickled)")
+        sh("wgtpm", "inspect", "github.com/acme/word-kind/model", cwd=app, env=penv)
+        shutil.copy(HERE / "consumer" / "word_kind.py", app / "word_kind.py")
+        print(
+            "\n$ cp examples/consumer/word_kind.py .   # wgtpm.pinned.load_saved, two lines of torch"
+        )
+        python("word_kind.py", "purple", "cherry", cwd=app, env=penv)
 
         republish_refused(work, url, acme, env)
 

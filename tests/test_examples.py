@@ -13,7 +13,8 @@ from wgtpm.cli import build_parser
 from wgtpm.modfile import parse as parse_mod
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = sorted(p for p in (ROOT / "examples").iterdir() if p.is_dir())
+EXAMPLES_DIR = ROOT / "examples"
+EXAMPLES = sorted(p for p in EXAMPLES_DIR.iterdir() if p.is_dir())
 
 
 def test_every_example_has_a_readme_and_a_wgt_mod() -> None:
@@ -23,6 +24,7 @@ def test_every_example_has_a_readme_and_a_wgt_mod() -> None:
         "fruit",
         "triage",
         "consumer",
+        "word-kind",
     }
     for ex in EXAMPLES:
         assert (ex / "README.md").is_file(), ex
@@ -34,7 +36,28 @@ def test_wgt_mod_parses_and_its_artifacts_exist(ex: Path) -> None:
     mf = parse_mod((ex / "wgt.mod").read_bytes(), str(ex / "wgt.mod"))
     assert mf.module is not None
     for art in mf.artifacts:
+        if (ex / "train.py").is_file() and art.source.startswith(TRAINED_DIR):
+            continue  # written by the package's train.py (run end to end by its test)
         assert (ex / art.source).is_file(), f"{ex.name}: artifact {art.name}: {art.source}"
+
+
+#: Where an example with a train.py (a torch model, saved by wgtpm.save) writes its model;
+#: its wgt.mod ships the files as artifacts once train.py has run and they are committed.
+TRAINED_DIR = "model/"
+
+
+def test_word_kind_ships_what_its_train_py_saves() -> None:
+    """examples/word-kind's artifacts are the two files wgtpm.save writes into model/;
+    tests/pinned/test_example_word_kind.py trains, publishes and runs it."""
+    mf = parse_mod((EXAMPLES_DIR / "word-kind/wgt.mod").read_bytes(), "wgt.mod")
+    assert sorted(a.source for a in mf.artifacts) == [
+        TRAINED_DIR + "manifest.json",
+        TRAINED_DIR + "weights.safetensors",
+    ]
+    assert [r.path for r in mf.requires] == ["hf.co/wgtpm-demo/tiny-qwen3"]
+    train = (EXAMPLES_DIR / "word-kind/train.py").read_text()
+    for call in ("wgtpm.open(", ".tensor(", "wgtpm.graft(", "freeze=True", "wgtpm.save("):
+        assert call in train
 
 
 @pytest.mark.parametrize(
@@ -115,3 +138,19 @@ def test_graph_pictures_draw_every_edge_and_dash_unselected_versions() -> None:
     mmd = _graph_picture("mermaid", "example.com/app", edges, {"a.com/x@v1.0.0"})
     assert mmd.startswith("flowchart LR") and mmd.count("-->") == 2
     assert "#quot;y#quot;" in mmd and "class m2 unselected" in mmd
+
+
+def test_quick_start_shows_the_pinned_api_and_its_guide_links_resolve() -> None:
+    """README's quick start shows wgtpm.open(...).tensor(...), graft and save, and links
+    the guide; every relative link of the guide names a file or directory that exists."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = readme.index("## Quick start")
+    quick = readme[start : readme.index("\n## ", start + 1)]
+    for call in ("wgtpm.open(", ".tensor(", "wgtpm.graft(", "wgtpm.save("):
+        assert call in quick, call
+    assert "(docs/guides/pinned-layers.md)" in quick
+    guide = ROOT / "docs/guides/pinned-layers.md"
+    links = re.findall(r"\]\(([^)#:]+)\)", guide.read_text(encoding="utf-8"))
+    assert links
+    for link in links:
+        assert (guide.parent / link).exists(), link

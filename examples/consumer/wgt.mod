@@ -8,6 +8,7 @@ require (
 	github.com/acme/xor-classifier v0.1.0   // pulls in github.com/acme/xor-base by MVS
 	github.com/acme/fruit v0.1.0
 	github.com/acme/triage v0.1.0
+	github.com/acme/word-kind v0.1.0   // a torch model; word_kind.py runs it
 )
 // and, pinned to a commit of its main branch: wgtpm get hf.co/Qwen/Qwen3-0.6B-GGUF@main
 

@@ -8,6 +8,7 @@
 - :func:`open` (:mod:`._pinned`): a module of the build list, verified;
 - :func:`graft` (:mod:`._graft`): tensors into a model's parameters, checked, frozen;
 - :func:`save` (:mod:`._save`, format in :mod:`._manifest`): weights and origins;
+- :func:`load_saved` (:mod:`._load`): a saved model read back, verified, origins kept;
 - :class:`Origin`, :class:`BaseIdentity`, :func:`origin_of` (:mod:`._origin`).
 
 Importing this package loads no torch; reading, grafting and saving do.
@@ -23,6 +24,7 @@ from ._pinned import Pinned, open_module
 
 if TYPE_CHECKING:
     from ._graft import GraftError, graft
+    from ._load import SavedModel, load_saved
     from ._save import save
 
 __all__ = [
@@ -30,8 +32,10 @@ __all__ = [
     "GraftError",
     "Origin",
     "Pinned",
+    "SavedModel",
     "SavedModelError",
     "graft",
+    "load_saved",
     "open",
     "open_module",
     "origin_of",
@@ -51,4 +55,8 @@ def __getattr__(name: str) -> object:
         from ._save import save
 
         return save
+    if name in ("load_saved", "SavedModel"):
+        from . import _load
+
+        return getattr(_load, name)
     raise AttributeError(f"module 'wgtpm.pinned' has no attribute {name!r}")
