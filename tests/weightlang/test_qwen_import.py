@@ -113,6 +113,7 @@ def test_embedding_and_norm_from_tiny_qwen3_build_byte_stably(
     (project / "model.wgt").write_text(source(_vocab(qwen_files)))
     r = wgtpm("check", "model.wgt", cwd=project)
     assert r.code == 0, r.err
+    assert "imports tok.weight, norm.weight" in r.out
     r = wgtpm("build", cwd=project)
     assert r.code == 0, r.err
     first = tmp_path / "first"
@@ -140,6 +141,12 @@ def test_embedding_and_norm_from_tiny_qwen3_build_byte_stably(
         )
         assert len(src["sha256"]) == 64
     assert tensors["head.weight"]["origin"] == "trained"
+    r = wgtpm("inspect", str(first))
+    assert r.code == 0, r.err
+    assert (
+        f"imported <- {MODULE}@{VERSION} model.safetensors#model.embed_tokens.weight (F32, sha256 "
+        f"{tensors['tok.weight']['source']['sha256']})"
+    ) in r.out
 
     import wgtpm as api
 
