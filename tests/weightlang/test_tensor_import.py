@@ -382,3 +382,30 @@ def test_tensor_import_needs_a_build_list(tmp_path: Path) -> None:
         LayerImportError, match=r"m\.wgt:9:24: import tok\.weight: .* no build list"
     ):
         build_wgt(src, tmp_path / "out", name="m.wgt")
+
+
+def test_gguf_tensor_is_imported_with_its_shape_reversed(tmp_path: Path) -> None:
+    gguf = pytest.importorskip("gguf")
+    import numpy as np
+    from safetensors.torch import load_file
+
+    d = tmp_path / "ggufmod"
+    d.mkdir()
+    matrix = np.arange(2 * 32, dtype=np.float32).reshape(2, 32) / 8
+    writer = gguf.GGUFWriter(str(d / "m.gguf"), arch="qwen3")
+    writer.add_tensor("half", matrix.astype(np.float16))  # stored as ne = [32, 2]
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    module = ResolvedModule("example.com/acme/gguf", "", d)
+    text = model(
+        "import tok.weight from example.com/acme/gguf/m.gguf#half freeze", train=False
+    ).replace("vocab=12, dim=4", "vocab=2, dim=32")
+    text = text.replace("rmsnorm(n=8)", "rmsnorm(n=64)").replace("in=8", "in=64")
+    src = write(tmp_path, "m.wgt", text)
+    out = build_wgt(src, tmp_path / "out", resolver=_resolver(module)).path
+    got = load_file(str(out / "weights.safetensors"))["tok.weight"]
+    assert got.tolist() == matrix.tolist()
+    source = _manifest(out)["weights"]["tensors"]["tok.weight"]["source"]
+    assert (source["file"], source["dtype"], source["converted_to"]) == ("m.gguf", "F16", "f32")
