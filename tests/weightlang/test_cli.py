@@ -162,7 +162,7 @@ def test_check(wgtpm: Run, tmp_path: Path) -> None:
     assert res.code == 1
     assert res.err.splitlines() == [
         "wgtpm: bad.wgt:10:12: unknown layer kind 'swish', expected one of linear, layernorm, "
-        "dropout, relu, tanh, sigmoid, gelu, softmax",
+        "rmsnorm, embedding, dropout, relu, tanh, sigmoid, gelu, softmax",
     ]
 
 

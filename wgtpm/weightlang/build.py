@@ -4,7 +4,7 @@ The steps, each of which reports every problem it finds before stopping:
 
 1. parse and type-check the source (:mod:`~wgtpm.weightlang.syntax`,
    :mod:`~wgtpm.weightlang.check`) and read its data sets (:mod:`~wgtpm.weightlang.data`);
-2. resolve and verify its imports (:mod:`~wgtpm.weightlang.imports`);
+2. resolve and verify its imports, of layers and of tensors (:mod:`~wgtpm.weightlang.imports`);
 3. build the module, initialise it from the seed, copy the imported tensors
    in (freezing those marked ``freeze``) and train (:mod:`~wgtpm.weightlang.train`),
    all on one CPU thread so that float sums happen in the same order on every machine;
@@ -35,7 +35,7 @@ from ..deps import ModuleResolver
 from .artifact import read_artifact, safetensors_bytes, sha256_hex, tensor_bytes, write_artifact
 from .check import check, layer_specs
 from .data import Dataset, load_data
-from .imports import ImportedLayer, resolve_imports
+from .imports import ImportedLayer, ImportedTensor, resolve_all
 from .manifest import (
     BATCH_NOTE,
     DTYPE,
@@ -52,7 +52,7 @@ from .manifest import (
     TensorEntry,
     manifest_bytes,
 )
-from .model import INIT_METHOD, build_module, init_parameters, set_generator
+from .model import build_module, init_method, init_parameters, set_generator
 from .source import check_file
 from .syntax import Program, parse_bytes
 from .train import train
@@ -113,13 +113,13 @@ def build_wgt(
     """
     program, source_bytes = _read_program(source, name or str(source))
     datasets = load_data(program, source.parent, root=root)
-    imported = resolve_imports(program, source.parent, resolver)
+    imported, tensor_imports = resolve_all(program, source.parent, resolver)
 
     def on_epoch(epoch: int, epochs: int, loss: float) -> None:
         reporter.notice(f"train {program.model}: epoch {epoch}/{epochs} loss {loss:.4f}")
 
     with one_cpu_thread():
-        module, training = _compile(program, datasets, imported, on_epoch)
+        module, training = _compile(program, datasets, imported, tensor_imports, on_epoch)
     tensors = {k: v.detach().clone() for k, v in module.state_dict().items()}
     weights = safetensors_bytes(tensors, program.model)
     manifest = _manifest(program, datasets, imported, training)
@@ -127,7 +127,7 @@ def build_wgt(
     manifest["weights"] = {
         "file": WEIGHTS_FILE,
         "sha256": sha256_hex(weights),
-        "tensors": _tensor_table(imported, training is not None, tensors),
+        "tensors": _tensor_table(imported, tensor_imports, training is not None, tensors),
     }
     files = {
         MANIFEST_FILE: manifest_bytes(manifest),
@@ -161,6 +161,7 @@ def _compile(
     program: Program,
     datasets: Mapping[str, Dataset],
     imported: Sequence[ImportedLayer],
+    tensor_imports: Sequence[ImportedTensor] = (),
     on_epoch: Callable[[int, int, float], None] | None = None,
 ) -> tuple[nn.Sequential, dict[str, Any] | None]:
     generator = torch.Generator().manual_seed(program.seed)
@@ -174,6 +175,12 @@ def _compile(
                 module.get_parameter(name).copy_(value)
             if layer.freeze:
                 module.get_submodule(layer.layer).requires_grad_(False)
+        for tensor in tensor_imports:
+            assert tensor.value is not None, "build reads the bytes of every tensor import"
+            param = module.get_parameter(tensor.target)
+            param.copy_(tensor.value)
+            if tensor.freeze:
+                param.requires_grad_(False)
     training = None
     if program.train is not None:
         rows = datasets[program.train.data].rows
@@ -207,12 +214,14 @@ def _manifest(
         "compiler": {"name": COMPILER, "version": __version__},
         "built_with": {"torch": torch.__version__, "python": platform.python_version()},
         "interface": {
-            "input": Interface(program.input.name, program.input.width).to_json(),
+            "input": Interface(
+                program.input.name, program.input.width, program.input.dtype
+            ).to_json(),
             "output": Interface(program.output.name, program.output.width).to_json(),
             "batch": BATCH_NOTE,
         },
         "layers": [spec.to_json() for spec in layer_specs(program)],
-        "init": {"seed": program.seed, "method": INIT_METHOD},
+        "init": {"seed": program.seed, "method": init_method(layer_specs(program))},
         "imports": [layer.record for layer in imported],
         "training": training,
         "data": {name: ds.record for name, ds in sorted(datasets.items())},
@@ -220,14 +229,20 @@ def _manifest(
 
 
 def _tensor_table(
-    imported: Sequence[ImportedLayer], trained: bool, tensors: Mapping[str, torch.Tensor]
+    imported: Sequence[ImportedLayer],
+    tensor_imports: Sequence[ImportedTensor],
+    trained: bool,
+    tensors: Mapping[str, torch.Tensor],
 ) -> dict[str, Any]:
     sources = {name: layer for layer in imported for name in layer.tensors}
+    copied = {t.target: t for t in tensor_imports}
     table: dict[str, Any] = {}
     for name, value in sorted(tensors.items()):
         sha = sha256_hex(tensor_bytes(value))
         layer = sources.get(name)
-        if layer is None:
+        if name in copied:
+            entry = _imported_tensor_entry(copied[name], trained, value, sha)
+        elif layer is None:
             entry = TensorEntry(DTYPE, tuple(value.shape), TRAINED if trained else RANDOM, sha)
         else:
             changed = trained and not layer.freeze
@@ -239,3 +254,15 @@ def _tensor_table(
             raise BuildError(f"tensor {name} holds NaN or infinite values; the build is not usable")
         table[name] = entry.to_json()
     return table
+
+
+def _imported_tensor_entry(
+    imported: ImportedTensor, trained: bool, value: torch.Tensor, sha: str
+) -> TensorEntry:
+    """The table row of a tensor copied from a weights file: ``imported`` with its ``source``."""
+    assert imported.value is not None
+    changed = trained and not imported.freeze
+    if not changed and sha != sha256_hex(tensor_bytes(imported.value)):
+        raise BuildError(f"internal error: the frozen imported tensor {imported.target} changed")
+    origin = IMPORTED_TRAINED if changed else IMPORTED
+    return TensorEntry(DTYPE, tuple(value.shape), origin, sha, source=imported.source)

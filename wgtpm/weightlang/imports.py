@@ -15,10 +15,20 @@ artifact, a wgtpm one, or one in wgtpm's legacy format.
 Every import is resolved; all problems are raised together as one
 :class:`LayerImportError`. Each resolved import yields the manifest's import
 record (see :mod:`wgtpm.weightlang.manifest`).
+
+``import tok.weight from MODULE/FILE#TENSOR`` (:func:`resolve_tensor_imports`)
+names one tensor of a ``.safetensors`` or ``.gguf`` file of a build-list
+module: the module's tensor table (:func:`wgtpm.tensors.tables_for`, from the
+files wgt.sum verified) gives its dtype, shape and sha256; the shape must be
+the layer tensor's (a GGUF shape is stored innermost first and compared
+reversed), the sha256 the ``sha256=`` pin's; the bytes are read and checked
+against the table's sha256 (:func:`wgtpm.tensors.read_tensor_bytes`) and
+converted from F32, F16 or BF16 to float32. Nothing is unpickled.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,10 +42,26 @@ from ..deps import ModuleResolver, ResolvedModule, split_ref
 from .artifact import read_artifact, sha256_hex, tensor_bytes
 from .errors import LayerImportError
 from .manifest import IMPORTED, MANIFEST_FILE, TensorEntry
-from .ops import LayerSpec
-from .syntax import Import, ModuleSource, Program
+from .ops import LayerSpec, tensor_shapes
+from .syntax import Import, ModuleSource, Program, TensorImport
 
-__all__ = ["ImportedLayer", "artifact_in_module", "module_label", "resolve_imports"]
+__all__ = [
+    "CONVERTIBLE_DTYPES",
+    "ImportedLayer",
+    "ImportedTensor",
+    "artifact_in_module",
+    "module_label",
+    "resolve_all",
+    "resolve_imports",
+    "resolve_tensor_imports",
+]
+
+#: The stored dtypes a tensor import converts to float32 (quantized GGUF types are refused).
+CONVERTIBLE_DTYPES: Mapping[str, torch.dtype] = {
+    "F32": torch.float32,
+    "F16": torch.float16,
+    "BF16": torch.bfloat16,
+}
 
 
 @dataclass(frozen=True)
@@ -189,3 +215,139 @@ def _upstream(entry: TensorEntry) -> str:
 def module_label(module: ResolvedModule) -> str:
     """``PATH@VERSION``, or ``PATH (DIR)`` for a module replaced by a local directory."""
     return f"{module.path}@{module.version}" if module.version else f"{module.path} ({module.dir})"
+
+
+@dataclass(frozen=True)
+class ImportedTensor:
+    """One tensor import: the target tensor (``tok.weight``), its float32 value and its source.
+
+    ``value`` is None when only the table was read (``wgtpm check``).
+    ``source`` is the manifest's ``source`` record (:data:`~wgtpm.weightlang.manifest.SOURCE_KEYS`).
+    """
+
+    target: str
+    freeze: bool
+    value: torch.Tensor | None
+    source: Mapping[str, str | None]
+
+
+def resolve_tensor_imports(
+    program: Program, resolver: ModuleResolver | None, *, read: bool = True
+) -> list[ImportedTensor]:
+    """Resolve every tensor import of ``program`` into a tensor of its layers (one into none
+    is skipped: :func:`~wgtpm.weightlang.check.check` reports it); ``read=False``
+    checks the tables, shapes and pins but reads no tensor bytes. Raises
+    LayerImportError listing every failure at its import's source position."""
+    done: list[ImportedTensor] = []
+    errors: list[PositionedError] = []
+    for imp in program.tensor_imports:
+        layer = program.layer(imp.layer)
+        if layer is None or imp.tensor not in tensor_shapes(layer.op, layer.args):
+            continue  # check() reports it, at the import
+        try:
+            done.append(_resolve_tensor(program, imp, resolver, read))
+        except _Fail as fail:
+            errors.append(PositionedError(imp.source_pos, f"import {imp.target}: {fail}"))
+    if errors:
+        raise LayerImportError(errors)
+    return done
+
+
+def _resolve_tensor(
+    program: Program, imp: TensorImport, resolver: ModuleResolver | None, read: bool
+) -> ImportedTensor:
+    from ..tensors import read_tensor_bytes, tables_for
+
+    if resolver is None:
+        raise _Fail(
+            f"{imp.ref} is a module import, but there is no build list here; "
+            "build from a package directory with a wgt.mod that requires the module"
+        )
+    try:
+        module, file = split_ref(imp.ref, resolver)
+        tables = tables_for(module)
+    except WgtpmError as exc:
+        raise _Fail(str(exc)) from exc
+    label = module_label(module)
+    table = tables.files.get(file)
+    if table is None:
+        known = ", ".join(sorted(tables.files)) or "none"
+        raise _Fail(f"module {label} has no weights file {file}, expected one of: {known}")
+    try:
+        info = table.get(imp.source_tensor)
+    except WgtpmError as exc:
+        raise _Fail(f"{label}: {exc}") from exc
+    where = f"{label} {file}#{imp.source_tensor}"
+    # GGUF stores the innermost dimension first; torch's (and the layer's) shape is reversed.
+    shape = tuple(reversed(info.shape)) if table.format == "gguf" else tuple(info.shape)
+    layer = program.layer(imp.layer)
+    assert layer is not None, "resolve_tensor_imports skips an import of no layer"
+    wanted = tensor_shapes(layer.op, layer.args)[imp.tensor]
+    if shape != wanted:
+        raise _Fail(
+            f"shape mismatch: {where} is {list(shape)} ({info.dtype}) but {imp.target} of "
+            f"{layer.op}({', '.join(f'{k}={v}' for k, v in layer.args.items())}) is "
+            f"{list(wanted)}; they must agree"
+        )
+    if info.dtype not in CONVERTIBLE_DTYPES:
+        raise _Fail(
+            f"{where} is {info.dtype}, expected one of {', '.join(CONVERTIBLE_DTYPES)} "
+            "(a quantized tensor cannot be imported; pick an unquantized file)"
+        )
+    if imp.sha256 is not None and imp.sha256 != info.sha256:
+        raise _Fail(
+            f"sha256 pin mismatch: the import pins sha256={imp.sha256} but {where} has "
+            f"sha256={info.sha256}; if the new tensor is intended, update the pin"
+        )
+    value = None
+    if read:
+        try:
+            data = read_tensor_bytes(
+                module.dir / file, info, module=module.path, version=module.version, file=file
+            )
+        except WgtpmError as exc:
+            raise _Fail(str(exc)) from exc
+        except OSError as exc:
+            raise _Fail(f"{where}: cannot read ({exc.strerror})") from exc
+        value = _to_float32(data, info.dtype, shape)
+    source: dict[str, str | None] = {
+        "module": module.path,
+        "version": module.version,
+        "file": file,
+        "tensor": imp.source_tensor,
+        "sha256": info.sha256,
+        "dtype": info.dtype,
+        "converted_to": None if info.dtype == "F32" else "f32",
+    }
+    return ImportedTensor(imp.target, imp.freeze, value, source)
+
+
+def _to_float32(data: bytes, dtype: str, shape: tuple[int, ...]) -> torch.Tensor:
+    """A float32 tensor of ``shape`` from ``data``: verified little-endian ``dtype`` values."""
+    stored = CONVERTIBLE_DTYPES[dtype]
+    if not data:
+        return torch.zeros(shape, dtype=torch.float32)
+    flat = torch.frombuffer(bytearray(data), dtype=stored)
+    if sys.byteorder == "big":  # safetensors and GGUF store little-endian
+        flat = flat.view(torch.uint8).view(-1, flat.element_size()).flip(1).flatten().view(stored)
+    return flat.to(torch.float32).reshape(shape).clone()
+
+
+def resolve_all(
+    program: Program, base_dir: Path, resolver: ModuleResolver | None, *, read: bool = True
+) -> tuple[list[ImportedLayer], list[ImportedTensor]]:
+    """Every import of layers and of tensors, their errors raised together."""
+    errors: list[PositionedError] = []
+    layers: list[ImportedLayer] = []
+    tensors: list[ImportedTensor] = []
+    try:
+        layers = resolve_imports(program, base_dir, resolver)
+    except LayerImportError as exc:
+        errors += exc.errors
+    try:
+        tensors = resolve_tensor_imports(program, resolver, read=read)
+    except LayerImportError as exc:
+        errors += exc.errors
+    if errors:
+        raise LayerImportError(sorted(errors, key=lambda e: (e.pos.line, e.pos.col)))
+    return layers, tensors

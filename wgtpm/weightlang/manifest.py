@@ -44,6 +44,22 @@ a few more keys, which the prototype's reader ignores; here they are marked
       "data": {"xor": {"kind": "inline", "rows": 4, "sha256": "…"}}             (+)
     }
 
+A tensor imported from a weights file of a module (``import tok.weight from
+MODULE/FILE#TENSOR``) has origin ``imported`` (``imported+trained`` when it
+was not frozen and training changed it) and a ``source`` (+), the same record
+``wgtpm.save`` writes::
+
+    "tok.weight": {"shape": [320, 64], "dtype": "f32", "origin": "imported", "sha256": "…",
+                   "source": {"module": "hf.co/acme/tiny-qwen3", "version": "v0.1.0",
+                              "file": "model.safetensors", "tensor": "model.embed_tokens.weight",
+                              "sha256": "…", "dtype": "BF16", "converted_to": "f32"}}
+
+``source.sha256`` is that of the tensor's stored bytes (the module's tensor
+table locks it, and ``sha256=`` on the import pins it), ``source.dtype`` the
+stored dtype and ``converted_to`` ``"f32"`` when it was converted (null when
+it was already f32). The input of a model whose first layer is an embedding
+is ``{"name": "ids", "dtype": "i64", "shape": [N]}``: N token ids.
+
 ``training`` is null for a model without a ``train`` statement; ``batch``
 is ``"full"`` or the ``batch=N`` of the source. ``data_sha256`` is the
 sha256 of the rows trained on, as the prototype hashed them: the compact
@@ -83,10 +99,12 @@ __all__ = [
     "DTYPE",
     "FORMAT",
     "FORMAT_VERSION",
+    "IDS_DTYPE",
     "LEGACY_FORMAT",
     "MANIFEST_FILE",
     "ORIGINS",
     "SOURCE_FILE",
+    "SOURCE_KEYS",
     "WEIGHTS_FILE",
     "Manifest",
     "TensorEntry",
@@ -101,6 +119,10 @@ WEIGHTS_FILE = "weights.safetensors"
 SOURCE_FILE = "source.wgt"
 #: The manifest's name for float32 (``"F32"`` in the legacy format and in safetensors headers).
 DTYPE = "f32"
+#: The input dtype of a model that reads token ids (its first layer is an embedding).
+IDS_DTYPE = "i64"
+#: The keys of a tensor's ``source`` record, each a string (``converted_to`` may be null).
+SOURCE_KEYS = ("module", "version", "file", "tensor", "sha256", "dtype", "converted_to")
 BATCH_NOTE = "optional leading dimension: [features] or [N, features]"
 
 RANDOM, TRAINED, IMPORTED, IMPORTED_TRAINED = (
@@ -154,6 +176,7 @@ class TensorEntry:
     origin: str
     sha256: str | None = None
     upstream_origin: str | None = None
+    source: Mapping[str, str | None] | None = None
 
     @property
     def untrained(self) -> bool:
@@ -171,18 +194,21 @@ class TensorEntry:
             out["upstream_origin"] = self.upstream_origin
         if self.sha256 is not None:
             out["sha256"] = self.sha256
+        if self.source is not None:
+            out["source"] = {k: self.source.get(k) for k in SOURCE_KEYS}
         return out
 
 
 @dataclass(frozen=True)
 class Interface:
-    """An input or output: ``{"name": "x", "dtype": "f32", "shape": [2]}``."""
+    """An input or output: ``{"name": "x", "dtype": "f32", "shape": [2]}`` (input: or ``i64``)."""
 
     name: str
     width: int
+    dtype: str = DTYPE
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "dtype": DTYPE, "shape": [self.width]}
+        return {"name": self.name, "dtype": self.dtype, "shape": [self.width]}
 
 
 @dataclass(frozen=True)
@@ -327,9 +353,11 @@ class _Reader:
         shape = self.get(spec, "shape", list, f"interface.{key}.")
         if len(shape) != 1 or not isinstance(shape[0], int) or shape[0] < 1:
             raise self.fail(f"interface.{key}.shape", "[N] with N >= 1")
-        if spec.get("dtype", DTYPE) != DTYPE:
-            raise self.fail(f"interface.{key}.dtype", repr(DTYPE))
-        return Interface(self.get(spec, "name", str, f"interface.{key}."), shape[0])
+        dtype = spec.get("dtype", DTYPE)
+        allowed = (DTYPE, IDS_DTYPE) if key == "input" else (DTYPE,)
+        if dtype not in allowed:
+            raise self.fail(f"interface.{key}.dtype", " or ".join(map(repr, allowed)))
+        return Interface(self.get(spec, "name", str, f"interface.{key}."), shape[0], dtype)
 
     def layer(self, obj: object, index: int) -> LayerSpec:
         path = f"layers[{index}]."
@@ -356,13 +384,28 @@ class _Reader:
             raise self.fail(f"{path}origin", " or ".join(ORIGINS))
         # Per-tensor hashes are wgtpm's: optional in the prototype's format, always in the legacy one.
         has_hash = legacy or (isinstance(obj, dict) and "sha256" in obj)
+        source = self.source(obj, path) if isinstance(obj, dict) and "source" in obj else None
         return TensorEntry(
             self.get(obj, "dtype", str, path),
             tuple(shape),
             origin,
             self.sha256(obj, path) if has_hash else None,
             upstream,
+            source,
         )
+
+    def source(self, obj: dict[str, Any], path: str) -> dict[str, str | None]:
+        """A tensor's ``source`` record: every key of :data:`SOURCE_KEYS` a string."""
+        record = self.get(obj, "source", dict, path)
+        where = f"{path}source."
+        out: dict[str, str | None] = {}
+        for key in SOURCE_KEYS:
+            if key == "converted_to":
+                out[key] = self.optional(record, key, str, where)
+            else:
+                out[key] = self.get(record, key, str, where)
+        self.sha256(record, where)
+        return out
 
 
 def _is_number(value: object) -> bool:

@@ -16,14 +16,76 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from .ops import LayerSpec
+from .ops import RMSNORM_EPS, LayerSpec
 
-__all__ = ["INIT_METHOD", "SeededDropout", "build_module", "init_parameters", "set_generator"]
+__all__ = [
+    "INIT_METHOD",
+    "IdEmbedding",
+    "RMSNorm",
+    "SeededDropout",
+    "build_module",
+    "init_method",
+    "init_parameters",
+    "set_generator",
+]
 
 INIT_METHOD = (
     "torch.Generator().manual_seed(seed), drawn in layer order: linear weight then bias "
     "uniform(-1/sqrt(in), 1/sqrt(in)); layernorm weight 1, bias 0"
 )
+
+
+#: What :data:`INIT_METHOD` adds for a model with an embedding or rmsnorm layer (a model
+#: without them records :data:`INIT_METHOD` alone, so its manifest bytes stay as they were).
+_INIT_NEW_OPS = "; embedding weight normal(0, 1); rmsnorm weight 1"
+
+
+def init_method(layers: Sequence[LayerSpec]) -> str:
+    """The ``init.method`` a manifest records for ``layers``."""
+    if any(spec.op in ("embedding", "rmsnorm") for spec in layers):
+        return INIT_METHOD + _INIT_NEW_OPS
+    return INIT_METHOD
+
+
+class IdEmbedding(nn.Module):
+    """``embedding(vocab, dim)``: ``[..., N]`` token ids -> ``[..., N * dim]``, rows concatenated.
+
+    The ids may come as floats (training rows and ``predict`` inputs are
+    f32): each must be a whole number in ``0 <= id < vocab``, else a
+    ValueError names the first bad one (torch's own error would be an index error deep inside).
+    """
+
+    def __init__(self, vocab: int, dim: int) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(vocab, dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        ids = x.long()
+        vocab = self.weight.shape[0]
+        bad = (ids != x) | (ids < 0) | (ids >= vocab)
+        if bool(bad.any()):
+            value = x[bad].flatten()[0].item()
+            raise ValueError(f"token id {value} is not a whole number 0 <= id < {vocab}")
+        return nn.functional.embedding(ids, self.weight).flatten(-2)
+
+    def extra_repr(self) -> str:
+        return f"vocab={self.weight.shape[0]}, dim={self.weight.shape[1]}"
+
+
+class RMSNorm(nn.Module):
+    """``rmsnorm(n)``: ``x * rsqrt(mean(x^2) + eps) * weight`` over the last dimension, as Qwen3."""
+
+    def __init__(self, n: int, eps: float = RMSNORM_EPS) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(n))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        scale = torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)
+        return x * scale * self.weight
+
+    def extra_repr(self) -> str:
+        return f"n={self.weight.shape[0]}, eps={self.eps}"
 
 
 class SeededDropout(nn.Module):
@@ -55,6 +117,10 @@ def _make(spec: LayerSpec) -> nn.Module:
         return linear.to_empty(device="cpu")
     if spec.op == "layernorm":
         return nn.LayerNorm(int(args["n"]))
+    if spec.op == "embedding":
+        return IdEmbedding(int(args["vocab"]), int(args["dim"]))
+    if spec.op == "rmsnorm":
+        return RMSNorm(int(args["n"]))
     if spec.op == "dropout":
         return SeededDropout(float(args["p"]))
     if spec.op == "softmax":
@@ -88,6 +154,10 @@ def init_parameters(module: nn.Sequential, generator: torch.Generator) -> None:
         elif isinstance(child, nn.LayerNorm):
             nn.init.ones_(child.weight)
             nn.init.zeros_(child.bias)
+        elif isinstance(child, IdEmbedding):
+            child.weight.normal_(0.0, 1.0, generator=generator)
+        elif isinstance(child, RMSNorm):
+            nn.init.ones_(child.weight)
 
 
 def set_generator(module: nn.Module, generator: torch.Generator | None) -> None:

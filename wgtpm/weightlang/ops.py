@@ -10,9 +10,17 @@ op         parameters      width in -> out         tensors
 =========  ==============  ======================  ============================
 linear     in, out (int)   in -> out               weight [out, in], bias [out]
 layernorm  n (int)         n -> n                  weight [n], bias [n]
+rmsnorm    n (int)         n -> n                  weight [n]
+embedding  vocab, dim      N ids -> N * dim        weight [vocab, dim]
 dropout    p (float)       w -> w (0 <= p < 1)     none
 relu, tanh, sigmoid, gelu, softmax                 w -> w, no tensors
 =========  ==============  ======================  ============================
+
+``embedding`` is the one op that takes token ids (:attr:`Op.takes_ids`): it
+must be the first layer, and the model's input is then ``i64[N]``; each of
+the N ids becomes its row of ``weight``, and the N rows are concatenated
+(``N * dim`` values: ``dim`` for one id). ``rmsnorm`` is Qwen3's RMS norm,
+``x * rsqrt(mean(x^2) + eps) * weight`` with ``eps`` = :data:`RMSNORM_EPS`.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ from typing import Any
 
 __all__ = [
     "OPS",
+    "RMSNORM_EPS",
     "LayerSpec",
     "Op",
     "Param",
@@ -30,6 +39,10 @@ __all__ = [
 ]
 
 Number = int | float
+
+#: The epsilon of ``rmsnorm``, Qwen3's ``rms_norm_eps``: a Qwen3 norm weight imported into an
+#: rmsnorm computes what it computed there.
+RMSNORM_EPS = 1e-6
 
 
 @dataclass(frozen=True)
@@ -70,7 +83,9 @@ class Op:
     ``width_in`` names the parameter that must equal the incoming width
     (None: any width); ``width_out`` the parameter that gives the outgoing
     width (None: unchanged). ``tensors`` maps arguments to the trainable
-    tensors' shapes, by tensor name (``weight``, ``bias``).
+    tensors' shapes, by tensor name (``weight``, ``bias``). An op that
+    ``takes_ids`` reads token ids, not values: N ids in give ``N *
+    args[width_out]`` values out.
     """
 
     name: str
@@ -78,6 +93,7 @@ class Op:
     width_in: str | None = None
     width_out: str | None = None
     tensors: Callable[[Mapping[str, Number]], Shapes] = lambda args: {}
+    takes_ids: bool = False
 
 
 def _linear_tensors(args: Mapping[str, Number]) -> Shapes:
@@ -86,6 +102,14 @@ def _linear_tensors(args: Mapping[str, Number]) -> Shapes:
 
 def _norm_tensors(args: Mapping[str, Number]) -> Shapes:
     return {"weight": (int(args["n"]),), "bias": (int(args["n"]),)}
+
+
+def _rmsnorm_tensors(args: Mapping[str, Number]) -> Shapes:
+    return {"weight": (int(args["n"]),)}
+
+
+def _embedding_tensors(args: Mapping[str, Number]) -> Shapes:
+    return {"weight": (int(args["vocab"]), int(args["dim"]))}
 
 
 OPS: Mapping[str, Op] = {
@@ -99,6 +123,14 @@ OPS: Mapping[str, Op] = {
             tensors=_linear_tensors,
         ),
         Op("layernorm", (Param("n", True, 1),), width_in="n", tensors=_norm_tensors),
+        Op("rmsnorm", (Param("n", True, 1),), width_in="n", tensors=_rmsnorm_tensors),
+        Op(
+            "embedding",
+            (Param("vocab", True, 1), Param("dim", True, 1)),
+            width_out="dim",
+            tensors=_embedding_tensors,
+            takes_ids=True,
+        ),
         Op("dropout", (Param("p", False, 0.0, 1.0),)),
         Op("relu"),
         Op("tanh"),

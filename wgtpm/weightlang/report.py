@@ -63,8 +63,9 @@ def describe_program(program: Program, datasets: Mapping[str, Dataset]) -> str:
         text += f"; trains on {program.train.data} ({rows} rows) with loss={program.train.loss}"
     else:
         text += "; no train statement (weights stay random)"
-    if program.imports:
-        text += f"; imports {', '.join(i.layer for i in program.imports)}"
+    imported = [i.layer for i in program.imports] + [t.target for t in program.tensor_imports]
+    if imported:
+        text += f"; imports {', '.join(imported)}"
     return text
 
 
@@ -124,6 +125,12 @@ def describe_manifest(label: str, manifest: Manifest) -> str:
         )
     for name, entry in manifest.tensors.items():
         upstream = f" (upstream: {entry.upstream_origin})" if entry.upstream_origin else ""
+        if entry.source is not None:
+            src = entry.source
+            upstream += (
+                f" <- {src.get('module')}@{src.get('version')} {src.get('file')}#{src.get('tensor')} "
+                f"({src.get('dtype')}, sha256 {src.get('sha256')})"
+            )
         lines.append(("tensors", f"{name:<14} {list(entry.shape)!s:<9} {entry.origin}{upstream}"))
     for record in manifest.imports:
         lines += [("imports", line) for line in _import_lines(record)]

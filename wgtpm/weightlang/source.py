@@ -53,16 +53,23 @@ def check_file(
     except ParseError as exc:
         errors += exc.errors
     wanted = program.imports
+    # Tensors are imported from modules of the build list: only in a package.
+    tensors = program.tensor_imports if resolver is not None else ()
     if resolver is None:
         wanted = tuple(i for i in wanted if not isinstance(i.source, ModuleSource))
-    if wanted:
+    if wanted or tensors:
         require("weightlang", "torch", "safetensors", purpose=f"checking the imports of {shown}")
         from .errors import LayerImportError
-        from .imports import resolve_imports
+        from .imports import resolve_all
 
         try:
-            resolve_imports(replace(program, imports=wanted), source.parent, resolver)
+            resolve_all(
+                replace(program, imports=wanted, tensor_imports=tensors),
+                source.parent,
+                resolver,
+                read=False,
+            )
         except LayerImportError as exc:
             errors += exc.errors
     raise_errors(errors)
-    return program, datasets, len(wanted)
+    return program, datasets, len(wanted) + len(tensors)

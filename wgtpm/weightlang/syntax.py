@@ -7,12 +7,14 @@ comment that runs to the end of the line. The grammar, in EBNF::
     statement = "wgt" VERSION                               (* "0.1" *)
               | "model" NAME
               | "seed" INT
-              | ( "input" | "output" ) IDENT ":" "f32" "[" INT "]"
+              | "input" IDENT ":" ( "f32" | "i64" ) "[" INT "]"   (* i64: token ids *)
+              | "output" IDENT ":" "f32" "[" INT "]"
               | "layer" IDENT "=" OP [ "(" [ arg { "," arg } ] ")" ]
               | "data" IDENT "{" { [ row ] NEWLINE } "}"
               | "data" IDENT "from" STRING [ "targets" "=" INT ]
               | "train" option { option }
-              | "import" IDENT "from" source { "freeze" | "sha256" "=" HEX64 } ;
+              | "import" IDENT "from" source { "freeze" | "sha256" "=" HEX64 }
+              | "import" IDENT "." IDENT "from" TENSORREF { "freeze" | "sha256" "=" HEX64 } ;
     arg       = [ IDENT "=" ] NUMBER ;       (* positional arguments first, in the op's order *)
     row       = vector "->" vector ;
     vector    = "[" [ NUMBER { "," NUMBER } ] "]" ;
@@ -26,6 +28,14 @@ comment that runs to the end of the line. The grammar, in EBNF::
     INT    = [+-]?[0-9]+                     NUMBER = INT or a decimal with fraction/exponent
     STRING = '"' { char | '\\"' | '\\\\' } '"'   (one line)
     MODREF = MODULE "/" ARTIFACT "." LAYER   (the layer follows the first "." of the last "/" element)
+    TENSORREF = MODULE "/" FILE "#" TENSOR   (FILE a .safetensors or .gguf file of the module)
+
+The second import form copies one tensor of a weights file of a build-list
+module into one tensor of a layer, converted to f32; its ``sha256=`` pins the
+tensor's stored bytes (the sha256 of the module's tensor table)::
+
+    layer tok = embedding(vocab=151936, dim=1024)
+    import tok.weight from hf.co/Qwen/Qwen3-0.6B/model.safetensors#model.embed_tokens.weight freeze
 
 ``OP`` is one of :data:`wgtpm.weightlang.ops.OPS`; ``wgt``, ``model``,
 ``input``, ``output`` and at least one ``layer`` are required, ``seed``
@@ -73,6 +83,7 @@ __all__ = [
     "Program",
     "Row",
     "TensorDecl",
+    "TensorImport",
     "Train",
     "parse",
     "parse_bytes",
@@ -91,6 +102,10 @@ NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
 _INT = re.compile(r"[+-]?[0-9]{1,19}\Z")
 _FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\Z")
 _HEX64 = re.compile(r"[0-9a-fA-F]{64}\Z")
+#: The input types: f32 values, or i64 token ids (for a model whose first layer is an embedding).
+INPUT_TYPES = ("f32", "i64")
+#: The weights files a tensor import reads.
+WEIGHTS_SUFFIXES = (".safetensors", ".gguf")
 
 
 # --- syntax tree -------------------------------------------------------------
@@ -98,7 +113,7 @@ _HEX64 = re.compile(r"[0-9a-fA-F]{64}\Z")
 
 @dataclass(frozen=True)
 class TensorDecl:
-    """``input x: f32[2]``: a named vector of ``width`` f32 values."""
+    """``input x: f32[2]``: a named vector of ``width`` f32 values (``i64``: token ids)."""
 
     name: str
     dtype: str
@@ -198,6 +213,29 @@ class Import:
 
 
 @dataclass(frozen=True)
+class TensorImport:
+    """``import tok.weight from MODULE/FILE#TENSOR [freeze] [sha256=HEX]``.
+
+    ``ref`` is ``MODULE/FILE`` as written (the build list splits it);
+    ``sha256`` (lower-case or None) pins the tensor's stored bytes.
+    """
+
+    layer: str
+    tensor: str
+    ref: str
+    source_tensor: str
+    freeze: bool
+    sha256: str | None
+    pos: Position
+    source_pos: Position
+
+    @property
+    def target(self) -> str:
+        """The full name of the tensor written: ``tok.weight``."""
+        return f"{self.layer}.{self.tensor}"
+
+
+@dataclass(frozen=True)
 class Program:
     """A parsed .wgt file. ``file`` is the name used in messages."""
 
@@ -211,6 +249,7 @@ class Program:
     data: tuple[DataDecl, ...] = ()
     train: Train | None = None
     imports: tuple[Import, ...] = ()
+    tensor_imports: tuple[TensorImport, ...] = ()
 
     def layer(self, name: str) -> Layer | None:
         return next((layer for layer in self.layers if layer.name == name), None)
@@ -222,7 +261,7 @@ class Program:
 # --- lexer -------------------------------------------------------------------
 
 _PUNCT = frozenset("{}[](),:=")
-_WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.+-/")
+_WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.+-/#")
 
 
 @dataclass(frozen=True)
@@ -277,7 +316,7 @@ def _tokenize_line(line: str, start: Position, errors: list[PositionedError]) ->
                 return
             yield Token("string", value, pos)
             i = j
-        elif c in _WORD:
+        elif c in _WORD and c != "#":  # '#' only inside a word (FILE#TENSOR): no comment
             j = i
             while j < len(line) and line[j] in _WORD:
                 if line.startswith("->", j) or line.startswith("//", j):
@@ -332,6 +371,7 @@ class _Parts:
     data: list[DataDecl] = field(default_factory=list)
     train: Train | None = None
     imports: list[Import] = field(default_factory=list)
+    tensor_imports: list[TensorImport] = field(default_factory=list)
 
 
 STATEMENTS = ("wgt", "model", "seed", "input", "output", "layer", "data", "train", "import")
@@ -459,8 +499,11 @@ class _Parser:
         name = self.word(f"the {head.text}'s name", IDENT).text
         self.expect(":", f"':' and a type like f32[4] after the {head.text} name")
         dtype = self.word("a type like f32[4]")
-        if dtype.text != "f32":
-            raise _Fail(dtype.pos, f"unsupported type {dtype.text!r}, expected f32")
+        allowed = INPUT_TYPES if head.text == "input" else ("f32",)
+        if dtype.text not in allowed:
+            raise _Fail(
+                dtype.pos, f"unsupported type {dtype.text!r}, expected {' or '.join(allowed)}"
+            )
         self.expect("[", "'[' and the width, as in f32[4]")
         width = self.integer(self.word("the width, an integer >= 1"), 1, "the width")
         tok = self.peek()
@@ -607,9 +650,50 @@ class _Parser:
         )
 
     def _import(self, head: Token) -> None:
-        layer = self.word("the name of a layer of this model", IDENT)
+        target = self.word("the name of a layer of this model")
         self.keyword("from")
+        ahead = self.peek()
+        if ahead.kind == "word" and "#" in ahead.text:
+            self._tensor_import(head, target)
+            return
+        if not IDENT.match(target.text):
+            raise _Fail(
+                target.pos,
+                f"{target.text!r} is not valid here, expected a layer name (LAYER.TENSOR "
+                "only with a tensor source MODULE/FILE#TENSOR)",
+            )
+        layer = target
         source, source_layer, source_pos = self.import_source()
+        freeze, sha = self.import_options()
+        imp = Import(layer.text, source, source_layer, freeze, sha, head.pos, source_pos)
+        self.parts.imports.append(imp)
+
+    def _tensor_import(self, head: Token, target: Token) -> None:
+        layer, dot, tensor = target.text.partition(".")
+        if not dot or not IDENT.match(layer) or not IDENT.match(tensor):
+            raise _Fail(
+                target.pos,
+                f"{target.text!r} is not valid here, expected LAYER.TENSOR (like tok.weight) "
+                "for a tensor import",
+            )
+        source = self.next()
+        ref, _, name = source.text.partition("#")
+        module, slash, file = ref.rpartition("/")
+        if not slash or not all(module.split("/")) or not name:
+            raise _Fail(
+                source.pos, f"{source.text!r} is not valid here, expected MODULE/FILE#TENSOR"
+            )
+        if not file.endswith(WEIGHTS_SUFFIXES) or "#" in name:
+            raise _Fail(
+                source.pos,
+                f"{source.text!r}: expected a weights file ({' or '.join(WEIGHTS_SUFFIXES)}) "
+                "and one '#' before the tensor name",
+            )
+        freeze, sha = self.import_options()
+        imp = TensorImport(layer, tensor, ref, name, freeze, sha, head.pos, source.pos)
+        self.parts.tensor_imports.append(imp)
+
+    def import_options(self) -> tuple[bool, str | None]:
         freeze, sha = False, None
         while self.peek().kind == "word":
             opt = self.next()
@@ -623,8 +707,7 @@ class _Parser:
                 sha = value.text.lower()
             else:
                 raise _Fail(opt.pos, f"unexpected {opt.describe()}, expected freeze or sha256=HEX")
-        imp = Import(layer.text, source, source_layer, freeze, sha, head.pos, source_pos)
-        self.parts.imports.append(imp)
+        return freeze, sha
 
     def import_source(self) -> tuple[ModuleSource | PathSource, str, Position]:
         tok = self.peek()
@@ -686,6 +769,7 @@ class _Parser:
             tuple(p.data),
             p.train,
             tuple(p.imports),
+            tuple(p.tensor_imports),
         )
 
 
