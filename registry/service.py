@@ -632,8 +632,9 @@ class Registry:
         if subject_h1(stmt) != h1:
             raise BadRequestError("the SLSA statement's subject is not this release's files")
         sha = hashlib.sha256(data).hexdigest()
-        if not self.blobs.has(sha):
-            self.blobs.put(sha, [data], max_size=MAX_ATTESTATION)
+        # written even when stored: a fresh write keeps an old unreferenced copy from being
+        # collected before the commit names it (registry.gc's grace period)
+        self.blobs.put(sha, [data], max_size=MAX_ATTESTATION)
         return sha
 
     def attestation(
