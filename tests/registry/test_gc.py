@@ -26,6 +26,11 @@ from registry.service import Registry
 
 from .conftest import Live, _live
 from .helpers import index_bytes, modtext, publish
+from .test_slsa import M as ATT_MODULE
+from .test_slsa import V as ATT_VERSION
+from .test_slsa import _files as att_files
+from .test_slsa import _publish as publish_attested
+from .test_slsa import _statement
 
 HOUR = 3600.0
 
@@ -83,6 +88,8 @@ def test_gc_removes_exactly_the_unreferenced_past_the_grace(served: Live) -> Non
         for module, version in sorted(published):
             r = publish(c, served.token, module, version, _files(f"{module}@{version}"))
             assert r.status_code == 201, r.text
+        att = _statement(att_files())
+        assert publish_attested(c, served.token, att_files(), att).status_code == 201
         # an upload left open: one file sent, one not
         open_files = {
             "wgt.mod": modtext("example.com/c"),
@@ -130,6 +137,7 @@ def test_gc_removes_exactly_the_unreferenced_past_the_grace(served: Live) -> Non
         for module, version in published:
             _read_back(c, module, version, _files(f"{module}@{version}"))
         assert c.get(f"/api/v1/uploads/{up['upload']}", headers=auth).status_code == 200
+        assert c.get(f"/{ATT_MODULE}/@v/{ATT_VERSION}.slsa.json").text == att
 
         # past the upload's TTL: forgotten first, its blobs swept on the next run
         expired = t0 + UPLOAD_TTL_SECONDS + 2 * HOUR
@@ -139,6 +147,45 @@ def test_gc_removes_exactly_the_unreferenced_past_the_grace(served: Live) -> Non
         assert set(second.blobs.names) == {sent, upload_index}
         for module, version in published:
             _read_back(c, module, version, _files(f"{module}@{version}"))
+        assert c.get(f"/{ATT_MODULE}/@v/{ATT_VERSION}.slsa.json").text == att
+
+
+def test_a_commit_writes_its_statement_again_over_an_old_orphan(live: Live) -> None:
+    """The statement's blob, stored by a commit that failed a week ago, is written afresh by
+    the next commit: else gc could take it between that commit's check and its row."""
+    reg = _reg(live)
+    att = _statement(att_files())
+    sha = hashlib.sha256(att.encode()).hexdigest()
+    reg.blobs.put(sha, [att.encode()])
+    week_ago = time.time() - 7 * 24 * HOUR
+    path = Path(reg.blobs.url) / "sha256" / sha[:2] / sha
+    os.utime(path, (week_ago, week_ago))
+    with httpx.Client(base_url=live.url) as c:
+        assert publish_attested(c, live.token, att_files(), att).status_code == 201
+    got = reg.blobs.stat(sha)
+    assert got is not None and got.mtime > time.time() - HOUR
+
+
+def test_a_commit_whose_index_blob_was_collected_is_refused(live: Live) -> None:
+    """An upload whose index blob went (gc at a tiny grace, between the write and the row)
+    cannot commit a version that lacks its index: 404, start again."""
+    reg = _reg(live)
+    auth = {"Authorization": f"Bearer {live.token}"}
+    fs = _files("example.com/gone@v1.0.0")
+    body = {"module": "example.com/gone", "version": "v1.0.0"}
+    body["index"] = index_bytes(body["module"], body["version"], fs).decode()
+    with httpx.Client(base_url=live.url) as c:
+        up = c.post("/api/v1/uploads", json=body, headers=auth).json()
+        for data in fs.values():
+            sha = hashlib.sha256(data).hexdigest()
+            assert c.put(f"{up['files_url']}{sha}", content=data, headers=auth).is_success
+        reg.blobs.delete(hashlib.sha256(body["index"].encode()).hexdigest())
+        r = c.post(up["commit_url"], headers=auth)
+        assert r.status_code == 404 and "start a new upload" in r.json()["error"]
+        assert reg.meta.get_version("example.com/gone", "v1.0.0") is None
+        again = publish(c, live.token, "example.com/gone", "v1.0.0", fs)
+        assert again.status_code == 201, again.text
+        _read_back(c, "example.com/gone", "v1.0.0", fs)
 
 
 def _publish_retrying(c: httpx.Client, token: str, module: str, version: str) -> int:
@@ -179,8 +226,10 @@ def test_gc_under_concurrent_publishes_removes_nothing_referenced(served: Live) 
     thread.start()
     removed: set[str] = set()
     runs = 0
-    # grace 0 and the real clock: every unreferenced blob is a candidate at once, so
-    # only the check right before each delete stands between a publish and the sweep
+    # grace 0 and the real clock: every unreferenced blob is a candidate at once, even one
+    # written a moment ago whose row is not added yet (a publish then fails and starts
+    # again); only the check right before each delete, and the commit's own checks that
+    # every blob it names is stored, stand between a committed version and the sweep
     while not stop.is_set() or runs == 0:
         removed |= set(collect(reg.meta, reg.blobs, GcOptions(grace=0)).blobs.names)
         runs += 1
