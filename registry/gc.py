@@ -57,7 +57,6 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -179,18 +178,8 @@ class _Marks:
         return bool(self.meta.blob_references([sha256])) or sha256 in self.open_files()
 
 
-def collect(
-    meta: MetadataStore,
-    blobs: BlobStore,
-    opts: GcOptions | None = None,
-    *,
-    before_delete: Callable[[BlobInfo], None] | None = None,
-) -> GcReport:
-    """One garbage collection run (see the module's docstring); the :class:`GcReport`.
-
-    ``before_delete`` is called with each candidate before its last check (for tests that
-    race a publish against the sweep).
-    """
+def collect(meta: MetadataStore, blobs: BlobStore, opts: GcOptions | None = None) -> GcReport:
+    """One garbage collection run (see the module's docstring); the :class:`GcReport`."""
     opts = opts or GcOptions()
     now = time.time() if opts.now is None else opts.now
     report = GcReport(opts.dry_run)
@@ -210,8 +199,6 @@ def collect(
         else:
             candidates.append(b)
     for b in candidates:
-        if before_delete is not None:
-            before_delete(b)
         if marks.still(b.sha256):
             continue
         now_there = blobs.stat(b.sha256)
