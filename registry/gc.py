@@ -37,7 +37,7 @@ either referenced by a row (marked, or seen by the check right before the
 delete) or was written less than the grace period ago (not a candidate), as
 long as no step of a publish takes longer than the grace period. The default
 grace, a day, is far beyond any request (a 50 GiB body at 1 MB/s takes 14 h).
-Even with a grace too short, a commit records no version whose blobs are gone:
+Even with a grace too short, a commit records no version whose files or index are gone:
 it checks that every file's blob and the index's are stored while its upload's
 rows reference them (so the check right before a delete sees them), and a
 publish whose blob went early fails and starts again
