@@ -15,6 +15,13 @@ stores implement :class:`BlobStore` and pass one conformance test
 Nothing unverified is ever visible under a final name: a reader sees a blob
 complete and correct, or not at all.
 
+Spool files (``.SHA16.RANDOM.tmp``) are the bytes of uploads in progress. A
+process killed mid-upload leaves its file behind: opening a store removes the
+spool files not written for :data:`SPOOL_STALE_SECONDS` (:func:`sweep_spool`),
+so a replica cleans its spool when it starts, and ``wgtpm registry gc`` does
+too. Blobs are listed (:meth:`BlobStore.list_blobs`) and deleted
+(:meth:`BlobStore.delete`) only by the garbage collector (:mod:`registry.gc`).
+
 >>> store = open_blob_store("/srv/registry/blobs")           # doctest: +SKIP
 >>> store.put("2c26b4...", [b"foo"])                        # doctest: +SKIP
 """
@@ -26,7 +33,9 @@ import contextlib
 import hashlib
 import os
 import tempfile
+import time
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -40,9 +49,65 @@ from ._errors import (
     TooLargeError,
 )
 
-__all__ = ["CHUNK", "BlobStore", "BlobWriter", "FolderBlobStore", "open_blob_store"]
+__all__ = [
+    "CHUNK",
+    "SPOOL_STALE_SECONDS",
+    "BlobInfo",
+    "BlobStore",
+    "BlobWriter",
+    "FolderBlobStore",
+    "open_blob_store",
+    "sweep_spool",
+]
 
 CHUNK = 1 << 20  # bytes per read when streaming a blob out
+# A spool file not written for this long belongs to a dead upload. A live one is written at
+# least every BODY_IDLE_TIMEOUT (30 s) while its body arrives; then it is renamed (folder) or
+# sent to S3, which for a 50 GiB file at 20 MB/s takes about 45 minutes: an hour covers it.
+SPOOL_STALE_SECONDS = 3600
+
+
+@dataclass(frozen=True)
+class BlobInfo:
+    """A stored blob: its sha256, size in bytes and when it was last written (seconds since
+    the epoch: the file's mtime, the object's ``LastModified``)."""
+
+    sha256: str
+    size: int
+    mtime: float
+
+
+def _is_spool_name(name: str) -> bool:
+    """Whether ``name`` is a spool file's (``.`` + 16 hex digits + ``.`` ... ``.tmp``)."""
+    return (
+        name.startswith(".")
+        and name.endswith(".tmp")
+        and name[17:18] == "."
+        and all(c in "0123456789abcdef" for c in name[1:17])
+    )
+
+
+def sweep_spool(spool: Path, now: float | None = None, dry_run: bool = False) -> list[BlobInfo]:
+    """Remove the spool files in ``spool`` not written for :data:`SPOOL_STALE_SECONDS` (the
+    uploads of a killed process); returns them (sha256 holds the file's name). Other files,
+    and spool files in use by any process sharing the folder, stay."""
+    cutoff = (time.time() if now is None else now) - SPOOL_STALE_SECONDS
+    out: list[BlobInfo] = []
+    try:
+        names = [e for e in os.scandir(spool) if _is_spool_name(e.name)]
+    except FileNotFoundError:
+        return out
+    for e in names:
+        try:
+            st = e.stat(follow_symlinks=False)
+            if st.st_mtime >= cutoff:
+                continue
+            if not dry_run:
+                os.unlink(e.path)
+        except FileNotFoundError:
+            continue  # its upload finished, or another process swept it first
+        out.append(BlobInfo(e.name, st.st_size, st.st_mtime))
+    return out
 
 
 def _check_sha(sha256: str) -> str:
@@ -164,6 +229,24 @@ class BlobStore(abc.ABC):
     def check(self) -> None:
         """Raise :class:`StoreError` unless the store can be used (for ``/healthz``)."""
 
+    @abc.abstractmethod
+    def list_blobs(self) -> Iterator[BlobInfo]:
+        """Every stored blob, in no particular order (for :mod:`registry.gc`)."""
+
+    @abc.abstractmethod
+    def stat(self, sha256: str) -> BlobInfo | None:
+        """The blob's :class:`BlobInfo`, or ``None`` when there is no such blob."""
+
+    @abc.abstractmethod
+    def delete(self, sha256: str) -> None:
+        """Remove the blob (a no-op when it is not there). Only :mod:`registry.gc` calls
+        this, after checking that nothing references it."""
+
+    def spool_dir(self) -> Path | None:
+        """The folder of this store's spool files (``None``: the system's temporary folder,
+        which it does not sweep)."""
+        return None
+
     def close(self) -> None:  # noqa: B027 - a store with nothing to release keeps this
         """Release connections and files."""
 
@@ -189,11 +272,13 @@ class _FolderWriter(BlobWriter):
 class FolderBlobStore(BlobStore):
     """Blobs in a local folder: ``ROOT/sha256/ab/abcdef...``, temporaries in ``ROOT/tmp``."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, sweep: bool = True) -> None:
         self.root = Path(root)
         (self.root / "tmp").mkdir(parents=True, exist_ok=True)
         (self.root / "sha256").mkdir(parents=True, exist_ok=True)
         self.url = str(self.root)
+        if sweep:  # a replica starting: the spool files of its killed predecessors go
+            sweep_spool(self.root / "tmp")
 
     def path(self, sha256: str) -> Path:
         """Where the blob lives (whether or not it exists)."""
@@ -217,6 +302,32 @@ class FolderBlobStore(BlobStore):
     def writer(self, sha256: str, max_size: int | None = None) -> BlobWriter:
         return _FolderWriter(self, sha256, max_size)
 
+    def list_blobs(self) -> Iterator[BlobInfo]:
+        for sub in sorted(os.scandir(self.root / "sha256"), key=lambda e: e.name):
+            if not sub.is_dir(follow_symlinks=False):
+                continue
+            for e in os.scandir(sub.path):
+                if is_hex64(e.name) and e.name[:2] == sub.name:
+                    try:
+                        st = e.stat(follow_symlinks=False)
+                    except FileNotFoundError:
+                        continue
+                    yield BlobInfo(e.name, st.st_size, st.st_mtime)
+
+    def stat(self, sha256: str) -> BlobInfo | None:
+        try:
+            st = self.path(sha256).stat()
+        except FileNotFoundError:
+            return None
+        return BlobInfo(sha256, st.st_size, st.st_mtime)
+
+    def delete(self, sha256: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.path(sha256).unlink()
+
+    def spool_dir(self) -> Path | None:
+        return self.root / "tmp"
+
     def check(self) -> None:
         for d in (self.root / "sha256", self.root / "tmp"):
             if not os.access(d, os.W_OK | os.X_OK):
@@ -236,19 +347,21 @@ def _read_file(f: BinaryIO, length: int | None) -> Iterator[bytes]:
 
 
 def open_blob_store(
-    url: str, *, endpoint: str | None = None, spool: Path | None = None
+    url: str, *, endpoint: str | None = None, spool: Path | None = None, sweep: bool = True
 ) -> BlobStore:
     """The store named by ``url``: a folder path (or ``file://``), or ``s3://bucket/prefix``.
 
     ``endpoint`` is the S3 endpoint URL (default: ``AWS_ENDPOINT_URL``, else
-    AWS); ``spool`` is where S3 uploads are spooled and checked first.
+    AWS); ``spool`` is where S3 uploads are spooled and checked first. Unless
+    ``sweep`` is off, the stale spool files of killed processes are removed
+    (:func:`sweep_spool`).
     """
     if url.startswith("s3://"):
         from .s3 import S3BlobStore
 
-        return S3BlobStore(url, endpoint=endpoint, spool=spool)
+        return S3BlobStore(url, endpoint=endpoint, spool=spool, sweep=sweep)
     if url.startswith("file://"):
         from urllib.parse import unquote, urlsplit
 
         url = unquote(urlsplit(url).path)
-    return FolderBlobStore(Path(url))
+    return FolderBlobStore(Path(url), sweep=sweep)

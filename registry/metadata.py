@@ -381,6 +381,11 @@ class MetadataStore(abc.ABC):
         """Forget upload sessions started before ``created``; returns how many."""
 
     @abc.abstractmethod
+    def count_uploads_before(self, created: str) -> int:
+        """How many upload sessions started before ``created`` (what
+        :meth:`delete_uploads_before` would forget)."""
+
+    @abc.abstractmethod
     def add_upload_blob(self, upload_id: str, sha256: str) -> None:
         """Record that upload ``upload_id`` sent blob ``sha256`` (its hash checked); a no-op
         when recorded already or when the upload is gone."""
@@ -397,6 +402,17 @@ class MetadataStore(abc.ABC):
     def private_blob_modules(self, shas: Collection[str]) -> dict[str, set[str]]:
         """For each of ``shas`` that a committed version of a private module lists, the
         paths of those modules."""
+
+    @abc.abstractmethod
+    def blob_references(self, shas: Collection[str] | None = None) -> set[str]:
+        """The sha256s that a row names (of ``shas``, or all when ``None``): a file of any
+        version, the index of a version, an upload or a pending version, a pending
+        version's wgt.mod, an attestation, a blob an upload sent (:mod:`registry.gc`)."""
+
+    @abc.abstractmethod
+    def open_indexes(self) -> set[str]:
+        """The sha256s of the indexes of uploads and pending versions: their files are
+        referenced too, before any ``files`` row names them (:mod:`registry.gc`)."""
 
     @abc.abstractmethod
     def add_token(self, token: TokenRecord) -> None: ...
@@ -925,6 +941,11 @@ class SqlMetadataStore(MetadataStore):
             conn.execute(upload_blobs.delete().where(upload_blobs.c.upload_id.in_(old)))
             return conn.execute(uploads.delete().where(uploads.c.created < created)).rowcount
 
+    def count_uploads_before(self, created: str) -> int:
+        q = sa.select(sa.func.count()).select_from(uploads).where(uploads.c.created < created)
+        with self._tx() as conn:
+            return int(conn.execute(q).scalar_one())
+
     def add_upload_blob(self, upload_id: str, sha256: str) -> None:
         try:
             with self._tx(write=True) as conn:
@@ -978,6 +999,38 @@ class SqlMetadataStore(MetadataStore):
         for r in self._blob_rows(shas, private=True):
             out.setdefault(r.sha256, set()).add(r.path)
         return out
+
+    # -- references, for the garbage collector
+
+    def blob_references(self, shas: Collection[str] | None = None) -> set[str]:
+        cols = (
+            files.c.sha256,
+            versions.c.index_sha256,
+            uploads.c.index_sha256,
+            upload_blobs.c.sha256,
+            attestations.c.sha256,
+            pending_versions.c.index_sha256,
+            pending_versions.c.mod_sha256,
+        )
+        todo = None if shas is None else sorted(set(shas))
+        out: set[str] = set()
+        with self._tx() as conn:
+            for col in cols:
+                if todo is None:
+                    out.update(r[0] for r in conn.execute(sa.select(col).distinct()))
+                    continue
+                for i in range(0, len(todo), _IN_CHUNK):
+                    q = sa.select(col).distinct().where(col.in_(todo[i : i + _IN_CHUNK]))
+                    out.update(r[0] for r in conn.execute(q))
+        out.discard("")  # a proxy's reservation names no index yet
+        return out
+
+    def open_indexes(self) -> set[str]:
+        with self._tx() as conn:
+            q = sa.union(
+                sa.select(uploads.c.index_sha256), sa.select(pending_versions.c.index_sha256)
+            )
+            return {r[0] for r in conn.execute(q)}
 
     # -- tokens
 

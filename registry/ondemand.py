@@ -389,8 +389,9 @@ class OnDemand:
         shas = []
         for data in (got.raw, got.mod):
             sha = hashlib.sha256(data).hexdigest()
-            if reg.blobs.size(sha) != len(data):
-                reg.blobs.put(sha, [data], max_size=len(data))
+            # written even when stored: a fresh write keeps an old unreferenced copy from
+            # being collected before the pending row names it (registry.gc's grace period)
+            reg.blobs.put(sha, [data], max_size=len(data))
             shas.append(sha)
         info = None if idx.commit and idx.time else proxy.info(module, version)
         rec = PendingRecord(

@@ -21,8 +21,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from wgtpm._fs import is_hex64
+
 from ._errors import BadRequestError, BlobNotFoundError, StoreError
-from .blobs import CHUNK, BlobStore, BlobWriter
+from .blobs import CHUNK, BlobInfo, BlobStore, BlobWriter, sweep_spool
 
 __all__ = ["S3BlobStore"]
 
@@ -57,6 +59,7 @@ class S3BlobStore(BlobStore):
         endpoint: str | None = None,
         spool: Path | None = None,
         client: Any = None,
+        sweep: bool = True,
     ) -> None:
         u = urlsplit(url)
         if u.scheme != "s3" or not u.netloc:
@@ -67,6 +70,8 @@ class S3BlobStore(BlobStore):
         self.spool = spool
         if spool is not None:
             spool.mkdir(parents=True, exist_ok=True)
+            if sweep:  # a replica starting: the spool files of its killed predecessors go
+                sweep_spool(spool)
         if client is None:
             import boto3  # type: ignore[import-untyped]
             from botocore.config import Config  # type: ignore[import-untyped]
@@ -114,6 +119,39 @@ class S3BlobStore(BlobStore):
 
     def writer(self, sha256: str, max_size: int | None = None) -> BlobWriter:
         return _S3Writer(self, sha256, max_size)
+
+    def list_blobs(self) -> Iterator[BlobInfo]:
+        top = f"{self.prefix}/sha256/" if self.prefix else "sha256/"
+        try:
+            pages = self.client.get_paginator("list_objects_v2").paginate(
+                Bucket=self.bucket, Prefix=top
+            )
+            for page in pages:
+                for obj in page.get("Contents", ()):
+                    sha = str(obj["Key"]).rsplit("/", 1)[-1]
+                    if is_hex64(sha) and obj["Key"] == self.key(sha):
+                        yield BlobInfo(sha, int(obj["Size"]), obj["LastModified"].timestamp())
+        except Exception as exc:
+            raise StoreError(f"listing the blobs of {self.url}: {exc}") from exc
+
+    def stat(self, sha256: str) -> BlobInfo | None:
+        try:
+            head = self.client.head_object(Bucket=self.bucket, Key=self.key(sha256))
+        except Exception as exc:
+            if _missing(exc):
+                return None
+            raise StoreError(f"asking {self.url} for blob {sha256}: {exc}") from exc
+        return BlobInfo(sha256, int(head["ContentLength"]), head["LastModified"].timestamp())
+
+    def delete(self, sha256: str) -> None:
+        try:
+            self.client.delete_object(Bucket=self.bucket, Key=self.key(sha256))
+        except Exception as exc:
+            if not _missing(exc):
+                raise StoreError(f"deleting blob {sha256} from {self.url}: {exc}") from exc
+
+    def spool_dir(self) -> Path | None:
+        return self.spool
 
     def check(self) -> None:
         try:

@@ -589,6 +589,11 @@ class Registry:
             names = ", ".join(m.path for m in missing[:20])
             more = f" and {len(missing) - 20} more" if len(missing) > 20 else ""
             raise BadRequestError(f"{len(missing)} files are not uploaded yet: {names}{more}")
+        if self.blobs.size(rec.index_sha256) is None:  # the parsed index may be cached
+            raise NotFoundError(
+                f"{rec.module}@{rec.version}: the upload's index is no longer stored "
+                "(collected before the upload recorded it): start a new upload"
+            )
         mod = idx.entry(MOD_FILE)
         assert mod is not None
         self._check_mod(
@@ -632,8 +637,9 @@ class Registry:
         if subject_h1(stmt) != h1:
             raise BadRequestError("the SLSA statement's subject is not this release's files")
         sha = hashlib.sha256(data).hexdigest()
-        if not self.blobs.has(sha):
-            self.blobs.put(sha, [data], max_size=MAX_ATTESTATION)
+        # written even when stored: a fresh write keeps an old unreferenced copy from being
+        # collected before the commit names it (registry.gc's grace period)
+        self.blobs.put(sha, [data], max_size=MAX_ATTESTATION)
         return sha
 
     def attestation(

@@ -57,6 +57,8 @@ EXAMPLES: dict[str, str] = {
     "  WGTPM_TOKEN=... wgtpm publish --version v0.2.0 --to https://registry.example",
     "retract": 'wgtpm retract v0.1.3 -m "trained on the wrong split"',
     "registry key": "wgtpm registry key --data ./registry",
+    "registry gc": "wgtpm registry gc --data ./registry --dry-run\n"
+    "  wgtpm registry gc --db postgresql://db/registry --store s3://bucket/blobs",
     "registry token": "wgtpm registry token create --prefix example.com/team",
     "registry token create": "wgtpm registry token create --prefix example.com/team --scope read",
     "registry token list": "wgtpm registry token list --data ./registry",

@@ -1,4 +1,5 @@
-"""``wgtpm registry serve|token|key``: run a registry, manage its tokens, show its log's key.
+"""``wgtpm registry serve|token|key|gc``: run a registry, manage its tokens, show its log's
+key, collect its garbage.
 
 Imports nothing of the server (starlette, sqlalchemy, uvicorn, boto3) until
 a command runs, so the rest of ``wgtpm`` starts as fast without the
@@ -140,6 +141,26 @@ def register(sub: Any) -> None:
     )
     _sumdb_flags(k)
     k.set_defaults(run=_key)
+
+    g = rsub.add_parser(
+        "gc",
+        help="remove dead uploads' spool files, expired uploads and unreferenced blobs",
+        description="Remove what crashes and abandoned uploads leave: spool files not written "
+        "for an hour, uploads past their 7 days, and blobs that no version, upload or "
+        "attestation references and that were written more than --grace seconds ago. Safe "
+        "to run while replicas serve (see registry/gc.py). Prints one line per kind.",
+    )
+    _storage_flags(g, store=True)
+    g.add_argument(
+        "--grace",
+        type=float,
+        metavar="SECONDS",
+        default=None,
+        help="keep unreferenced blobs written less than this long ago (default: 86400, a day; "
+        "it must exceed the longest publish)",
+    )
+    g.add_argument("--dry-run", action="store_true", help="list what would go; remove nothing")
+    g.set_defaults(run=_gc)
 
     t = rsub.add_parser("token", help="create, list and revoke access tokens")
     tsub = t.add_subparsers(dest="tokencmd", metavar="SUBCOMMAND")
@@ -320,3 +341,43 @@ def _token_revoke(args: argparse.Namespace) -> int:
         return 0
 
     return _with_meta(args, run)
+
+
+def _gc(args: argparse.Namespace) -> int:
+    """One garbage collection run on the stores ``serve`` would use (:mod:`registry.gc`)."""
+    require("registry", *STORES, purpose="wgtpm registry gc")
+    config = _config(args)
+    from registry import RegistryError
+    from registry.blobs import open_blob_store
+    from registry.gc import GC_GRACE_SECONDS, GcOptions, collect
+    from registry.metadata import open_metadata_store
+
+    grace = GC_GRACE_SECONDS if args.grace is None else args.grace
+    if not grace >= 0:
+        raise UsageError(f"--grace must be 0 or more seconds, not {args.grace}")
+    new = _new_sqlite(config.db_url())
+    if new is not None:
+        raise UsageError(
+            f"no registry database at {new}: pass the --data (or --db) that "
+            "'wgtpm registry serve' uses"
+        )
+    try:
+        meta = open_metadata_store(config.db_url())
+        try:
+            blobs = open_blob_store(
+                config.store_url(),
+                endpoint=config.s3_endpoint,
+                spool=config.data / "spool",
+                sweep=False,  # collect() sweeps it, and not in a dry run
+            )
+            try:
+                report = collect(meta, blobs, GcOptions(grace=grace, dry_run=args.dry_run))
+            finally:
+                blobs.close()
+        finally:
+            meta.close()
+    except RegistryError as exc:
+        raise _registry_error(exc) from exc
+    for line in report.lines():
+        print(line)
+    return 0
