@@ -1,0 +1,164 @@
+"""Whom the main module trusts to publish what: signatures checked against ``trust`` lines.
+
+The main module's wgt.mod says, per module path pattern, whose signature a
+release must carry (:class:`wgtpm.modfile.Trust`)::
+
+    trust github.com/acme/* key=keys/acme.pub
+    trust hf.co/acme/* identity=release@acme.com issuer=https://token.actions.githubusercontent.com
+
+A pattern is a module path (that module) or a path followed by ``/*`` (every
+module below it); the most specific matching line counts. Only the main
+module's lines count, as for ``exclude`` and ``replace``. For a module some
+line covers, ``wgtpm get`` and ``verify`` require the release's signature
+(:mod:`._bundle`, served beside the index as ``$module/@v/$version.sig``) to
+verify with that signer and to list exactly the index's files with their
+sha256 -- the index whose h1 wgt.sum locks. A missing or wrong one is a
+:class:`TrustError`, one line naming the module, the expected signer and what
+was found. ``WGTTRUST=off`` turns the check off for one command.
+
+Key-based bundles are checked here with ``cryptography`` only; keyless ones
+(a Fulcio certificate and a Rekor entry) need Sigstore's trust root and the
+``sigstore`` package (the ``sign`` extra).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .._errors import ModuleError
+from ..modfile import Trust
+from ._bundle import BadSignature, make_bundle, read_bundle, verify_key
+
+__all__ = [
+    "SIG_ASSET",
+    "TRUST_ENV",
+    "TrustError",
+    "check",
+    "enabled",
+    "load_public_key",
+    "make_bundle",
+    "rule_for",
+    "signer",
+]
+
+#: The file name of a release's signature as a GitHub asset or a Hugging Face file.
+SIG_ASSET = "wgt.sig"
+#: ``WGTTRUST=off`` skips signature checks for one command.
+TRUST_ENV = "WGTTRUST"
+
+
+class TrustError(ModuleError):
+    """A release whose signature is missing or not by the signer the main module trusts."""
+
+
+def enabled(env: Mapping[str, str] | None = None) -> bool:
+    """Whether signatures are checked (``WGTTRUST`` is not ``off``)."""
+    return (env if env is not None else os.environ).get(TRUST_ENV, "").strip().lower() != "off"
+
+
+def _matches(pattern: str, path: str) -> bool:
+    if pattern.endswith("/*"):
+        return path.startswith(pattern[:-1])
+    return path == pattern
+
+
+def rule_for(trusts: Sequence[Trust], path: str) -> Trust | None:
+    """The trust line covering module ``path``: an exact one, else the longest prefix."""
+    hits = [t for t in trusts if _matches(t.pattern, path)]
+    if not hits:
+        return None
+    return max(hits, key=lambda t: (not t.pattern.endswith("/*"), len(t.pattern)))
+
+
+def signer(rule: Trust) -> str:
+    """The expected signer of ``rule`` as an error names it."""
+    if rule.key is not None:
+        return f"key {rule.key}"
+    return f"identity {rule.identity} (issuer {rule.issuer})"
+
+
+def load_public_key(root: Path, rule: Trust) -> Any:
+    """The public key a ``key=`` line names (relative to the main module's directory)."""
+    from cryptography.hazmat.primitives import serialization
+
+    assert rule.key is not None
+    p = root / rule.key
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise ValueError(f"cannot read {rule.key} ({exc.strerror or exc})") from exc
+    try:
+        key = serialization.load_pem_public_key(data)
+    except ValueError as exc:
+        raise ValueError(f"{rule.key} is not a PEM public key") from exc
+    return key
+
+
+def check(
+    module: str,
+    version: str,
+    files: Mapping[str, str],
+    bundle: bytes | None,
+    rule: Trust,
+    root: Path,
+) -> None:
+    """Require ``bundle`` to be ``rule``'s signer's signature over exactly ``files``
+    (path -> sha256, the index's); :class:`TrustError` in one line otherwise."""
+    want = signer(rule)
+
+    def refuse(found: str) -> TrustError:
+        return TrustError(
+            module, version, f"signature check failed: want a signature by {want}; {found}"
+        )
+
+    if bundle is None:
+        raise refuse("the release has no signature (.sig)")
+    try:
+        signed = read_bundle(bundle)
+        if rule.key is not None:
+            try:
+                public = load_public_key(root, rule)
+            except ValueError as exc:
+                raise TrustError(module, version, f"trust line's key: {exc}") from exc
+            verify_key(signed, public)
+        else:
+            _verify_keyless(signed, rule)
+    except BadSignature as exc:
+        raise refuse(str(exc)) from exc
+    if signed.files != dict(files):
+        extra = sorted(set(signed.files) - set(files))
+        missing = sorted(set(files) - set(signed.files))
+        changed = sorted(p for p in set(files) & set(signed.files) if files[p] != signed.files[p])
+        what = (
+            f"{changed[0]} has another sha256"
+            if changed
+            else f"it does not sign {missing[0]}"
+            if missing
+            else f"it signs {extra[0]}, which the release does not hold"
+        )
+        raise refuse(f"the signature is valid but not over this release's index: {what}")
+
+
+def _verify_keyless(signed: Any, rule: Trust) -> None:
+    """A keyless bundle, verified by the ``sigstore`` package against Sigstore's trust root."""
+    if signed.certificate is None:
+        raise BadSignature("the release is signed with a key, not keylessly")
+    try:
+        from sigstore.models import Bundle
+        from sigstore.verify import Verifier, policy
+    except ImportError as exc:
+        raise BadSignature(
+            "keyless verification needs sigstore: pip install 'wgtpm[sign]'"
+        ) from exc
+    import json
+
+    try:
+        b = Bundle.from_json(json.dumps(signed.raw))
+        Verifier.production().verify_dsse(
+            b, policy.Identity(identity=rule.identity or "", issuer=rule.issuer)
+        )
+    except Exception as exc:  # sigstore's errors are many; each is a refusal
+        raise BadSignature(f"keyless verification failed: {str(exc).splitlines()[0]}") from exc
