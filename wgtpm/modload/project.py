@@ -175,8 +175,13 @@ class Project:
         if self._fetcher is None:
             from .fetch import open_fetcher
 
+            trust = None
+            if self._files.modfile.trusts:  # wgtpm.trust (and cryptography) only when asked
+                from ..trust import policy
+
+                trust = policy(self._files.modfile.trusts, self.root)
             self._fetcher = self._closing.enter_context(
-                open_fetcher(self.opts, self.cache, self.sums)
+                open_fetcher(self.opts, self.cache, self.sums, trust)
             )
         return self._fetcher
 

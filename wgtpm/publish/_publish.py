@@ -144,6 +144,7 @@ def publish_package(
         )
         release = assemble(spec, src, built, _mkdir(work / "staging"))
         release = _attest(release, spec, src, started, key, reporter)
+        release = _sign(release, key, reporter)
         target.check(release)
         reporter.notice(f"publishing {module}@{opts.version} ({release.h1}) to {target.name}")
         done = target.publish(release, reporter)
@@ -200,6 +201,21 @@ def _attest(
     else:
         reporter.notice(f"signed the SLSA provenance statement with key {key.keyid[:16]}")
     return replace(release, attestation=env)
+
+
+def _sign(release: Release, key: SigningKey | None, reporter: Reporter) -> Release:
+    """``release`` with its signature: a model-signing bundle (:mod:`wgtpm.trust`) over
+    exactly the index's files, named ``module@version``, made with ``--sign-key``."""
+    if key is None:
+        return release
+    import json
+
+    from ..trust import make_bundle
+
+    files = {e["path"]: e["sha256"] for e in json.loads(release.index)["files"]}
+    bundle = make_bundle(f"{release.module}@{release.version}", files, key.key)
+    reporter.notice(f"signed the release (model-signing bundle) with key {key.keyid[:16]}")
+    return replace(release, signature=bundle)
 
 
 def _published(module: str, target: PublishTarget, reporter: Reporter) -> list[str]:

@@ -35,10 +35,12 @@ from ._bundle import BadSignature, make_bundle, read_bundle, verify_key
 __all__ = [
     "SIG_ASSET",
     "TRUST_ENV",
+    "Policy",
     "TrustError",
     "check",
     "enabled",
     "load_public_key",
+    "policy",
     "make_bundle",
     "rule_for",
     "signer",
@@ -128,6 +130,9 @@ def check(
             _verify_keyless(signed, rule)
     except BadSignature as exc:
         raise refuse(str(exc)) from exc
+    named = signed.model
+    if "@" in named and named != f"{module}@{version}":
+        raise refuse(f"the signature is for {named}")
     if signed.files != dict(files):
         extra = sorted(set(signed.files) - set(files))
         missing = sorted(set(files) - set(signed.files))
@@ -162,3 +167,31 @@ def _verify_keyless(signed: Any, rule: Trust) -> None:
         )
     except Exception as exc:  # sigstore's errors are many; each is a refusal
         raise BadSignature(f"keyless verification failed: {str(exc).splitlines()[0]}") from exc
+
+
+class Policy:
+    """The main module's trust lines, as :class:`wgtpm.modfetch.TrustHook` asks them."""
+
+    def __init__(self, trusts: Sequence[Trust], root: Path) -> None:
+        self.trusts = list(trusts)
+        self.root = root
+
+    def covers(self, path: str) -> bool:
+        return rule_for(self.trusts, path) is not None
+
+    def check(
+        self, path: str, version: str, files: Mapping[str, str], bundle: bytes | None
+    ) -> None:
+        rule = rule_for(self.trusts, path)
+        if rule is not None:
+            check(path, version, files, bundle, rule, self.root)
+
+
+def policy(
+    trusts: Sequence[Trust], root: Path, env: Mapping[str, str] | None = None
+) -> Policy | None:
+    """The policy of the main module's ``trusts`` (its directory ``root``); ``None`` when
+    it has no trust lines or ``WGTTRUST=off``."""
+    if not trusts or not enabled(env):
+        return None
+    return Policy(trusts, root)
