@@ -25,7 +25,6 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 
 from tests.publish.test_conformance import make_release
-from wgtpm.proxytree import ProxyTree
 from wgtpm.publish import DirectoryTarget, Release
 from wgtpm.publish._slsa import load_signing_key
 from wgtpm.trust import make_bundle
@@ -37,11 +36,17 @@ needs_cli = pytest.mark.skipif(not CLI.exists(), reason="model-signing's CLI is 
 
 
 def _keypair(d: Path, name: str, kind: str = "p256") -> tuple[Path, Path]:
-    key = ed25519.Ed25519PrivateKey.generate() if kind == "ed25519" else ec.generate_private_key(ec.SECP256R1())
+    key = (
+        ed25519.Ed25519PrivateKey.generate()
+        if kind == "ed25519"
+        else ec.generate_private_key(ec.SECP256R1())
+    )
     priv, pub = d / f"{name}.pem", d / f"{name}.pub"
     priv.write_bytes(
         key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
         )
     )
     pub.write_bytes(
@@ -92,7 +97,12 @@ def _refused(r, project: Path, *words: str) -> None:  # type: ignore[no-untyped-
 
 @pytest.mark.parametrize("kind", ["p256", "ed25519"])
 def test_a_signed_release_round_trips_through_a_proxy_tree(
-    wgtpm, project: Path, tree: DirectoryTarget, tmp_path: Path, monkeypatch, kind: str  # type: ignore[no-untyped-def]
+    wgtpm,
+    project: Path,
+    tree: DirectoryTarget,
+    tmp_path: Path,
+    monkeypatch,
+    kind: str,  # type: ignore[no-untyped-def]
 ) -> None:
     priv, pub = _keypair(tmp_path, "acme", kind)
     release = _signed(make_release(tmp_path / "r", MODULE), priv)
@@ -109,7 +119,11 @@ def test_a_signed_release_round_trips_through_a_proxy_tree(
 
 
 def test_a_missing_signature_is_refused(
-    wgtpm, project: Path, tree: DirectoryTarget, tmp_path: Path, monkeypatch  # type: ignore[no-untyped-def]
+    wgtpm,
+    project: Path,
+    tree: DirectoryTarget,
+    tmp_path: Path,
+    monkeypatch,  # type: ignore[no-untyped-def]
 ) -> None:
     _, pub = _keypair(tmp_path, "acme")
     tree.publish(make_release(tmp_path / "r", MODULE), _Quiet())
@@ -118,7 +132,11 @@ def test_a_missing_signature_is_refused(
 
 
 def test_wgttrust_off_skips_the_check(
-    wgtpm, project: Path, tree: DirectoryTarget, tmp_path: Path, monkeypatch  # type: ignore[no-untyped-def]
+    wgtpm,
+    project: Path,
+    tree: DirectoryTarget,
+    tmp_path: Path,
+    monkeypatch,  # type: ignore[no-untyped-def]
 ) -> None:
     _, pub = _keypair(tmp_path, "acme")
     tree.publish(make_release(tmp_path / "r", MODULE), _Quiet())
@@ -128,7 +146,11 @@ def test_wgttrust_off_skips_the_check(
 
 
 def test_a_module_no_trust_line_names_needs_no_signature(
-    wgtpm, project: Path, tree: DirectoryTarget, tmp_path: Path, monkeypatch  # type: ignore[no-untyped-def]
+    wgtpm,
+    project: Path,
+    tree: DirectoryTarget,
+    tmp_path: Path,
+    monkeypatch,  # type: ignore[no-untyped-def]
 ) -> None:
     _, pub = _keypair(tmp_path, "acme")
     tree.publish(make_release(tmp_path / "r", MODULE), _Quiet())
@@ -137,7 +159,11 @@ def test_a_module_no_trust_line_names_needs_no_signature(
 
 
 def test_a_wrong_key_is_refused(
-    wgtpm, project: Path, tree: DirectoryTarget, tmp_path: Path, monkeypatch  # type: ignore[no-untyped-def]
+    wgtpm,
+    project: Path,
+    tree: DirectoryTarget,
+    tmp_path: Path,
+    monkeypatch,  # type: ignore[no-untyped-def]
 ) -> None:
     priv, _ = _keypair(tmp_path, "mallory")
     _, pub = _keypair(tmp_path, "acme")
@@ -147,7 +173,11 @@ def test_a_wrong_key_is_refused(
 
 
 def test_a_tampered_bundle_is_refused(
-    wgtpm, project: Path, tree: DirectoryTarget, tmp_path: Path, monkeypatch  # type: ignore[no-untyped-def]
+    wgtpm,
+    project: Path,
+    tree: DirectoryTarget,
+    tmp_path: Path,
+    monkeypatch,  # type: ignore[no-untyped-def]
 ) -> None:
     priv, pub = _keypair(tmp_path, "acme")
     tree.publish(_signed(make_release(tmp_path / "r", MODULE), priv), _Quiet())
@@ -166,7 +196,11 @@ def test_a_tampered_bundle_is_refused(
 
 
 def test_a_signature_over_other_files_is_refused(
-    wgtpm, project: Path, tree: DirectoryTarget, tmp_path: Path, monkeypatch  # type: ignore[no-untyped-def]
+    wgtpm,
+    project: Path,
+    tree: DirectoryTarget,
+    tmp_path: Path,
+    monkeypatch,  # type: ignore[no-untyped-def]
 ) -> None:
     """The index (and so a file) changed after signing: the signature is valid, over another index."""
     priv, pub = _keypair(tmp_path, "acme")
@@ -175,12 +209,19 @@ def test_a_signature_over_other_files_is_refused(
     tree.publish(replace(other, signature=signed.signature), _Quiet())
     _consumer(project, pub)
     _refused(
-        _get(wgtpm, project, monkeypatch, tree), project, "not over this release's index", "data/a.bin"
+        _get(wgtpm, project, monkeypatch, tree),
+        project,
+        "not over this release's index",
+        "data/a.bin",
     )
 
 
 def test_a_signature_for_another_version_is_refused(
-    wgtpm, project: Path, tree: DirectoryTarget, tmp_path: Path, monkeypatch  # type: ignore[no-untyped-def]
+    wgtpm,
+    project: Path,
+    tree: DirectoryTarget,
+    tmp_path: Path,
+    monkeypatch,  # type: ignore[no-untyped-def]
 ) -> None:
     priv, pub = _keypair(tmp_path, "acme")
     release = make_release(tmp_path / "r", MODULE)
@@ -192,7 +233,11 @@ def test_a_signature_for_another_version_is_refused(
 
 
 def test_a_tampered_cached_signature_fails_verify(
-    wgtpm, project: Path, tree: DirectoryTarget, tmp_path: Path, monkeypatch  # type: ignore[no-untyped-def]
+    wgtpm,
+    project: Path,
+    tree: DirectoryTarget,
+    tmp_path: Path,
+    monkeypatch,  # type: ignore[no-untyped-def]
 ) -> None:
     priv, pub = _keypair(tmp_path, "acme")
     tree.publish(_signed(make_release(tmp_path / "r", MODULE), priv), _Quiet())
@@ -210,7 +255,11 @@ def test_a_tampered_cached_signature_fails_verify(
 
 @needs_cli
 def test_model_signing_verifies_a_wgtpm_release(
-    wgtpm, project: Path, tree: DirectoryTarget, tmp_path: Path, monkeypatch  # type: ignore[no-untyped-def]
+    wgtpm,
+    project: Path,
+    tree: DirectoryTarget,
+    tmp_path: Path,
+    monkeypatch,  # type: ignore[no-untyped-def]
 ) -> None:
     """``model_signing verify key`` on the module's directory as the cache holds it."""
     priv, pub = _keypair(tmp_path, "acme")
@@ -240,7 +289,11 @@ def test_model_signing_verifies_a_wgtpm_release(
 
 @needs_cli
 def test_wgtpm_verifies_a_directory_signed_by_model_signing(
-    wgtpm, project: Path, tree: DirectoryTarget, tmp_path: Path, monkeypatch  # type: ignore[no-untyped-def]
+    wgtpm,
+    project: Path,
+    tree: DirectoryTarget,
+    tmp_path: Path,
+    monkeypatch,  # type: ignore[no-untyped-def]
 ) -> None:
     """A release's files signed with ``model_signing sign key``, the bundle published as-is."""
     priv, pub = _keypair(tmp_path, "acme")

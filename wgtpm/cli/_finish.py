@@ -57,6 +57,9 @@ EXAMPLES: dict[str, str] = {
     "  WGTPM_TOKEN=... wgtpm publish --version v0.2.0 --to https://registry.example",
     "retract": 'wgtpm retract v0.1.3 -m "trained on the wrong split"',
     "registry key": "wgtpm registry key --data ./registry",
+    "key": "wgtpm key generate --out keys/acme",
+    "key generate": "wgtpm key generate --out keys/acme\n"
+    "  wgtpm publish --version v0.2.0 --sign-key keys/acme.pem",
     "registry token": "wgtpm registry token create --prefix example.com/team",
     "registry token create": "wgtpm registry token create --prefix example.com/team --scope read",
     "registry token list": "wgtpm registry token list --data ./registry",

@@ -40,8 +40,8 @@ __all__ = [
     "check",
     "enabled",
     "load_public_key",
-    "policy",
     "make_bundle",
+    "policy",
     "rule_for",
     "signer",
 ]

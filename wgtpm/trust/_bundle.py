@@ -169,7 +169,11 @@ def _statement(payload: bytes) -> tuple[str, dict[str, str]]:
     if not isinstance(subj, list) or len(subj) != 1 or not isinstance(pred, dict):
         raise BadSignature("the statement does not have one subject and a predicate")
     ser = pred.get("serialization")
-    if not isinstance(ser, dict) or ser.get("method") != "files" or ser.get("hash_type") != "sha256":
+    if (
+        not isinstance(ser, dict)
+        or ser.get("method") != "files"
+        or ser.get("hash_type") != "sha256"
+    ):
         raise BadSignature(
             "the statement does not list files by sha256 (sign with model-signing's "
             "default file serialization)"
