@@ -288,10 +288,11 @@ class Fetcher:
                 version,
                 "the wgt.mod served for this version is not the one its index lists; the source is inconsistent",
             )
+        if sig is not None:  # fetched now: kept for 'wgtpm verify' (and the next get)
+            with self.cache.using():
+                self.cache.write_meta(path, version, "sig", sig)
         if fresh:
             with self.cache.using():
-                if sig is not None:
-                    self.cache.write_meta(path, version, "sig", sig)
                 self.cache.write_meta(path, version, "index.json", data)
         with self._done_lock:
             self._indexes[(path, version)] = idx
@@ -300,11 +301,13 @@ class Fetcher:
     def _signature(self, path: str, version: str, idx: _index.ReleaseIndex) -> bytes | None:
         """Run the trust hook on ``idx`` with the version's signature (the cached one, else
         the source's; ``None`` when there is none) before wgt.sum hears of it; returns the
-        signature to keep beside the cached index. The hook raises to refuse."""
+        signature to keep beside the cached index when it was fetched now (``None`` when
+        it was cached already, or none is needed). The hook raises to refuse."""
         assert self.trust is not None
         if not self.trust.covers(path):
             return None
-        sig = self.cache.read_meta(path, version, "sig")
+        cached = self.cache.read_meta(path, version, "sig")
+        sig = cached
         if sig is None:
             read = getattr(self.source, "signature", None)
             try:
@@ -312,7 +315,7 @@ class Fetcher:
             except NotFoundError:
                 sig = None
         self.trust.check(path, version, {e.path: e.sha256 for e in idx.files}, sig)
-        return sig
+        return sig if cached is None else None
 
     # ---- files ------------------------------------------------------------
 

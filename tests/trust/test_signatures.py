@@ -320,3 +320,26 @@ class _Quiet:
 
     def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
         return lambda *a, **k: None
+
+
+def test_trust_added_after_the_module_was_cached_fetches_the_signature(
+    wgtpm,
+    project: Path,
+    tree: DirectoryTarget,
+    tmp_path: Path,
+    monkeypatch,  # type: ignore[no-untyped-def]
+) -> None:
+    """The index is cached from before the trust line; get still checks (and keeps) the
+    signature, so verify finds it."""
+    priv, pub = _keypair(tmp_path, "acme")
+    tree.publish(_signed(make_release(tmp_path / "r", MODULE), priv), _Quiet())
+    assert _get(wgtpm, project, monkeypatch, tree).code == 0  # no trust line yet
+    mod = (project / "wgt.mod").read_text()
+    _consumer(project, pub)
+    (project / "wgt.mod").write_text(
+        (project / "wgt.mod").read_text() + mod.split("wgt 0.1\n", 1)[1]
+    )
+    r = wgtpm("get", f"{MODULE}@{V}", cwd=project)
+    assert r.code == 0, r.err
+    r = wgtpm("verify", cwd=project)
+    assert r.code == 0, r.out + r.err
