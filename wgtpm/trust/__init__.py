@@ -147,10 +147,52 @@ def check(
         raise refuse(f"the signature is valid but not over this release's index: {what}")
 
 
+#: Fulcio's certificate extensions naming the OIDC issuer: v2 (a DER UTF8String), v1 (raw).
+_ISSUER_V2 = "1.3.6.1.4.1.57264.1.8"
+_ISSUER_V1 = "1.3.6.1.4.1.57264.1.1"
+
+
+def cert_identity(der: bytes) -> tuple[str, str]:
+    """The identity (the first e-mail or URI of the subject alternative names) and the OIDC
+    issuer (Fulcio's extension) a keyless bundle's certificate names; "" where absent."""
+    from cryptography import x509
+
+    try:
+        cert = x509.load_der_x509_certificate(der)
+    except ValueError as exc:
+        raise BadSignature("the bundle's certificate is not X.509 DER") from exc
+    ident = ""
+    try:
+        san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        names = [*san.get_values_for_type(x509.RFC822Name)]
+        names += san.get_values_for_type(x509.UniformResourceIdentifier)
+        ident = names[0] if names else ""
+    except x509.ExtensionNotFound:
+        pass
+    issuer = ""
+    for oid in (_ISSUER_V2, _ISSUER_V1):
+        try:
+            ext = cert.extensions.get_extension_for_oid(x509.ObjectIdentifier(oid)).value
+        except x509.ExtensionNotFound:
+            continue
+        raw = bytes(getattr(ext, "value", b""))
+        if oid == _ISSUER_V2 and len(raw) >= 2 and raw[0] == 0x0C and raw[1] < 0x80:
+            raw = raw[2 : 2 + raw[1]]  # a short DER UTF8String (an issuer URL is short)
+        issuer = raw.decode("utf-8", "replace")
+        break
+    return ident, issuer
+
+
 def _verify_keyless(signed: Any, rule: Trust) -> None:
-    """A keyless bundle, verified by the ``sigstore`` package against Sigstore's trust root."""
+    """A keyless bundle: its certificate must name ``rule``'s identity and issuer (checked
+    here, so a stranger's bundle is refused offline), then the ``sigstore`` package
+    verifies the certificate chain, the Rekor entry and the signature against Sigstore's
+    trust root."""
     if signed.certificate is None:
         raise BadSignature("the release is signed with a key, not keylessly")
+    ident, issuer = cert_identity(signed.certificate)
+    if (ident, issuer) != (rule.identity, rule.issuer):
+        raise BadSignature(f"signed by identity {ident or '(none)'} (issuer {issuer or '(none)'})")
     try:
         from sigstore.models import Bundle
         from sigstore.verify import Verifier, policy
