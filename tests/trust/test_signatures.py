@@ -343,3 +343,30 @@ def test_trust_added_after_the_module_was_cached_fetches_the_signature(
     assert r.code == 0, r.err
     r = wgtpm("verify", cwd=project)
     assert r.code == 0, r.out + r.err
+
+
+def test_vendor_keeps_the_signature_and_mod_vendor_checks_it(
+    wgtpm,
+    project: Path,
+    tree: DirectoryTarget,
+    tmp_path: Path,
+    monkeypatch,  # type: ignore[no-untyped-def]
+) -> None:
+    priv, pub = _keypair(tmp_path, "acme")
+    release = _signed(make_release(tmp_path / "r", MODULE), priv)
+    tree.publish(release, _Quiet())
+    _consumer(project, pub)
+    assert _get(wgtpm, project, monkeypatch, tree).code == 0
+    r = wgtpm("vendor", cwd=project)
+    assert r.code == 0, r.err
+    manifest = project / "vendor" / "wgt.vendor.json"
+    doc = json.loads(manifest.read_text())
+    assert doc["modules"][0]["signature"].encode() == release.signature
+    r = wgtpm("verify", "-mod=vendor", cwd=project)
+    assert r.code == 0, r.out + r.err
+    del doc["modules"][0]["signature"]
+    manifest.write_text(json.dumps(doc))
+    r = wgtpm("verify", "-mod=vendor", cwd=project)
+    assert r.code != 0 and MODULE in r.err + r.out and "no signature" in r.err + r.out, (
+        r.out + r.err
+    )
