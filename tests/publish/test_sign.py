@@ -69,3 +69,22 @@ def test_publish_signs_and_get_checks_it(
             capture_output=True, text=True, timeout=120,
         )  # fmt: skip
         assert r2.returncode == 0, r2.stdout + r2.stderr
+
+
+def test_keyless_signing_failure_is_one_line_and_publishes_nothing(
+    wgtpm,
+    base_pkg: Path,
+    tmp_path: Path,
+    monkeypatch,  # type: ignore[no-untyped-def]
+) -> None:
+    """With an OIDC token but no reachable Sigstore (this sandbox: no network), publish
+    refuses in one line rather than publish the release unsigned. The signing itself
+    needs Sigstore's services and is not tested end to end here."""
+    pytest.importorskip("model_signing")
+    monkeypatch.setenv("SIGSTORE_ID_TOKEN", "not-a-jwt")
+    out = tmp_path / "tree"
+    r = wgtpm("publish", "--version", "v0.1.0", "-o", str(out), cwd=base_pkg)
+    assert r.code != 0
+    last = r.err.strip().splitlines()[-1]
+    assert "keyless signing through Sigstore failed" in last and "--sign-key" in last, r.err
+    assert not (out / MODULE / "@v" / "v0.1.0.index.json").exists()

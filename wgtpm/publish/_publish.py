@@ -205,14 +205,20 @@ def _attest(
 
 def _sign(release: Release, key: SigningKey | None, reporter: Reporter) -> Release:
     """``release`` with its signature: a model-signing bundle (:mod:`wgtpm.trust`) over
-    exactly the index's files, named ``module@version``, made with ``--sign-key``."""
-    if key is None:
-        return release
+    exactly the index's files, named ``module@version``, made with ``--sign-key``; without
+    a key, keylessly through Sigstore when an OIDC identity is at hand (CI); else none."""
     import json
 
-    from ..trust import make_bundle
+    from ..trust._keyless import identity_available, sign_keyless
 
     files = {e["path"]: e["sha256"] for e in json.loads(release.index)["files"]}
+    if key is None:
+        if not identity_available():
+            return release
+        reporter.notice("signing the release keylessly through Sigstore (an OIDC identity is set)")
+        return replace(release, signature=sign_keyless(release.module, release.files, files))
+    from ..trust import make_bundle
+
     bundle = make_bundle(f"{release.module}@{release.version}", files, key.key)
     reporter.notice(f"signed the release (model-signing bundle) with key {key.keyid[:16]}")
     return replace(release, signature=bundle)
