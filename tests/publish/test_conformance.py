@@ -339,6 +339,12 @@ def test_a_signed_release_round_trips(
     assert case.make().publish(release, SILENT).created
     src = case.read()
     assert src.signature(case.module, V) == release.signature  # type: ignore[attr-defined]
+    proxy = case.get_env.get("WGTPROXY", "")
+    if proxy.startswith("http"):  # the registry's version page names the signer
+        from wgtpm.trust._bundle import key_hint
+
+        page = httpx.get(f"{proxy}/-/module/{case.module}/@v/{V}", timeout=10).text
+        assert f"signed by key <code>{key_hint(key.public_key())[:16]}</code>" in page
     listed = {e.path for e in _index.parse(src.index(case.module, V), case.module, V).files}
     assert listed == set(release.files)  # not in the index: it signs the index
 

@@ -37,6 +37,7 @@ __all__ = [
     "TRUST_ENV",
     "Policy",
     "TrustError",
+    "cert_identity",
     "check",
     "enabled",
     "load_public_key",
