@@ -370,3 +370,49 @@ def test_vendor_keeps_the_signature_and_mod_vendor_checks_it(
     assert r.code != 0 and MODULE in r.err + r.out and "no signature" in r.err + r.out, (
         r.out + r.err
     )
+
+
+def test_a_tampered_index_is_refused(
+    wgtpm,
+    project: Path,
+    tree: DirectoryTarget,
+    tmp_path: Path,
+    monkeypatch,  # type: ignore[no-untyped-def]
+) -> None:
+    """The served index names other bytes for a file (and the file is swapped to match):
+    the signature no longer covers it."""
+    priv, pub = _keypair(tmp_path, "acme")
+    tree.publish(_signed(make_release(tmp_path / "r", MODULE), priv), _Quiet())
+    vdir = tree.tree.root / MODULE / "@v"
+    doc = json.loads((vdir / f"{V}.index.json").read_bytes())
+    evil = b"evil weights"
+    for e in doc["files"]:
+        if e["path"] == "data/a.bin":
+            e["sha256"], e["size"] = hashlib.sha256(evil).hexdigest(), len(evil)
+    (vdir / f"{V}.index.json").write_text(json.dumps(doc))
+    f = vdir / V / "data" / "a.bin"
+    f.chmod(0o644)
+    f.write_bytes(evil)
+    _consumer(project, pub)
+    _refused(_get(wgtpm, project, monkeypatch, tree), project, "data/a.bin has another sha256")
+
+
+def test_a_tampered_file_is_refused(
+    wgtpm,
+    project: Path,
+    tree: DirectoryTarget,
+    tmp_path: Path,
+    monkeypatch,  # type: ignore[no-untyped-def]
+) -> None:
+    """A file changed behind a signed index: its bytes do not hash to the signed sha256."""
+    priv, pub = _keypair(tmp_path, "acme")
+    tree.publish(_signed(make_release(tmp_path / "r", MODULE), priv), _Quiet())
+    f = tree.tree.root / MODULE / "@v" / V / "data" / "a.bin"
+    f.chmod(0o644)
+    f.write_bytes(b"B" * f.stat().st_size)
+    _consumer(project, pub)
+    r = _get(wgtpm, project, monkeypatch, tree)
+    assert r.code != 0 and MODULE in r.err and "data/a.bin" in r.err, r.err
+    assert r.err.strip().count("\n") == 0 and "tampered" in r.err, r.err
+    sums = project / "wgt.sum"
+    assert not sums.exists() or MODULE not in sums.read_text()
