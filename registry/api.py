@@ -168,12 +168,14 @@ async def commit(request: Request) -> JSONResponse:
     doc = await _json_body(request)
     h1 = _str(doc, "h1", required=False)
     att = _str(doc, "attestation", required=False)  # the SLSA statement's text, outside h1
+    sig = _str(doc, "signature", required=False)  # the model-signing bundle's text, outside h1
     out = await run_in_threadpool(
         _registry(request).commit,
         request.path_params["id"],
         token,
         h1,
         att.encode() if att else None,
+        sig.encode() if sig else None,
     )
     return JSONResponse(_outcome(out), status_code=201 if out.created else 200)
 

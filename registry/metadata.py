@@ -13,6 +13,7 @@ Tables (created and upgraded by the Alembic migrations in
     pending_versions  module, version (PRIMARY KEY), h1, mod_h1, index_sha256,
               mod_sha256, time, commit, created
     attestations  module, version (PRIMARY KEY), sha256
+    signatures    module, version (PRIMARY KEY), sha256
     sumdb_records, sumdb_hashes, sumdb_tree   the checksum log (:mod:`registry.sumlog`)
 
 Times are ISO 8601 UTC strings (``2026-12-01T01:33:53Z``), the same on both
@@ -28,7 +29,9 @@ index and wgt.mod are blobs, so any replica serves its files from the row
 (:meth:`SqlMetadataStore.add_pending`, :meth:`~SqlMetadataStore.get_pending`).
 An ``attestations`` row names the blob of a version's SLSA provenance
 statement (not one of its files: h1 does not cover it), written with the
-version (:attr:`NewVersion.attestation_sha256`).
+version (:attr:`NewVersion.attestation_sha256`). A ``signatures`` row, likewise,
+names the blob of its signature (a model-signing bundle over its index,
+:mod:`wgtpm.trust`; :attr:`NewVersion.signature_sha256`).
 An ``upload_blobs`` row says that upload ``upload_id`` sent blob ``sha256``
 itself, its hash checked: blobs are shared by sha256, and a commit may name
 a stored blob only when its upload sent it or its token can read a committed
@@ -171,6 +174,15 @@ attestations = sa.Table(
 )
 
 
+signatures = sa.Table(
+    "signatures",
+    metadata,
+    sa.Column("module", sa.String(512), primary_key=True),
+    sa.Column("version", sa.String(300), primary_key=True),
+    sa.Column("sha256", sa.String(64), nullable=False),
+)
+
+
 pending_versions = sa.Table(
     "pending_versions",
     metadata,
@@ -238,6 +250,7 @@ class NewVersion:
     private: bool = False
     proxied: bool = False  # a new module is marked as a cached copy of the upstream's
     attestation_sha256: str | None = None  # the blob of its SLSA statement, outside h1
+    signature_sha256: str | None = None  # the blob of its signature (wgtpm.trust), outside h1
 
 
 @dataclass(frozen=True)
@@ -349,6 +362,10 @@ class MetadataStore(abc.ABC):
 
     def get_attestation(self, module: str, version: str) -> str | None:
         """The sha256 of the blob holding the SLSA statement of ``module@version``, if any."""
+        return None
+
+    def get_signature(self, module: str, version: str) -> str | None:
+        """The sha256 of the blob holding the signature of ``module@version``, if any."""
         return None
 
     @abc.abstractmethod
@@ -737,6 +754,14 @@ class SqlMetadataStore(MetadataStore):
             row = conn.execute(q).one_or_none()
         return None if row is None else str(row.sha256)
 
+    def get_signature(self, module: str, version: str) -> str | None:
+        q = sa.select(signatures.c.sha256).where(
+            signatures.c.module == module, signatures.c.version == version
+        )
+        with self._tx() as conn:
+            row = conn.execute(q).one_or_none()
+        return None if row is None else str(row.sha256)
+
     def _files_query(self, module: str, version: str) -> sa.Select[Any]:
         return (
             sa.select(files.c.path, files.c.size, files.c.sha256)
@@ -818,6 +843,20 @@ class SqlMetadataStore(MetadataStore):
                                 module=new.module,
                                 version=new.version,
                                 sha256=new.attestation_sha256,
+                            )
+                        )
+                    if new.signature_sha256:
+                        conn.execute(
+                            signatures.delete().where(  # a row a lost commit may have left
+                                signatures.c.module == new.module,
+                                signatures.c.version == new.version,
+                            )
+                        )
+                        conn.execute(
+                            signatures.insert().values(
+                                module=new.module,
+                                version=new.version,
+                                sha256=new.signature_sha256,
                             )
                         )
                     if new.files:

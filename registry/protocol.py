@@ -9,6 +9,7 @@ Plain GETs (and HEADs), ``$module`` escaped as Go escapes module paths
     /$module/@v/$version.index.json  the index, byte for byte as published
     /$module/@v/$version/$path       a file of the release
     /$module/@v/$version.slsa.json   its SLSA provenance statement (404 when none; not in h1)
+    /$module/@v/$version.sig         its signature, a model-signing bundle (404 when none)
     /$module/@latest                 the .info of the highest release
 
 Statuses: 200 (206 for a satisfiable ``Range``, 304 for a matching
@@ -63,6 +64,7 @@ _KINDS = (
     (".mod", "mod"),
     (".index.json", "index"),
     (".slsa.json", "attestation"),
+    (".sig", "signature"),
 )
 
 
@@ -315,6 +317,12 @@ async def serve_protocol(
         return await serve_bytes_of(
             request, reg, f.sha256, f.size, "application/octet-stream", v.private, whole=whole
         )
+    if req.kind == "signature":
+        v, sha = await run_in_threadpool(reg.signature, req.module, req.version, token)
+        size = await run_in_threadpool(reg.blobs.size, sha)
+        if size is None:
+            raise StoreError(f"{v.module}@{v.version}: the signature blob {sha} is missing")
+        return await serve_bytes_of(request, reg, sha, size, "application/json", v.private)
     if req.kind == "attestation":
         v, sha = await run_in_threadpool(reg.attestation, req.module, req.version, token)
         size = await run_in_threadpool(reg.blobs.size, sha)

@@ -99,6 +99,9 @@ MOD_FILE = "wgt.mod"
 #: The largest SLSA provenance statement a commit may carry: wgtpm's own cap on reading one
 #: (wgtpm.publish._slsa.MAX_ENVELOPE; a 10,000-file release's statement is about 1.5 MB).
 MAX_ATTESTATION = 8 << 20
+#: The largest signature a commit may carry (wgtpm.trust's MAX_BUNDLE: a 100,000-file
+#: release's bundle is about 15 MB).
+MAX_SIGNATURE = 64 << 20
 _DUMMY_SHA = "0" * 64  # compared against when a token id is unknown, to keep timing even
 
 
@@ -575,15 +578,18 @@ class Registry:
         token: TokenRecord | None,
         h1: str | None = None,
         attestation: bytes | None = None,
+        signature: bytes | None = None,
     ) -> CommitOutcome:
         """Check the upload is complete and correct, then record the version atomically,
-        with ``attestation`` (its SLSA statement, :meth:`_store_attestation`) if given."""
+        with ``attestation`` (its SLSA statement, :meth:`_store_attestation`) and
+        ``signature`` (:meth:`_store_signature`) if given."""
         rec = self._open_upload(upload_id, token)
         idx = self._index(rec.index_sha256, rec.module, rec.version)
         got = idx.h1()
         if got != rec.h1 or (h1 is not None and h1 != got):
             raise BadRequestError(f"the index hashes to {got}, not {h1 or rec.h1}")
         att_sha = self._store_attestation(attestation, got) if attestation else None
+        sig_sha = self._store_signature(signature, idx) if signature else None
         missing = self._missing(idx, rec.id, token)
         if missing:
             names = ", ".join(m.path for m in missing[:20])
@@ -611,6 +617,7 @@ class Registry:
                 commit=idx.commit,
                 private=rec.private,
                 attestation_sha256=att_sha,
+                signature_sha256=sig_sha,
             )
         )
         self.meta.delete_upload(upload_id)
@@ -641,6 +648,37 @@ class Registry:
         # collected before the commit names it (registry.gc's grace period)
         self.blobs.put(sha, [data], max_size=MAX_ATTESTATION)
         return sha
+
+    def _store_signature(self, data: bytes, idx: ReleaseIndex) -> str:
+        """Store a model-signing bundle whose statement lists exactly ``idx``'s files; its
+        sha256. Refused (400): one over :data:`MAX_SIGNATURE` bytes, one that is no such
+        bundle, one over other files. Whose key signed it is not checked here: whom to
+        trust is the consumer's policy (its wgt.mod's trust lines)."""
+        from wgtpm.trust._bundle import BadSignature, read_bundle
+
+        if len(data) > MAX_SIGNATURE:
+            raise BadRequestError(f"the signature is larger than {MAX_SIGNATURE} bytes")
+        try:
+            signed = read_bundle(data)
+        except BadSignature as exc:
+            raise BadRequestError(f"the signature is not a model-signing bundle: {exc}") from exc
+        if signed.files != {e.path: e.sha256 for e in idx.files}:
+            raise BadRequestError("the signature does not list exactly this release's files")
+        sha = hashlib.sha256(data).hexdigest()
+        if not self.blobs.has(sha):
+            self.blobs.put(sha, [data], max_size=MAX_SIGNATURE)
+        return sha
+
+    def signature(
+        self, module: str, version: str, token: TokenRecord | None = None
+    ) -> tuple[VersionRecord, str]:
+        """The version (readable by ``token``) and the blob of its signature; 404 when it
+        was published without one."""
+        v = self.version(module, version, token)
+        sha = self.meta.get_signature(module, v.version)
+        if sha is None:
+            raise NotFoundError(f"{module}@{version}: published without a signature")
+        return v, sha
 
     def attestation(
         self, module: str, version: str, token: TokenRecord | None = None

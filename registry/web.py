@@ -80,6 +80,7 @@ MAX_MODULES = 2000  # modules listed on the front page
 MAX_FILE_ROWS = 1000  # files listed on a version's page (an index may list 10,000)
 MAX_ARTIFACTS = 32  # artifact sections on a version's page (distinct blobs)
 MAX_PAGE_READ = 16 << 20  # bytes of artifact blobs one render of a version's page reads
+MAX_SIGNATURE_SHOWN = 4 << 20  # a larger signature is named, not read (a 20,000-file release's)
 _CACHE_PAGES = 256  # rendered public version pages kept (versions never change)
 _CACHE_PAGE_BYTES = 64 << 20  # ... and their bytes, all together
 _CACHE_DIGESTS = 4096  # artifact digests kept (a blob's never changes)
@@ -255,6 +256,7 @@ def render_version(
         + (f" · commit <code>{esc(v.commit)}</code>" if v.commit else "")
         + "</p>"
     )
+    body += _signature_html(reg, v)
     body += _snippet_html(reg.public_url, module, version)
     files = reg.meta.list_files(module, version)
     entries = {e.path: e for e in idx.files} if idx else {}
@@ -275,6 +277,36 @@ def render_version(
     body += more(len(files) - MAX_FILE_ROWS, f"files (wgtpm get {module}@{version} has all)")
     body += _artifacts(reg, idx, cache if cache is not None else PageCache())
     return _page(f"{module}@{version}", body)
+
+
+def _signature_html(reg: Registry, v: VersionRecord) -> str:
+    """The version's signer (wgtpm.trust): the key's hint or the keyless identity and its
+    issuer, as the bundle states them. The registry checked at publish that the bundle
+    lists exactly the release's files; whose signature counts is each consumer's trust
+    lines' call, so the page says so rather than "verified"."""
+    sha = reg.meta.get_signature(v.module, v.version)
+    if sha is None:
+        return "<p>signature: none (unsigned)</p>"
+    size = reg.blobs.size(sha)
+    data = _blob(reg, sha, size, MAX_SIGNATURE_SHOWN) if size is not None else None
+    if data is None:
+        return "<p>signature: a bundle too large to show here</p>"
+    from wgtpm.trust import cert_identity
+    from wgtpm.trust._bundle import BadSignature, read_bundle
+
+    try:
+        signed = read_bundle(data)
+        if signed.certificate is not None:
+            ident, issuer = cert_identity(signed.certificate)
+            who = f"keyless, identity <code>{esc(ident)}</code> (issuer {esc(issuer)})"
+        else:
+            who = f"key <code>{esc(signed.hint[:16])}</code>…"
+    except BadSignature:
+        return "<p>signature: unreadable</p>"
+    return (
+        f'<p id="signature">signed by {who} · lists exactly this release\'s files; '
+        "<code>trust</code> lines in a consumer's wgt.mod decide whose signature counts</p>"
+    )
 
 
 def _requirements(reg: Registry, idx: ReleaseIndex | None, module: str, version: str) -> str:

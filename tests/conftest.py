@@ -31,6 +31,10 @@ def _isolated_env(
         "GITHUB_TOKEN",
         "HF_TOKEN",
         "PAW_API_KEY",
+        "WGTTRUST",
+        # an OIDC identity would make 'wgtpm publish' sign keylessly (wgtpm.trust._keyless)
+        "SIGSTORE_ID_TOKEN",
+        "ACTIONS_ID_TOKEN_REQUEST_URL",
     ):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("NETRC", str(cache / "no-netrc"))

@@ -107,6 +107,7 @@ WORKS: list[tuple[tuple[str, ...], str]] = [
     (("cache", "dir"), "cache"),
     (("cache", "verify"), ""),
     (("registry", "key", "--data", "../reg"), "WGTSUMDB"),
+    (("key", "generate", "--out", "signer"), "signer.pub"),
     (("retract", "v0.0.1", "-m", "broken"), "retracts v0.0.1"),
     (("vendor",), ""),
     (("tidy",), ""),
@@ -226,6 +227,8 @@ def test_the_extras_table_is_pyproject_s() -> None:
     dist_of = {
         "git": "gitpython",
         "cyclonedx": "cyclonedx-python-lib",
+        "model_signing": "model-signing",
+        "OpenSSL": "pyopenssl",
     }  # import name -> distribution, where they differ
     for extra, brings in EXTRAS.items():
         dists = {

@@ -51,6 +51,8 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "hf": ("huggingface_hub",),
     "publish": ("git",),
     "sbom": ("cyclonedx",),
+    # keyless signing and verification (Sigstore); key-based ones need none of it
+    "sign": ("model_signing", "sigstore", "OpenSSL"),
     "registry": ("starlette", "uvicorn", "sqlalchemy", "alembic", "psycopg", "boto3"),
 }
 
@@ -61,7 +63,12 @@ CHECKS_BUNDLE = ("numpy", "gguf")
 RUNS_PROGRAM = ("torch", "transformers", "numpy", "gguf")
 
 #: How a message names a module whose distribution is called otherwise.
-_SHOWN = {"git": "GitPython", "cyclonedx": "cyclonedx-python-lib"}
+_SHOWN = {
+    "git": "GitPython",
+    "cyclonedx": "cyclonedx-python-lib",
+    "model_signing": "model-signing",
+    "OpenSSL": "pyOpenSSL",
+}
 
 
 class MissingExtraError(UsageError):

@@ -33,7 +33,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, ClassVar, Protocol
@@ -107,6 +107,21 @@ class SumChecker(Protocol):
         ...
 
 
+class TrustHook(Protocol):
+    """The main module's trust lines (:mod:`wgtpm.trust`), asked before a version's index
+    is accepted."""
+
+    def covers(self, path: str) -> bool:
+        """Whether some trust line names ``path`` (only then is a signature looked up)."""
+        ...
+
+    def check(
+        self, path: str, version: str, files: Mapping[str, str], bundle: bytes | None
+    ) -> None:
+        """Raise unless ``bundle`` is a trusted signature over exactly ``files``."""
+        ...
+
+
 @dataclass(frozen=True)
 class FetchOptions:
     jobs: int = 16  # files downloaded at once; the same as modload.DEFAULT_JOBS (a test checks)
@@ -148,10 +163,12 @@ class Fetcher:
         http: Callable[[], HttpClient] | None = None,
         opts: FetchOptions | None = None,
         progress: Reporter | None = None,
+        trust: TrustHook | None = None,
     ) -> None:
         self.cache = cache
         self.source = source
         self.sums = sums
+        self.trust = trust
         self.opts = opts or FetchOptions()
         self.progress: Reporter = progress or SILENT
         self._http_factory = http
@@ -261,6 +278,7 @@ class Fetcher:
         if data is None:
             data = self.source.index(path, version)
         idx = _index.parse(data, path, version)
+        sig = self._signature(path, version, idx) if self.trust is not None else None
         self._check(path, version, idx.h1(), cached=not fresh)
         mod_entry = idx.entry("wgt.mod")
         mod = self.mod(path, version)
@@ -270,12 +288,34 @@ class Fetcher:
                 version,
                 "the wgt.mod served for this version is not the one its index lists; the source is inconsistent",
             )
+        if sig is not None:  # fetched now: kept for 'wgtpm verify' (and the next get)
+            with self.cache.using():
+                self.cache.write_meta(path, version, "sig", sig)
         if fresh:
             with self.cache.using():
                 self.cache.write_meta(path, version, "index.json", data)
         with self._done_lock:
             self._indexes[(path, version)] = idx
         return idx
+
+    def _signature(self, path: str, version: str, idx: _index.ReleaseIndex) -> bytes | None:
+        """Run the trust hook on ``idx`` with the version's signature (the cached one, else
+        the source's; ``None`` when there is none) before wgt.sum hears of it; returns the
+        signature to keep beside the cached index when it was fetched now (``None`` when
+        it was cached already, or none is needed). The hook raises to refuse."""
+        assert self.trust is not None
+        if not self.trust.covers(path):
+            return None
+        cached = self.cache.read_meta(path, version, "sig")
+        sig = cached
+        if sig is None:
+            read = getattr(self.source, "signature", None)
+            try:
+                sig = read(path, version) if read is not None else None
+            except NotFoundError:
+                sig = None
+        self.trust.check(path, version, {e.path: e.sha256 for e in idx.files}, sig)
+        return sig if cached is None else None
 
     # ---- files ------------------------------------------------------------
 

@@ -3,7 +3,10 @@
 Like ``go mod verify``: for every module of the build list, the cached index
 must hash to the one h1 line of wgt.sum (two different lines for one version
 are a SECURITY ERROR), the cached wgt.mod to its ``/wgt.mod`` line, and every
-selected file must be in the module tree and hash to its index entry.
+selected file must be in the module tree and hash to its index entry. A
+module the main module's ``trust`` lines name must have, beside its cached
+index, a signature by the trusted signer over exactly that index
+(:mod:`wgtpm.trust`).
 A release's ``wgt.provenance.json`` (fetched whatever ``select`` says) must
 agree with its index, as ``wgtpm get`` requires
 (:func:`wgtpm.publish.check_provenance`): the index's artifact and kind of a
@@ -45,6 +48,7 @@ def verify_build(project: Project) -> list[str]:
         return _verify_vendor(project)
     problems: list[str | _FileCheck | _ProvenanceCheck] = []
     cache = project.cache
+    trust = project.trust_policy()
     for m in project.build_list()[1:]:
         origin = project.origin(m)
         if not isinstance(origin, Fetched):
@@ -68,6 +72,12 @@ def verify_build(project: Project) -> list[str]:
             )
         elif idx.h1() not in sums:
             problems.append(f"{m}: cached index has {idx.h1()}, wgt.sum has {sums[0]}")
+        if trust is not None and trust.covers(path):
+            try:  # the signature kept beside the cached index when get checked it
+                sig = cache.read_meta(path, version, "sig")
+                trust.check(path, version, {e.path: e.sha256 for e in idx.files}, sig)
+            except WgtpmError as exc:
+                problems.append(str(exc))
         mod = cache.read_meta(path, version, "mod")
         if mod is not None:
             mod_key = version + MOD_SUFFIX

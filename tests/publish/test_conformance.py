@@ -315,6 +315,63 @@ def test_the_slsa_statement_is_served_beside_the_index(
     assert case.read().attestation(case.module, V) == release.attestation  # type: ignore[attr-defined]
 
 
+def test_a_signed_release_round_trips(
+    case: Case,
+    tmp_path: Path,
+    wgtpm,
+    project: Path,
+    monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
+) -> None:
+    """The signature (wgtpm.trust) comes back beside the index, outside it; ``wgtpm get``
+    with a trust line accepts it, and refuses it under another trusted key in one line."""
+    import json
+    from dataclasses import replace
+
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from wgtpm.trust import make_bundle
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    release = make_release(tmp_path / "r1", case.module)
+    files = {e["path"]: e["sha256"] for e in json.loads(release.index)["files"]}
+    release = replace(release, signature=make_bundle(f"{case.module}@{V}", files, key))
+    assert case.make().publish(release, SILENT).created
+    src = case.read()
+    assert src.signature(case.module, V) == release.signature  # type: ignore[attr-defined]
+    proxy = case.get_env.get("WGTPROXY", "")
+    if proxy.startswith("http"):  # the registry's version page names the signer
+        from wgtpm.trust._bundle import key_hint
+
+        page = httpx.get(f"{proxy}/-/module/{case.module}/@v/{V}", timeout=10).text
+        assert f"signed by key <code>{key_hint(key.public_key())[:16]}</code>" in page
+    listed = {e.path for e in _index.parse(src.index(case.module, V), case.module, V).files}
+    assert listed == set(release.files)  # not in the index: it signs the index
+
+    def trust(k: ec.EllipticCurvePrivateKey) -> None:
+        (project / "acme.pub").write_bytes(
+            k.public_key().public_bytes(
+                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+            )
+        )
+        (project / "wgt.mod").write_text(
+            f"module example.com/app\nwgt 0.1\ntrust {case.module} key=acme.pub\n"
+        )
+
+    for k, v in case.get_env.items():
+        monkeypatch.setenv(k, v)
+    trust(ec.generate_private_key(ec.SECP256R1()))
+    r = wgtpm("get", f"{case.module}@{V}", cwd=project)
+    assert r.code != 0 and r.err.strip().count("\n") == 0, r.err
+    assert case.module in r.err and "key acme.pub" in r.err and "another key" in r.err
+    assert not (project / "wgt.sum").exists()
+    trust(key)
+    r = wgtpm("get", f"{case.module}@{V}", cwd=project)
+    assert r.code == 0, r.err
+    sums = [ln for ln in (project / "wgt.sum").read_text().splitlines() if case.module in ln]
+    assert sums == release.sum_lines()
+
+
 def test_a_published_version_never_changes(case: Case, http: HttpClient, tmp_path: Path) -> None:
     t = case.make()
     release = make_release(tmp_path / "r1", case.module)

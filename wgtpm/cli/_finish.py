@@ -59,6 +59,9 @@ EXAMPLES: dict[str, str] = {
     "registry key": "wgtpm registry key --data ./registry",
     "registry gc": "wgtpm registry gc --data ./registry --dry-run\n"
     "  wgtpm registry gc --db postgresql://db/registry --store s3://bucket/blobs",
+    "key": "wgtpm key generate --out keys/acme",
+    "key generate": "wgtpm key generate --out keys/acme\n"
+    "  wgtpm publish --version v0.2.0 --sign-key keys/acme.pem",
     "registry token": "wgtpm registry token create --prefix example.com/team",
     "registry token create": "wgtpm registry token create --prefix example.com/team --scope read",
     "registry token list": "wgtpm registry token list --data ./registry",

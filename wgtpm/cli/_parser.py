@@ -34,6 +34,7 @@ COMMAND_MODULES: dict[str, str] = {
     "registry": "wgtpm.cli._registry",
     "publish": "wgtpm.cli._publish",
     "retract": "wgtpm.cli._publish",
+    "key": "wgtpm.cli._key",
     "help": "wgtpm.cli._help",
 }
 #: The command modules, each once, in that order.

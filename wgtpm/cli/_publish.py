@@ -52,8 +52,9 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--sign-key",
         metavar="FILE",
-        help="sign the release's SLSA provenance statement with this PEM private key "
-        "(ECDSA P-256 or Ed25519); without it the statement is published unsigned",
+        help="sign the release (a model-signing bundle over its index) and its SLSA provenance "
+        "statement with this PEM private key (ECDSA P-256 or Ed25519; 'wgtpm key generate'); "
+        "without it both are published unsigned",
     )
     p.set_defaults(run=_publish)
 

@@ -13,9 +13,11 @@ The verbs (DESIGN.md section 3)::
     artifact NAME SOURCE                     what the package publishes
     license EXPRESSION                       the module's license: an SPDX expression
     deny-license LICENSE...                  refuse dependencies under these licenses
+    trust PATTERN key=FILE                   modules matching PATTERN must be signed by FILE's key
+    trust PATTERN identity=ID issuer=URL     ... or keylessly (Sigstore) by ID as URL issued it
 
 ``require``, ``exclude``, ``replace``, ``retract``, ``select``,
-``artifact`` and ``deny-license`` may be written as blocks. Errors name
+``artifact``, ``deny-license`` and ``trust`` may be written as blocks. Errors name
 ``file:line:col`` and all errors of a file are reported together.
 
 ``license`` takes one SPDX expression (:mod:`wgtpm.spdx`), in quotes when it
@@ -68,6 +70,7 @@ __all__ = [
     "Require",
     "Retract",
     "Select",
+    "Trust",
     "parse",
 ]
 
@@ -82,6 +85,7 @@ VERBS = (
     "select",
     "artifact",
     "deny-license",
+    "trust",
 )
 BLOCK_VERBS = frozenset(VERBS) - {"module", "wgt", "license"}
 LANGUAGE_VERSION = "0.1"
@@ -224,6 +228,7 @@ class ModFile:
     artifacts: list[Artifact] = field(default_factory=list)
     license: License | None = None
     deny_licenses: list[DenyLicense] = field(default_factory=list)
+    trusts: list[Trust] = field(default_factory=list)
 
     # ---- reading -------------------------------------------------------
 
@@ -399,6 +404,7 @@ class ModFile:
             *self.artifacts,
             *([self.license] if self.license else []),
             *self.deny_licenses,
+            *self.trusts,
         ]
 
     def _drop(self, pred: object) -> None:
@@ -464,6 +470,7 @@ class ModFile:
         self.requires, self.excludes, self.replaces = fresh.requires, fresh.excludes, fresh.replaces
         self.retracts, self.selects, self.artifacts = fresh.retracts, fresh.selects, fresh.artifacts
         self.license, self.deny_licenses = fresh.license, fresh.deny_licenses
+        self.trusts = fresh.trusts
 
 
 def _set_args(line: Line, args: list[str]) -> None:
@@ -765,6 +772,50 @@ def _deny_license_stmt(mf: ModFile, line: Line, args: list[str], err: ErrFn) -> 
         mf.deny_licenses.append(DenyLicense(parsed, line, col))
 
 
+@dataclass
+class Trust:
+    """A ``trust`` line: modules whose path matches ``pattern`` (a module path, or a
+    prefix ending in ``/*`` matching every path below it) must carry a signature by
+    the public key in ``key`` (a PEM file, relative to the main module's directory),
+    or a keyless (Sigstore) one by ``identity`` as ``issuer`` certified it."""
+
+    pattern: str
+    key: str | None
+    identity: str | None
+    issuer: str | None
+    line: Line = field(repr=False, compare=False)
+
+
+_TRUST_USAGE = "usage: trust PATTERN key=FILE, or trust PATTERN identity=ID issuer=URL"
+
+
+def _trust_stmt(mf: ModFile, line: Line, args: list[str], err: ErrFn) -> None:
+    if len(args) < 2:
+        err(-1, _TRUST_USAGE)
+        return
+    pattern = args[0]
+    base = pattern.removesuffix("/*")
+    if base.endswith("*") or "*" in base or not base:
+        err(0, f"trust {pattern!r}: a pattern is a module path, or a path followed by /*")
+        return
+    kv: dict[str, str] = {}
+    for i, a in enumerate(args[1:], 1):
+        k, eq, v = a.partition("=")
+        if not eq or k not in ("key", "identity", "issuer") or not v or k in kv:
+            err(i, f"{_TRUST_USAGE} (not {_shown(a)})")
+            return
+        kv[k] = v
+    if "key" in kv and len(kv) == 1:
+        mf.trusts.append(Trust(pattern, kv["key"], None, None, line))
+    elif set(kv) == {"identity", "issuer"}:
+        if not kv["issuer"].startswith("https://"):
+            err(len(args) - 1, "trust issuer= is the OIDC issuer's https:// URL")
+            return
+        mf.trusts.append(Trust(pattern, None, kv["identity"], kv["issuer"], line))
+    else:
+        err(1, _TRUST_USAGE)
+
+
 _INTERPRETERS = {
     "module": _module_stmt,
     "wgt": _wgt_stmt,
@@ -776,6 +827,7 @@ _INTERPRETERS = {
     "artifact": _artifact_stmt,
     "license": _license_stmt,
     "deny-license": _deny_license_stmt,
+    "trust": _trust_stmt,
 }
 
 

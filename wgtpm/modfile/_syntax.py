@@ -15,7 +15,8 @@ A statement is a verb and its arguments on one line, or a verb followed by
 ``(`` and then one argument list per line until ``)``. Tokens are separated by
 spaces or tabs; a token holding spaces or special characters is written as a
 double-quoted string with backslash escapes. ``//`` starts a comment that runs
-to the end of the line.
+to the end of the line, except right after a ``:`` within a token: a URL's
+``://`` (``trust ... issuer=https://token.actions.githubusercontent.com``).
 
 This module knows nothing of what verbs mean (that is :mod:`._rules`). It
 keeps every comment, where it was: the comment lines before a statement, a
@@ -171,7 +172,7 @@ def _tokenize(
             while (
                 j < len(text)
                 and text[j] not in ' \t\r\f\v"' + _SPECIAL
-                and not text.startswith("//", j)
+                and not (text.startswith("//", j) and text[j - 1] != ":")  # a URL's ://
                 and not text.startswith("=>", j)
             ):
                 j += 1
@@ -290,7 +291,7 @@ _BARE = re.compile(r"^[^\s\"()\[\],]+\Z")
 
 def quote(tok: str) -> str:
     """The token as written: bare when it can be, else a double-quoted string."""
-    if _BARE.match(tok) and "//" not in tok and "=>" not in tok:
+    if _BARE.match(tok) and "//" not in tok.replace("://", "") and "=>" not in tok:
         return tok
     out = tok.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
     return f'"{out}"'

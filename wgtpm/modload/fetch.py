@@ -25,7 +25,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from ..modfetch import Fetcher, FetchOptions, SumChecker
+from ..modfetch import Fetcher, FetchOptions, SumChecker, TrustHook
 from .sums import SumLedger
 
 if TYPE_CHECKING:
@@ -42,8 +42,11 @@ SUMDB_ENV = "WGTSUMDB"
 
 
 @contextmanager
-def open_fetcher(opts: Options, cache: Cache, sums: SumChecker) -> Iterator[Fetcher]:
-    """A fetcher into ``cache`` from ``opts.source`` (default ``WGTPROXY``), checking ``sums``,
+def open_fetcher(
+    opts: Options, cache: Cache, sums: SumChecker, trust: TrustHook | None = None
+) -> Iterator[Fetcher]:
+    """A fetcher into ``cache`` from ``opts.source`` (default ``WGTPROXY``), checking ``sums``
+    (and, where the main module's trust lines name a module, its signature: ``trust``),
     for the block; its HTTP client is closed when the block ends."""
     http = _SharedHttp()
     try:
@@ -63,6 +66,7 @@ def open_fetcher(opts: Options, cache: Cache, sums: SumChecker) -> Iterator[Fetc
             http=http,
             opts=FetchOptions(jobs=opts.jobs),
             progress=opts.reporter,
+            trust=trust,
         )
     finally:
         http.close()
@@ -137,3 +141,7 @@ class _LazySource:
 
     def known_files(self, path: str, version: str) -> Sequence[IndexEntry]:
         return self._get().known_files(path, version)
+
+    def signature(self, path: str, version: str) -> bytes | None:
+        read = getattr(self._get(), "signature", None)
+        return read(path, version) if read is not None else None

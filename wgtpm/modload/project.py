@@ -37,7 +37,7 @@ from .sums import SumLedger
 if TYPE_CHECKING:
     from ..cache import Cache
     from ..index import ReleaseIndex
-    from ..modfetch import Fetcher
+    from ..modfetch import Fetcher, TrustHook
     from .licenses import ModuleLicense
 
 __all__ = ["Project", "plain_readonly_errors"]
@@ -176,9 +176,18 @@ class Project:
             from .fetch import open_fetcher
 
             self._fetcher = self._closing.enter_context(
-                open_fetcher(self.opts, self.cache, self.sums)
+                open_fetcher(self.opts, self.cache, self.sums, self.trust_policy())
             )
         return self._fetcher
+
+    def trust_policy(self) -> TrustHook | None:
+        """The main module's trust lines (:mod:`wgtpm.trust`), or ``None`` when it has none
+        or ``WGTTRUST=off`` (wgtpm.trust and cryptography load only when there are some)."""
+        if not self._files.modfile.trusts:
+            return None
+        from ..trust import policy
+
+        return policy(self._files.modfile.trusts, self.root)
 
     # ---- the build list ----------------------------------------------------------------
 

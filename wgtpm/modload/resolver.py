@@ -92,11 +92,21 @@ class VendorResolver:
     def __init__(self, project: Project) -> None:
         self._dir = project.root / VENDOR
         self._mods = read_manifest(self._dir, project.requirements())
+        trust = project.trust_policy()
         for m in self._mods.values():
             # Whether a module is a directory is wgt.mod's to say, not the manifest's.
             origin = project.origin(ModuleVersion(m["path"], m["version"]))
             if isinstance(origin, Fetched):
                 check_locked(m, project.sums.hashes(origin.path, origin.version))
+                if trust is not None and trust.covers(origin.path):
+                    sig = m.get("signature")  # the bundle wgtpm vendor copied (wgtpm.trust)
+                    listed = {f["path"]: f["sha256"] for f in m["files"]}
+                    trust.check(
+                        origin.path,
+                        origin.version,
+                        listed,
+                        sig.encode() if isinstance(sig, str) else None,
+                    )
         self._checked: set[str] = set()
 
     def modules(self) -> list[str]:

@@ -15,7 +15,10 @@ hashes to the module's h1, with what the index says of it (``artifact``,
 ``kind``; the module's ``commit``) where it says it; a file the main module
 does not ``select`` is marked ``"omitted": true`` and is not copied, but a
 release's ``wgt.provenance.json`` is always copied, as ``get`` always
-fetches it. Like the index's, those fields are outside h1; the provenance
+fetches it. A release whose signature ``get`` checked (the main module's
+``trust`` lines, :mod:`wgtpm.trust`) keeps it as ``"signature"``, the
+bundle's text, which ``-mod=vendor`` checks against the trust lines again
+over the manifest's file list. Like the index's, those fields are outside h1; the provenance
 file, inside it, says them again, and ``wgtpm verify -mod=vendor`` checks
 that the two agree (:func:`manifest_index`). A module replaced by a
 directory has ``"replace": "DIR"`` (as wgt.mod spells it) and no ``h1``: it
@@ -99,6 +102,9 @@ def _copy_module(project: Project, m: ModuleVersion, explicit: bool, tmp: Path) 
         entry["h1"] = idx.h1()
         if idx.commit:
             entry["commit"] = idx.commit
+        sig = project.cache.read_meta(m.path, m.version, "sig")
+        if sig is not None:  # the release's signature (wgtpm.trust), as get checked it
+            entry["signature"] = sig.decode("utf-8", "replace")
         patterns = project.select_patterns(m)
         for e in idx.files:
             listed = e.to_json()

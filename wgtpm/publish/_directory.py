@@ -7,8 +7,9 @@ a valid proxy tree (:class:`~wgtpm.proxytree.ProxyTree`), so that::
 
 gets the release exactly as a registry would serve it. Nothing leaves the machine.
 The release's SLSA statement (:mod:`._slsa`) is written beside its index, as
-``$module/@v/$version.slsa.json``, when the version is new (a re-publish of
-the same h1 leaves the first build's statement).
+``$module/@v/$version.slsa.json``, and its signature (``--sign-key``;
+:mod:`wgtpm.trust`) as ``$module/@v/$version.sig``, when the version is new (a
+re-publish of the same h1 leaves the first build's statement and signature).
 
 ``real`` is the target a publish without ``--dry-run`` would use (``--to
 URL``, or the GitHub or Hugging Face repository of the module path), or
@@ -53,9 +54,16 @@ class DirectoryTarget:
         created = self.tree.put(release.module, release.version, release.index, release.files)
         if created and release.attestation:
             write_atomic(self.statement_path(release.module, release.version), release.attestation)
+        if created and release.signature:
+            write_atomic(self.signature_path(release.module, release.version), release.signature)
         return Published(self.tree.url, created)
 
     def statement_path(self, module: str, version: str) -> Path:
         """Where the SLSA statement of ``module@version`` lies in the tree."""
         vdir = self.tree.root / escape_path(module) / "@v"
         return vdir / f"{escape_version(version)}.slsa.json"
+
+    def signature_path(self, module: str, version: str) -> Path:
+        """Where the signature (model-signing bundle) of ``module@version`` lies in the tree."""
+        vdir = self.tree.root / escape_path(module) / "@v"
+        return vdir / f"{escape_version(version)}.sig"

@@ -144,6 +144,7 @@ def publish_package(
         )
         release = assemble(spec, src, built, _mkdir(work / "staging"))
         release = _attest(release, spec, src, started, key, reporter)
+        release = _sign(release, key, reporter)
         target.check(release)
         reporter.notice(f"publishing {module}@{opts.version} ({release.h1}) to {target.name}")
         done = target.publish(release, reporter)
@@ -200,6 +201,27 @@ def _attest(
     else:
         reporter.notice(f"signed the SLSA provenance statement with key {key.keyid[:16]}")
     return replace(release, attestation=env)
+
+
+def _sign(release: Release, key: SigningKey | None, reporter: Reporter) -> Release:
+    """``release`` with its signature: a model-signing bundle (:mod:`wgtpm.trust`) over
+    exactly the index's files, named ``module@version``, made with ``--sign-key``; without
+    a key, keylessly through Sigstore when an OIDC identity is at hand (CI); else none."""
+    import json
+
+    from ..trust._keyless import identity_available, sign_keyless
+
+    files = {e["path"]: e["sha256"] for e in json.loads(release.index)["files"]}
+    if key is None:
+        if not identity_available():
+            return release
+        reporter.notice("signing the release keylessly through Sigstore (an OIDC identity is set)")
+        return replace(release, signature=sign_keyless(release.module, release.files, files))
+    from ..trust import make_bundle
+
+    bundle = make_bundle(f"{release.module}@{release.version}", files, key.key)
+    reporter.notice(f"signed the release (model-signing bundle) with key {key.keyid[:16]}")
+    return replace(release, signature=bundle)
 
 
 def _published(module: str, target: PublishTarget, reporter: Reporter) -> list[str]:

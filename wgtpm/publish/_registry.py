@@ -5,7 +5,9 @@ Three steps, as the API has them: **start** an upload with the index
 (``PUT /api/v1/uploads/{id}/files/{sha256}``), **commit**
 (``POST /api/v1/uploads/{id}/commit``, carrying the build's SLSA provenance
 statement as ``attestation``: :mod:`._slsa`, served at
-``@v/$version.slsa.json`` and not one of the version's files). Only the
+``@v/$version.slsa.json``, and the release's signature as ``signature``:
+:mod:`wgtpm.trust`, served at ``@v/$version.sig``; neither is one of the
+version's files). Only the
 commit makes the version
 visible, atomically, so a failure at any earlier point leaves nothing
 published; the next attempt starts a new upload and sends only what the
@@ -139,6 +141,8 @@ class RegistryTarget:
         body = {"h1": release.h1}
         if release.attestation:  # beside the version, outside h1
             body["attestation"] = release.attestation.decode()
+        if release.signature:  # the model-signing bundle over the index (wgtpm.trust)
+            body["signature"] = release.signature.decode()
         done = self._call(
             "commit",
             lambda: self._send("POST", f"{self.url}{start.doc['commit_url']}", json=body),

@@ -37,7 +37,9 @@ __all__ = ["INDEX_FILE", "MOD_FILE", "ReleaseSpec", "assemble"]
 MOD_FILE = "wgt.mod"
 INDEX_FILE = "wgt.index.json"
 #: Names the release itself uses (SLSA_ASSET: where GitHub and Hugging Face keep the statement).
-RESERVED = frozenset({MOD_FILE, INDEX_FILE, PROVENANCE_FILE, TABLES_FILE, SLSA_ASSET})
+RESERVED = frozenset(
+    {MOD_FILE, INDEX_FILE, PROVENANCE_FILE, TABLES_FILE, SLSA_ASSET, "wgt.sig"}
+)  # wgt.sig: where GitHub and Hugging Face keep the signature (wgtpm.trust.SIG_ASSET)
 
 
 @dataclass(frozen=True)

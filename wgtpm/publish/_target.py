@@ -90,6 +90,8 @@ class Release:
     DSSE envelope of the build's SLSA provenance (:mod:`._slsa`), which every
     target serves beside the index and never lists in it (empty: none); a
     re-publish of the same h1 leaves the first publish's statement in place.
+    ``signature`` is the release's model-signing bundle (:mod:`wgtpm.trust`) over
+    the index's files, served beside the index like the statement (empty: unsigned).
     """
 
     module: str
@@ -103,6 +105,7 @@ class Release:
     notes: str = ""  # release notes (GitHub release body, Hugging Face commit message)
     extra: dict[str, str] = field(default_factory=dict)
     attestation: bytes = b""
+    signature: bytes = b""
 
     @property
     def tag(self) -> str:

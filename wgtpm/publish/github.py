@@ -69,6 +69,7 @@ from ..sources.github import (
     asset_name,
     asset_problem,
 )
+from ..trust import SIG_ASSET
 from ._http import Answer, send
 from ._slsa import SLSA_ASSET
 from ._target import Published, Release, listed_versions, token_needed
@@ -209,6 +210,11 @@ class GitHubTarget:
                 raise UsageError(
                     f"{where}: {path} would be stored as the asset {SLSA_ASSET}, which holds "
                     "the release's SLSA provenance; rename it"
+                )
+            if asset_name(path) == SIG_ASSET:
+                raise UsageError(
+                    f"{where}: {path} would be stored as the asset {SIG_ASSET}, which holds "
+                    "the release's signature; rename it"
                 )
             problem = asset_problem(path)
             if problem is not None:
@@ -525,8 +531,8 @@ def local_files(release: Release) -> list[tuple[_index.IndexEntry, Path]]:
 
 
 def _blobs(release: Release) -> dict[str, _Blob]:
-    """Asset name -> what to upload: every file of the index, the index itself and the
-    SLSA statement."""
+    """Asset name -> what to upload: every file of the index, the index itself, the
+    SLSA statement and the signature."""
     out = {
         asset_name(e.path): _Blob(asset_name(e.path), e.size, e.sha256, path=p)
         for e, p in local_files(release)
@@ -537,6 +543,9 @@ def _blobs(release: Release) -> dict[str, _Blob]:
         sha = hashlib.sha256(release.attestation).hexdigest()
         att = release.attestation
         out[SLSA_ASSET] = _Blob(SLSA_ASSET, len(att), sha, data=att)
+    if release.signature:  # the model-signing bundle over the index (wgtpm.trust)
+        sig = release.signature
+        out[SIG_ASSET] = _Blob(SIG_ASSET, len(sig), hashlib.sha256(sig).hexdigest(), data=sig)
     return out
 
 

@@ -4,7 +4,8 @@ What consumers read back is :mod:`wgtpm.sources.huggingface`: the git tag
 ``vX.Y.Z`` of the repository, and at its commit ``wgt.index.json``,
 ``wgt.mod`` and every file of the index under its own logical path (Hub
 paths may hold ``/``). Beside them the commit holds ``wgt.slsa.json``, the
-build's SLSA provenance statement (:mod:`._slsa`), which the index does not
+build's SLSA provenance statement (:mod:`._slsa`) and ``wgt.sig``, the
+release's signature (:mod:`wgtpm.trust`), which the index does not
 list: a source of a repository with a ``wgt.index.json`` reads only what the
 index lists, so the statement is no file of the module.
 
@@ -51,6 +52,7 @@ from .._report import Reporter
 from ..httpclient import Credential, redact, redact_url, register_userinfo
 from ..sources._hosted import git_blob_id, repo_elems
 from ..sources.huggingface import DEFAULT_ENDPOINT, HuggingFaceSource
+from ..trust import SIG_ASSET
 from ._slsa import SLSA_ASSET
 from ._target import Published, Release, listed_versions, token_needed
 from .github import local_files
@@ -138,11 +140,12 @@ class HuggingFaceTarget:
             raise UsageError(
                 f"{where}: cannot publish to {self.name}: the target is for module {self.module}"
             )
-        if SLSA_ASSET in release.files:
-            raise UsageError(
-                f"{where}: the release holds {SLSA_ASSET}, where {self.name} keeps the "
-                "release's SLSA provenance; rename it"
-            )
+        for kept, what in ((SLSA_ASSET, "SLSA provenance"), (SIG_ASSET, "signature")):
+            if kept in release.files:
+                raise UsageError(
+                    f"{where}: the release holds {kept}, where {self.name} keeps the "
+                    f"release's {what}; rename it"
+                )
         self.ready()
 
     def _existing(self, release: Release) -> bool:
@@ -203,6 +206,9 @@ class HuggingFaceTarget:
         if release.attestation:  # beside the index, outside h1
             ops.append(CommitOperationAdd(SLSA_ASSET, release.attestation))
             paths.add(SLSA_ASSET)
+        if release.signature:  # the model-signing bundle over the index (wgtpm.trust)
+            ops.append(CommitOperationAdd(SIG_ASSET, release.signature))
+            paths.add(SIG_ASSET)
         if CARD not in paths:
             ops.append(CommitOperationAdd(CARD, model_card(release, [e for e, _ in files])))
             paths.add(CARD)
@@ -280,6 +286,10 @@ class HuggingFaceTarget:
             att = release.attestation
             entry = _index.IndexEntry(SLSA_ASSET, len(att), hashlib.sha256(att).hexdigest())
             wanted.append((entry, lambda: att))
+        if release.signature:
+            sig = release.signature
+            entry = _index.IndexEntry(SIG_ASSET, len(sig), hashlib.sha256(sig).hexdigest())
+            wanted.append((entry, lambda: sig))
         for entry, read in wanted:
             f = tree.get(entry.path)
             if f is None:

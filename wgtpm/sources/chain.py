@@ -242,6 +242,19 @@ class ChainSource:
             src = self._served.get((path, version))
         return () if src is None else src.known_files(path, version)
 
+    def signature(self, path: str, version: str) -> bytes | None:
+        """The release's signature (:mod:`wgtpm.trust`) from the source that serves the
+        version; ``None`` when it has none (or keeps none)."""
+        src = self._serving(path, version)
+        read = getattr(src, "signature", None)
+        if read is None:
+            return None
+        try:
+            data: bytes = read(path, version)
+        except NotFoundError:
+            return None
+        return data
+
     def _serving(self, path: str, version: str) -> Source:
         key = (path, version)
         with self._lock:

@@ -90,3 +90,14 @@ class DirectSource:
     def known_files(self, path: str, version: str) -> Sequence[IndexEntry]:
         path = _module.normalise(path)
         return self.source_for(path).known_files(path, version)
+
+    def signature(self, path: str, version: str) -> bytes:
+        """The release's signature from its host (:mod:`wgtpm.trust`); :class:`NotFoundError`
+        when it has none or the host keeps no signatures."""
+        path = _module.normalise(path)
+        host = self.source_for(path)
+        read = getattr(host, "signature", None)
+        if read is None:
+            raise NotFoundError(path, version, f"{host.name} keeps no signatures")
+        data: bytes = read(path, version)
+        return data

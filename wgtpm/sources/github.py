@@ -239,6 +239,15 @@ class GitHubSource:
             )
         return self._asset_bytes(path, version, asset)
 
+    def signature(self, path: str, version: str) -> bytes:
+        """The release's signature, the asset ``wgt.sig`` (a model-signing bundle,
+        :mod:`wgtpm.trust`); :class:`NotFoundError` when the release has none."""
+        rel = self._release(path, _parse(path), version)
+        asset = _asset(rel, "wgt.sig")
+        if asset is None:
+            raise NotFoundError(path, version, f"release {rel['tag_name']} has no asset 'wgt.sig'")
+        return self._asset_bytes(path, version, asset)
+
     def file(self, path: str, version: str, name: str) -> FileRequest:
         repo = _parse(path)
         rel = self._release(path, repo, version)

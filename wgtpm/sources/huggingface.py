@@ -209,6 +209,15 @@ class HuggingFaceSource:
             raise NotFoundError(path, version, f"commit {rev.commit[:12]} has no wgt.slsa.json")
         return self._download(path, version, rev.commit, entry)
 
+    def signature(self, path: str, version: str) -> bytes:
+        """The version's signature, the file ``wgt.sig`` at its commit (a model-signing
+        bundle, :mod:`wgtpm.trust`); :class:`NotFoundError` when the commit has none."""
+        rev = self._resolve(path, version)
+        entry = self._tree(path, version, rev.commit).get("wgt.sig")
+        if entry is None:
+            raise NotFoundError(path, version, f"commit {rev.commit[:12]} has no wgt.sig")
+        return self._download(path, version, rev.commit, entry)
+
     def file(self, path: str, version: str, name: str) -> FileRequest:
         rev = self._resolve(path, version)
         req = self._request(path, rev.commit, name)

@@ -11,6 +11,7 @@ lower case) and ``$version`` a full version::
     $base/$module/@v/$version/$path       a file of the release (Range requests allowed)
     $base/$module/@latest                 the .info of the latest version
     $base/$module/@v/$version.slsa.json   the SLSA provenance statement, if any (not in h1)
+    $base/$module/@v/$version.sig         the model-signing bundle signing the index, if any
 
 A query that is not a version (a branch, a commit) may be asked for as
 ``$base/$module/@v/$query.info``; a proxy that can resolve it answers with
@@ -153,6 +154,12 @@ class ProxySource:
         :mod:`wgtpm.publish._slsa`); :class:`NotFoundError` when there is none. Not covered
         by h1: the caller checks what it says of the release."""
         return self._get(path, version, f"@v/{escape_version(version)}.slsa.json")
+
+    def signature(self, path: str, version: str) -> bytes:
+        """The release's signature served beside the index (``@v/$version.sig``, a
+        model-signing bundle, :mod:`wgtpm.trust`); :class:`NotFoundError` when there is
+        none. The caller checks it against the index and the main module's trust lines."""
+        return self._get(path, version, f"@v/{escape_version(version)}.sig")
 
     def known_files(self, path: str, version: str) -> Sequence[IndexEntry]:
         return ()  # the index is served whole, as fast as anything about it

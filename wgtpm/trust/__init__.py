@@ -1,0 +1,240 @@
+"""Whom the main module trusts to publish what: signatures checked against ``trust`` lines.
+
+The main module's wgt.mod says, per module path pattern, whose signature a
+release must carry (:class:`wgtpm.modfile.Trust`)::
+
+    trust github.com/acme/* key=keys/acme.pub
+    trust hf.co/acme/* identity=release@acme.com issuer=https://token.actions.githubusercontent.com
+
+A pattern is a module path (that module) or a path followed by ``/*`` (every
+module below it); the most specific matching line counts. Only the main
+module's lines count, as for ``exclude`` and ``replace``. For a module some
+line covers, ``wgtpm get`` and ``verify`` require the release's signature
+(:mod:`._bundle`, served beside the index as ``$module/@v/$version.sig``) to
+verify with that signer and to list exactly the index's files with their
+sha256 -- the index whose h1 wgt.sum locks. A missing or wrong one is a
+:class:`TrustError`, one line naming the module, the expected signer and what
+was found. ``WGTTRUST=off`` turns the check off for one command.
+
+Key-based bundles are checked here with ``cryptography`` only; keyless ones
+(a Fulcio certificate and a Rekor entry) need Sigstore's trust root and the
+``sigstore`` package (the ``sign`` extra).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .._errors import ModuleError
+from ..modfile import Trust
+from ._bundle import BadSignature, make_bundle, read_bundle, verify_key
+
+__all__ = [
+    "SIG_ASSET",
+    "TRUST_ENV",
+    "Policy",
+    "TrustError",
+    "cert_identity",
+    "check",
+    "enabled",
+    "load_public_key",
+    "make_bundle",
+    "policy",
+    "rule_for",
+    "signer",
+]
+
+#: The file name of a release's signature as a GitHub asset or a Hugging Face file.
+SIG_ASSET = "wgt.sig"
+#: ``WGTTRUST=off`` skips signature checks for one command.
+TRUST_ENV = "WGTTRUST"
+
+
+class TrustError(ModuleError):
+    """A release whose signature is missing or not by the signer the main module trusts."""
+
+
+def enabled(env: Mapping[str, str] | None = None) -> bool:
+    """Whether signatures are checked (``WGTTRUST`` is not ``off``)."""
+    return (env if env is not None else os.environ).get(TRUST_ENV, "").strip().lower() != "off"
+
+
+def _matches(pattern: str, path: str) -> bool:
+    if pattern.endswith("/*"):
+        return path.startswith(pattern[:-1])
+    return path == pattern
+
+
+def rule_for(trusts: Sequence[Trust], path: str) -> Trust | None:
+    """The trust line covering module ``path``: an exact one, else the longest prefix."""
+    hits = [t for t in trusts if _matches(t.pattern, path)]
+    if not hits:
+        return None
+    return max(hits, key=lambda t: (not t.pattern.endswith("/*"), len(t.pattern)))
+
+
+def signer(rule: Trust) -> str:
+    """The expected signer of ``rule`` as an error names it."""
+    if rule.key is not None:
+        return f"key {rule.key}"
+    return f"identity {rule.identity} (issuer {rule.issuer})"
+
+
+def load_public_key(root: Path, rule: Trust) -> Any:
+    """The public key a ``key=`` line names (relative to the main module's directory)."""
+    from cryptography.hazmat.primitives import serialization
+
+    assert rule.key is not None
+    p = root / rule.key
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise ValueError(f"cannot read {rule.key} ({exc.strerror or exc})") from exc
+    try:
+        key = serialization.load_pem_public_key(data)
+    except ValueError as exc:
+        raise ValueError(f"{rule.key} is not a PEM public key") from exc
+    return key
+
+
+def check(
+    module: str,
+    version: str,
+    files: Mapping[str, str],
+    bundle: bytes | None,
+    rule: Trust,
+    root: Path,
+) -> None:
+    """Require ``bundle`` to be ``rule``'s signer's signature over exactly ``files``
+    (path -> sha256, the index's); :class:`TrustError` in one line otherwise."""
+    want = signer(rule)
+
+    def refuse(found: str) -> TrustError:
+        return TrustError(
+            module, version, f"signature check failed: want a signature by {want}; {found}"
+        )
+
+    if bundle is None:
+        raise refuse("the release has no signature (.sig)")
+    try:
+        signed = read_bundle(bundle)
+        if rule.key is not None:
+            try:
+                public = load_public_key(root, rule)
+            except ValueError as exc:
+                raise TrustError(module, version, f"trust line's key: {exc}") from exc
+            verify_key(signed, public)
+        else:
+            _verify_keyless(signed, rule)
+    except BadSignature as exc:
+        raise refuse(str(exc)) from exc
+    named = signed.model
+    if "@" in named and named != f"{module}@{version}":
+        raise refuse(f"the signature is for {named}")
+    if signed.files != dict(files):
+        extra = sorted(set(signed.files) - set(files))
+        missing = sorted(set(files) - set(signed.files))
+        changed = sorted(p for p in set(files) & set(signed.files) if files[p] != signed.files[p])
+        what = (
+            f"{changed[0]} has another sha256"
+            if changed
+            else f"it does not sign {missing[0]}"
+            if missing
+            else f"it signs {extra[0]}, which the release does not hold"
+        )
+        raise refuse(f"the signature is valid but not over this release's index: {what}")
+
+
+#: Fulcio's certificate extensions naming the OIDC issuer: v2 (a DER UTF8String), v1 (raw).
+_ISSUER_V2 = "1.3.6.1.4.1.57264.1.8"
+_ISSUER_V1 = "1.3.6.1.4.1.57264.1.1"
+
+
+def cert_identity(der: bytes) -> tuple[str, str]:
+    """The identity (the first e-mail or URI of the subject alternative names) and the OIDC
+    issuer (Fulcio's extension) a keyless bundle's certificate names; "" where absent."""
+    from cryptography import x509
+
+    try:
+        cert = x509.load_der_x509_certificate(der)
+    except ValueError as exc:
+        raise BadSignature("the bundle's certificate is not X.509 DER") from exc
+    ident = ""
+    try:
+        san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        names = [*san.get_values_for_type(x509.RFC822Name)]
+        names += san.get_values_for_type(x509.UniformResourceIdentifier)
+        ident = names[0] if names else ""
+    except x509.ExtensionNotFound:
+        pass
+    issuer = ""
+    for oid in (_ISSUER_V2, _ISSUER_V1):
+        try:
+            ext = cert.extensions.get_extension_for_oid(x509.ObjectIdentifier(oid)).value
+        except x509.ExtensionNotFound:
+            continue
+        raw = bytes(getattr(ext, "value", b""))
+        if oid == _ISSUER_V2 and len(raw) >= 2 and raw[0] == 0x0C and raw[1] < 0x80:
+            raw = raw[2 : 2 + raw[1]]  # a short DER UTF8String (an issuer URL is short)
+        issuer = raw.decode("utf-8", "replace")
+        break
+    return ident, issuer
+
+
+def _verify_keyless(signed: Any, rule: Trust) -> None:
+    """A keyless bundle: its certificate must name ``rule``'s identity and issuer (checked
+    here, so a stranger's bundle is refused offline), then the ``sigstore`` package
+    verifies the certificate chain, the Rekor entry and the signature against Sigstore's
+    trust root."""
+    if signed.certificate is None:
+        raise BadSignature("the release is signed with a key, not keylessly")
+    ident, issuer = cert_identity(signed.certificate)
+    if (ident, issuer) != (rule.identity, rule.issuer):
+        raise BadSignature(f"signed by identity {ident or '(none)'} (issuer {issuer or '(none)'})")
+    try:
+        from sigstore.models import Bundle
+        from sigstore.verify import Verifier, policy
+    except ImportError as exc:
+        raise BadSignature(
+            "keyless verification needs sigstore: pip install 'wgtpm[sign]'"
+        ) from exc
+    import json
+
+    try:
+        b = Bundle.from_json(json.dumps(signed.raw))
+        Verifier.production().verify_dsse(
+            b, policy.Identity(identity=rule.identity or "", issuer=rule.issuer)
+        )
+    except Exception as exc:  # sigstore's errors are many; each is a refusal
+        raise BadSignature(f"keyless verification failed: {str(exc).splitlines()[0]}") from exc
+
+
+class Policy:
+    """The main module's trust lines, as :class:`wgtpm.modfetch.TrustHook` asks them."""
+
+    def __init__(self, trusts: Sequence[Trust], root: Path) -> None:
+        self.trusts = list(trusts)
+        self.root = root
+
+    def covers(self, path: str) -> bool:
+        return rule_for(self.trusts, path) is not None
+
+    def check(
+        self, path: str, version: str, files: Mapping[str, str], bundle: bytes | None
+    ) -> None:
+        rule = rule_for(self.trusts, path)
+        if rule is not None:
+            check(path, version, files, bundle, rule, self.root)
+
+
+def policy(
+    trusts: Sequence[Trust], root: Path, env: Mapping[str, str] | None = None
+) -> Policy | None:
+    """The policy of the main module's ``trusts`` (its directory ``root``); ``None`` when
+    it has no trust lines or ``WGTTRUST=off``."""
+    if not trusts or not enabled(env):
+        return None
+    return Policy(trusts, root)
