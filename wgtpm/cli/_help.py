@@ -33,6 +33,15 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
         "(unset: none is used)",
     ),
     ("WGTNOSUMDB", "module path globs never looked up in the checksum database"),
+    ("WGTTRUST", "off: skip the signature checks the main module's trust lines ask for"),
+    (
+        "SIGSTORE_ID_TOKEN",
+        "an OIDC token: 'wgtpm publish' without --sign-key signs keylessly through Sigstore",
+    ),
+    (
+        "ACTIONS_ID_TOKEN_REQUEST_URL",
+        "set by GitHub Actions: publish signs keylessly with the workflow's identity",
+    ),
     ("WGTPM_CACHE", "the module cache directory (default: ~/.cache/wgtpm); see 'wgtpm cache dir'"),
     ("WGTFLAGS", "default flags for every command, e.g. '-mod=mod' or '-mod=vendor'"),
     ("WGTPM_HTTP_TIMEOUT", "seconds to wait for a server's next bytes (default 30)"),
