@@ -424,7 +424,8 @@ class MetadataStore(abc.ABC):
     def blob_references(self, shas: Collection[str] | None = None) -> set[str]:
         """The sha256s that a row names (of ``shas``, or all when ``None``): a file of any
         version, the index of a version, an upload or a pending version, a pending
-        version's wgt.mod, an attestation, a blob an upload sent (:mod:`registry.gc`)."""
+        version's wgt.mod, an attestation, a signature, a blob an upload sent
+        (:mod:`registry.gc`)."""
 
     @abc.abstractmethod
     def open_indexes(self) -> set[str]:
@@ -1048,6 +1049,7 @@ class SqlMetadataStore(MetadataStore):
             uploads.c.index_sha256,
             upload_blobs.c.sha256,
             attestations.c.sha256,
+            signatures.c.sha256,
             pending_versions.c.index_sha256,
             pending_versions.c.mod_sha256,
         )

@@ -307,3 +307,41 @@ def test_cli_gc_dry_run_then_gc(tmp_path: Path) -> None:
     missing = _cli("--data", str(tmp_path / "nowhere"))
     assert missing.returncode != 0 and "no registry database" in missing.stderr
     assert "Traceback" not in missing.stderr
+
+
+def test_a_signature_is_referenced_and_written_again_over_an_old_orphan(live: Live) -> None:
+    """A release's signature bundle is a blob its ``signatures`` row names: gc keeps it
+    at any grace, and a commit writes it afresh over an old unreferenced copy."""
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from wgtpm.trust import make_bundle
+
+    reg = _reg(live)
+    fs = att_files(b"signed")
+    shas = {p: hashlib.sha256(b).hexdigest() for p, b in fs.items()}
+    bundle = make_bundle(
+        f"{ATT_MODULE}@{ATT_VERSION}", shas, ec.generate_private_key(ec.SECP256R1())
+    )
+    sha = hashlib.sha256(bundle).hexdigest()
+    reg.blobs.put(sha, [bundle])
+    week_ago = time.time() - 7 * 24 * HOUR
+    os.utime(Path(reg.blobs.url) / "sha256" / sha[:2] / sha, (week_ago, week_ago))
+    auth = {"Authorization": f"Bearer {live.token}"}
+    body = {
+        "module": ATT_MODULE,
+        "version": ATT_VERSION,
+        "index": index_bytes(ATT_MODULE, ATT_VERSION, fs).decode(),
+    }
+    with httpx.Client(base_url=live.url) as c:
+        doc = c.post("/api/v1/uploads", json=body, headers=auth).json()
+        by_sha = {hashlib.sha256(b).hexdigest(): b for b in fs.values()}
+        for m in doc["missing"]:
+            c.put(f"{doc['files_url']}{m['sha256']}", content=by_sha[m["sha256"]], headers=auth)
+        r = c.post(doc["commit_url"], json={"signature": bundle.decode()}, headers=auth)
+        assert r.status_code == 201, r.text
+        got = reg.blobs.stat(sha)
+        assert got is not None and got.mtime > time.time() - HOUR  # written again
+        collect(reg.meta, reg.blobs, GcOptions(grace=0, now=time.time() + 2 * HOUR))
+        assert reg.blobs.stat(sha) is not None  # referenced by its signatures row
+        served = c.get(f"/{ATT_MODULE}/@v/{ATT_VERSION}.sig")
+        assert served.status_code == 200 and served.content == bundle
