@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import abc
 import sqlite3
+import threading
 import time
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
@@ -574,6 +575,7 @@ class SqlMetadataStore(MetadataStore):
         self.engine = engine
         self.reader = _reader(engine)
         self.local_changes = 0
+        self._bump = threading.Lock()  # commits run in worker threads: no increment lost
         #: reads are from a local file (SQLite): cheap enough to run on the event loop
         self.local = engine.dialect.name == "sqlite"
         self._dbapi_error: type[Exception] = engine.dialect.loaded_dbapi.Error
@@ -877,7 +879,8 @@ class SqlMetadataStore(MetadataStore):
                         )
                     row = self._find_version(conn, new.module, new.version)
                     outcome = CommitOutcome(self._version_record(row), created=True)
-                self.local_changes += 1  # committed: this process's caches drop their lists
+                with self._bump:  # committed: this process's caches drop their lists
+                    self.local_changes += 1
                 return outcome
             except IntegrityError:
                 continue  # another process committed the module or version first: look again
