@@ -14,7 +14,12 @@ In one run, in turns (registry, nginx, registry, nginx, ...), on loopback:
    file and one folder, the load split between their two ports (with wrk:
    one wrk per port, half the connections each, requests/s summed), and
    the latency of a version published on one replica until the other lists it;
-4. the same requests from one ``registry serve --workers 2`` (one port).
+4. the same requests from one ``registry serve --workers 2`` (one port);
+5. on PostgreSQL (a throwaway cluster, :mod:`tests.registry.pgserver`; ``--db``
+   picks the parts): ``@v/list``, ``.info`` and ``@latest`` from 1 replica and
+   from 3 (one database, one folder, the load split between their ports) against
+   nginx serving the registry's own answers as files, and the latency of a
+   version published on replica 1 until replica 2 or 3 lists it.
 
 With ``/proc`` (Linux), each load measurement also reads the CPU time the
 servers' processes (and their children: nginx's worker, uvicorn's workers)
@@ -22,7 +27,8 @@ spent, per request served: unlike requests/s, that hardly depends on what
 else the machine is running, and registry/nginx of it is the throughput ratio
 the two would have on cores of their own.
 
-Run: ``.venv/bin/python benchmarks/bench_registry.py [--seconds 3] [--rounds 2] [--conns 16,2]``
+Run: ``.venv/bin/python benchmarks/bench_registry.py [--seconds 3] [--rounds 2] [--conns 16,2]
+[--db sqlite,postgresql]``
 Needs nginx (Debian ``nginx``); wrk (Debian ``wrk``) is optional.
 """
 
@@ -82,14 +88,15 @@ def wait_up(url: str, proc: subprocess.Popen[bytes], what: str) -> None:
 
 
 @contextmanager
-def registry(data: Path, log: Path, workers: int = 1) -> Iterator[str]:
-    """``wgtpm registry serve`` on SQLite and a folder under ``data``."""
+def registry(data: Path, log: Path, workers: int = 1, db: str | None = None) -> Iterator[str]:
+    """``wgtpm registry serve`` on a folder under ``data``, and on SQLite there or ``db``."""
     port = free_port()
     with open(log, "ab") as out:
         proc = subprocess.Popen(
             wgtpm(
                 *("registry", "serve", "--data", str(data), "--port", str(port)),
                 *("--workers", str(workers)),
+                *(("--db", db) if db else ()),
             ),
             stdout=out,
             stderr=out,
@@ -277,6 +284,103 @@ def visible_after(
     return time.perf_counter() - t0
 
 
+def on_postgresql(args: argparse.Namespace, conns: list[int], files: dict[str, bytes]) -> None:
+    """@v/list, .info and @latest from 1 and 3 replicas on one PostgreSQL database, against
+    nginx serving the registry's own answers as static files; then publish-to-listed from
+    replica 1 to replicas 2 and 3."""
+    from tests.registry.pgserver import PostgresServer, PostgresUnavailable
+
+    try:
+        pg = PostgresServer()
+        pg.start()
+    except PostgresUnavailable as exc:
+        raise SystemExit(f"PostgreSQL is not available here: {exc}") from exc
+    try:
+        db = pg.create_database("bench")
+        with tempfile.TemporaryDirectory() as d:
+            tmp = Path(d)
+            data = tmp / "data"
+            out = subprocess.run(
+                wgtpm(
+                    *("registry", "token", "create", "--data", str(data), "--db", db),
+                    *("--prefix", MODULE),
+                ),
+                check=True,
+                capture_output=True,
+                text=True,
+            )
+            token = out.stdout.strip().splitlines()[-1]
+            paths = {
+                "@v/list": f"/{MODULE}/@v/list",
+                ".info": f"/{MODULE}/@v/v1.0.0.info",
+                "@latest": f"/{MODULE}/@latest",
+            }
+            results: dict[tuple[int, str], dict[str, list[tuple[float, float]]]] = {
+                (c, k): {} for c in conns for k in paths
+            }
+            log, root = tmp / "registry.log", tmp / "static"
+            with (
+                registry(data, log, db=db) as r1,
+                registry(data, log, db=db) as r2,
+                registry(data, log, db=db) as r3,
+                httpx.Client(base_url=r1) as api,
+            ):
+                publish(api, token, "v1.0.0", files)
+                for p in paths.values():  # nginx serves the registry's own bytes
+                    (root / p.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+                    (root / p.lstrip("/")).write_bytes(httpx.get(r1 + p).content)
+                with nginx(root.resolve(), tmp) as ngx:
+                    for p in paths.values():
+                        for r in (r1, r2, r3):
+                            assert httpx.get(r + p).content == httpx.get(ngx + p).content, p
+                    for _ in range(args.rounds):
+                        for c in conns:
+                            for name, p in paths.items():
+                                for who, bases in (
+                                    ("1 replica", [r1]),
+                                    ("nginx", [ngx]),
+                                    ("3 replicas", [r1, r2, r3]),
+                                ):
+                                    results[c, name].setdefault(who, []).append(
+                                        rps([b + p for b in bases], conns=c, seconds=args.seconds)
+                                    )
+                lat = [
+                    visible_after(
+                        api,
+                        token,
+                        f"v1.3.{i}",
+                        {**files, "w/n.bin": os.urandom(4096)},
+                        [r2, r3][i % 2],
+                    )
+                    for i in range(args.publishes)
+                ]
+    finally:
+        pg.stop()
+    print()
+    print(f"PostgreSQL 3 replicas (load average now {os.getloadavg()[0]:.1f})")
+    print(
+        f"{'requests/s':<14}{'clients':>8}{'1 replica':>11}{'3 replicas':>12}{'nginx':>10}"
+        f"{'1r/nginx':>12}{'3r/nginx':>12}{'CPU us 1r':>11}{'nginx':>8}"
+    )
+    for (c, name), r in results.items():
+        rate = {who: [x[0] for x in xs] for who, xs in r.items()}
+        cpu = {who: [x[1] for x in xs] for who, xs in r.items()}
+        one = [a / b for a, b in zip(rate["1 replica"], rate["nginx"], strict=True)]
+        three = [a / b for a, b in zip(rate["3 replicas"], rate["nginx"], strict=True)]
+        print(
+            f"{name:<14}{c:>8}{max(rate['1 replica']):>11.0f}{max(rate['3 replicas']):>12.0f}"
+            f"{max(rate['nginx']):>10.0f}{f'{min(one):.2f}-{max(one):.2f}x':>12}"
+            f"{f'{min(three):.2f}-{max(three):.2f}x':>12}"
+            f"{min(cpu['1 replica']):>11.0f}{min(cpu['nginx']):>8.0f}"
+        )
+    print("  (best of the rounds; ratios per round; target: >= 0.3x nginx with 3 replicas)")
+    print(
+        f"publish on replica 1 -> listed by replica 2 or 3: p50 "
+        f"{statistics.median(lat) * 1000:.0f} ms, p95 {pct(lat, 0.95) * 1000:.0f} ms, "
+        f"max {max(lat) * 1000:.0f} ms ({len(lat)} publishes; promise: under 1 s)"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=3.0, help="per load measurement")
@@ -285,6 +389,12 @@ def main() -> None:
         "--conns", default="16,2", help="concurrent keep-alive clients: a list, one table each"
     )
     ap.add_argument("--publishes", type=int, default=10)
+    ap.add_argument(
+        "--db",
+        default="sqlite,postgresql",
+        help="databases to run on: sqlite (1 and 2 replicas, --workers 2, files), "
+        "postgresql (1 and 3 replicas: @v/list, .info, @latest)",
+    )
     args = ap.parse_args()
     conns = [int(c) for c in args.conns.split(",")]
     if not Path(NGINX).exists():
@@ -299,6 +409,15 @@ def main() -> None:
         "w/big.bin": os.urandom(1 << 20),
         "w/small.bin": os.urandom(64 << 10),
     }
+    dbs = args.db.split(",")
+    if "postgresql" in dbs:
+        on_postgresql(args, conns, files)
+    if "sqlite" in dbs:
+        on_sqlite(args, conns, files)
+
+
+def on_sqlite(args: argparse.Namespace, conns: list[int], files: dict[str, bytes]) -> None:
+    """The registry on SQLite: 1 and 2 replicas and --workers 2, against nginx."""
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         data = tmp / "data"

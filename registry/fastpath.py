@@ -14,13 +14,18 @@ store (any store). ``If-None-Match`` gets its 304 here too. When memory holds
 the whole answer, the server's protocol (:mod:`registry._http`) sends it
 itself, through :meth:`FastPath.answer_now`, before any ASGI request exists.
 
-``@v/list`` of a hosted public module (one the slow path listed once) is
-answered here as well, but never from memory: each request reads the
-committed versions from the database (one query: on the event loop itself for
-SQLite, whose read of a local file costs less than the hop to a worker thread,
-else in a worker thread), so a
-version committed by any replica on the same database is listed by the next
-request; only the body built from the same versions is reused.
+``@v/list`` and ``@latest`` of a hosted public module (one the slow path
+answered once) are answered here as well, from memory, while nothing was
+committed since they were built: their answers are kept with the *stamp* they
+were built under, the database's :meth:`~registry.metadata.SqlMetadataStore.change_count`
+(committed versions, on every replica) and this process's own commits
+(``local_changes``). The count is read by one thread at a time, at most every
+:data:`REFRESH_AFTER` seconds while requests come (none per request); a
+request that finds it older than :data:`MAX_AGE` waits for a fresh read (the
+answer_now path leaves it to the app), so a version committed on any replica
+sharing the database is listed by every replica within about :data:`MAX_AGE`
+seconds, and by this one at once. A changed stamp rebuilds the answer (one
+query); ``If-None-Match`` with the body's sha256 gets a 304.
 
 Everything else goes to the Starlette app, unchanged: a request with an
 ``Authorization`` header (its token must be checked, and a bad one is a 401
@@ -38,6 +43,7 @@ Memory: at most :data:`MAX_ENTRIES` paths (oldest dropped first) and
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -55,11 +61,27 @@ from ._errors import RegistryError
 from .accesslog import log_access
 from .service import Registry
 
-__all__ = ["BLOB_BUDGET", "MAX_BLOB", "MAX_ENTRIES", "FastPath", "ProtocolCache", "Reply"]
+__all__ = [
+    "BLOB_BUDGET",
+    "MAX_AGE",
+    "MAX_BLOB",
+    "MAX_ENTRIES",
+    "REFRESH_AFTER",
+    "FastPath",
+    "ProtocolCache",
+    "Reply",
+]
 
 MAX_ENTRIES = 20_000  # remembered request paths (about 1 KiB each)
 MAX_BLOB = 1 << 20  # blobs up to this size are kept in memory
 BLOB_BUDGET = 64 << 20  # bytes of blobs kept in memory, in all
+#: Seconds after which a request starts a fresh read of the change count (in a thread; the
+#: request is answered from memory meanwhile): one query per interval, not per request.
+REFRESH_AFTER = 0.2
+#: Seconds after which a change count is too old to answer a list or @latest from memory:
+#: the request waits for a fresh one. Publish-to-listed on another replica is under this
+#: plus one read (a second is promised).
+MAX_AGE = 0.5
 
 Headers = list[tuple[bytes, bytes]]  # as ASGI has them: lower-case names, in order
 
@@ -130,11 +152,15 @@ def matches(if_none_match: str | None, etag: str) -> bool:
 
 class ProtocolCache:
     """What :class:`FastPath` may answer: remembered answers by path, hosted public modules'
-    list paths, and small blobs."""
+    list and ``@latest`` paths with their last answers (and the stamp each was built
+    under), and small blobs."""
 
     def __init__(self) -> None:
         self.answers: dict[str, Answer] = {}
-        self.lists: dict[str, str] = {}  # request path of @v/list -> module
+        #: request path of @v/list or @latest -> (module, "list" or "latest")
+        self.lists: dict[str, tuple[str, str]] = {}
+        #: request path -> (stamp, answer): what :attr:`lists`' paths answered last
+        self.built: dict[str, tuple[object, Answer]] = {}
         self._list_bodies: dict[str, tuple[tuple[str, ...], Answer]] = {}
         self._blobs: OrderedDict[str, bytes] = OrderedDict()
         self._blob_bytes = 0
@@ -146,11 +172,19 @@ class ProtocolCache:
         if len(self.answers) > MAX_ENTRIES:
             del self.answers[next(iter(self.answers))]
 
-    def remember_list(self, path: str, module: str) -> None:
-        """``path`` is the ``@v/list`` of ``module``, hosted here and public."""
-        self.lists[path] = module
+    def remember_list(self, path: str, module: str, kind: str = "list") -> None:
+        """``path`` is the ``@v/list`` (``kind`` list) or ``@latest`` (``kind`` latest) of
+        ``module``, hosted here and public."""
+        self.lists[path] = (module, kind)
         if len(self.lists) > MAX_ENTRIES:
-            del self.lists[next(iter(self.lists))]
+            old = next(iter(self.lists))
+            del self.lists[old]
+            self.built.pop(old, None)
+
+    def keep_built(self, path: str, stamp: object, answer: Answer) -> None:
+        """``answer`` is what ``path`` (one of :attr:`lists`) answers while ``stamp`` holds."""
+        if path in self.lists:
+            self.built[path] = (stamp, answer)
 
     def forget(self, path: str) -> None:
         self.answers.pop(path, None)
@@ -192,6 +226,71 @@ class ProtocolCache:
         return answer
 
 
+def latest_answer(body: bytes) -> Answer:
+    """The ``@latest`` answer whose body is ``body`` (the ``.info`` document)."""
+    headers = {
+        "ETag": f'"{hashlib.sha256(body).hexdigest()}"',
+        "Cache-Control": "no-cache",
+        "Content-Length": str(len(body)),
+    }
+    return Answer.of(headers, "application/json", body=body)
+
+
+class ChangeClock:
+    """The change count of a registry's database as last read, and when (see the module's
+    docstring); :meth:`stamp` is ``None`` when it is too old to answer from memory."""
+
+    def __init__(self, state: State) -> None:
+        self.state = state
+        self.count: int | None = None
+        self.read_at = float("-inf")  # time.monotonic() when the last good read started
+        self.reads = 0  # reads done, for tests and the benchmark
+        self._lock = threading.Lock()
+        self._reading = False
+
+    def _meta(self) -> object:
+        return self.state.registry.meta
+
+    def stamp(self, now: float) -> object | None:
+        """The stamp that answers built now carry: ``(count, local commits)``; ``None``
+        when the count is older than :data:`MAX_AGE` (read it first: :meth:`read`).
+        Starts a read in a thread when it is older than :data:`REFRESH_AFTER`."""
+        age = now - self.read_at
+        if age > MAX_AGE or self.count is None:
+            return None
+        if age > REFRESH_AFTER:
+            self.read_soon()
+        return (self.count, getattr(self._meta(), "local_changes", 0))
+
+    def read_soon(self) -> None:
+        """Read the count in a thread of its own, unless one is reading it already."""
+        with self._lock:
+            if self._reading:
+                return
+            self._reading = True
+        threading.Thread(target=self._read_quietly, name="wgtpm-changes", daemon=True).start()
+
+    def _read_quietly(self) -> None:
+        try:
+            self.read()
+        except RegistryError:
+            pass  # the next request that needs it reads again, and the slow path reports
+        finally:
+            with self._lock:
+                self._reading = False
+
+    def read(self) -> None:
+        """Read the count now (blocking: a worker thread's call)."""
+        start = time.monotonic()
+        count = self._meta().change_count()  # type: ignore[attr-defined]
+        self.reads += 1
+        if start > self.read_at:
+            self.count, self.read_at = count, start
+
+    def supported(self) -> bool:
+        return hasattr(self._meta(), "change_count")
+
+
 class FastPath:
     """Answers what :class:`ProtocolCache` holds (:meth:`answer`), ahead of the app whose
     ``state`` holds the registry."""
@@ -199,6 +298,7 @@ class FastPath:
     def __init__(self, cache: ProtocolCache, state: State) -> None:
         self.cache = cache
         self.state = state
+        self.clock = ChangeClock(state)
         self.protocol_hits = 0  # requests answered through answer_now
 
     async def answer(self, scope: Scope, send: Send) -> bool:
@@ -238,7 +338,7 @@ class FastPath:
         For a server's own protocol (:mod:`registry._http`), which sends it and logs it
         itself (:attr:`protocol_hits` counts them).
         """
-        answer = self.cache.answers.get(path)
+        answer = self.cache.answers.get(path) or self._built(path)
         if answer is None or method not in ("GET", "HEAD"):
             return None
         seen = screen(headers)
@@ -272,17 +372,47 @@ class FastPath:
         self.cache.keep_blob(answer.sha256, data)
         return data
 
+    def _built(self, path: str) -> Answer | None:
+        """The list or ``@latest`` answer for ``path`` built under the current stamp, when
+        the stamp is fresh (no database read here)."""
+        had = self.cache.built.get(path)
+        if had is None:
+            return None
+        stamp = self.clock.stamp(time.monotonic())
+        return had[1] if stamp is not None and had[0] == stamp else None
+
     async def _list(self, path: str) -> Answer | None:
-        module = self.cache.lists[path]
-        meta = self.state.registry.meta
-        try:  # a local database (SQLite) answers faster than a hop to a worker thread
-            if getattr(meta, "local", False):
+        answer = self._built(path)
+        if answer is not None:
+            return answer
+        module, kind = self.cache.lists[path]
+        reg: Registry = self.state.registry
+        try:
+            if not self.clock.supported():  # no change count: read the versions each time
+                return await self._build(reg, module, kind)
+            stamp = self.clock.stamp(time.monotonic())
+            if stamp is None:
+                await run_in_threadpool(self.clock.read)
+                stamp = self.clock.stamp(time.monotonic())
+            answer = await self._build(reg, module, kind)
+        except RegistryError:
+            return None  # the slow path reports it
+        if answer is not None and stamp is not None:
+            self.cache.keep_built(path, stamp, answer)
+        return answer
+
+    async def _build(self, reg: Registry, module: str, kind: str) -> Answer | None:
+        """The answer for ``module``'s list or ``@latest`` from the database (``None``:
+        the app answers: it went private, or has no release)."""
+        if kind == "list":
+            meta = reg.meta
+            if getattr(meta, "local", False):  # SQLite answers faster than a thread hop
                 vs = meta.list_versions(module)
             else:
                 vs = await run_in_threadpool(meta.list_versions, module)
-        except RegistryError:
-            return None  # the slow path reports it
-        return self.cache.list_answer(module, vs)
+            return self.cache.list_answer(module, vs)
+        rev, private = await run_in_threadpool(reg.resolve, module, "latest", None)
+        return None if private else latest_answer(reg.info(rev))
 
 
 def _read_blob(reg: Registry, sha256: str, size: int) -> bytes:

@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import abc
 import sqlite3
+import threading
 import time
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
@@ -525,6 +526,21 @@ def create_engine(url: str) -> Engine:
     return sa.create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
 
 
+def _reader(engine: Engine) -> Engine:
+    """The engine :meth:`SqlMetadataStore._fetch` reads with: ``engine`` itself on SQLite
+    (its connections run without a transaction already), else one of the same URL in
+    autocommit, whose pool neither pings at checkout nor rolls back at return."""
+    if engine.dialect.name == "sqlite":
+        return engine
+    return sa.create_engine(
+        engine.url,
+        isolation_level="AUTOCOMMIT",
+        pool_reset_on_return=None,
+        pool_size=10,
+        max_overflow=20,
+    )
+
+
 _VERSION_COLS = (
     modules.c.path,
     versions.c.version,
@@ -567,6 +583,10 @@ _READS: dict[str, sa.Select[Any]] = {
         files, sa.and_(files.c.version_id == versions.c.id, files.c.path == sa.bindparam("path"))
     )
     .where(_by_module),
+    # the change signal (:meth:`SqlMetadataStore.change_count`): committed versions only grow
+    "changes": sa.select(sa.func.count())
+    .select_from(versions)
+    .where(versions.c.committed.is_(True)),
 }
 
 
@@ -575,11 +595,21 @@ class SqlMetadataStore(MetadataStore):
 
     The reads every request makes (:data:`_READS`) are compiled once and run
     straight on a pooled DBAPI connection (:meth:`_fetch`): SQLAlchemy's work per
-    execution costs ten times the query itself on SQLite.
+    execution costs ten times the query itself on SQLite. On PostgreSQL they go
+    through a second pool in autocommit (:func:`_reader`): no transaction to end, no
+    rollback and no ping per read; a connection that fails is dropped and the read
+    tried once more on another (pre-ping only after an error).
+
+    :attr:`local_changes` counts the versions this process committed: with
+    :meth:`change_count` (every process's), it tells a cache when its answers may
+    be out of date (:class:`registry.fastpath.FastPath`).
     """
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self.reader = _reader(engine)
+        self.local_changes = 0
+        self._bump = threading.Lock()  # commits run in worker threads: no increment lost
         #: reads are from a local file (SQLite): cheap enough to run on the event loop
         self.local = engine.dialect.name == "sqlite"
         self._dbapi_error: type[Exception] = engine.dialect.loaded_dbapi.Error
@@ -592,18 +622,31 @@ class SqlMetadataStore(MetadataStore):
         """The rows of the prebuilt read ``read`` (a key of :data:`_READS`)."""
         sql, order = self._reads[read]
         args: Any = params if order is None else tuple(params[k] for k in order)
-        try:
-            conn = self.engine.raw_connection()
+        for attempt in range(2):
+            try:
+                conn = self.reader.raw_connection()
+            except (SQLAlchemyError, self._dbapi_error) as exc:
+                raise StoreError(f"database error: {exc}") from exc
             try:
                 cur = conn.cursor()
                 cur.execute(sql, args)
                 rows = list(cur.fetchall())
                 cur.close()
+                return rows
+            except self._dbapi_error as exc:
+                conn.invalidate()  # closed, never handed out again (the server restarted?)
+                if attempt:
+                    raise StoreError(f"database error: {exc}") from exc
             finally:
-                conn.close()  # back to the pool, which rolls the read's transaction back
-        except (SQLAlchemyError, self._dbapi_error) as exc:
-            raise StoreError(f"database error: {exc}") from exc
-        return rows
+                conn.close()  # back to the pool (SQLite, PostgreSQL: autocommit, no rollback)
+        raise AssertionError("unreachable")
+
+    def change_count(self) -> int:
+        """The number of committed versions, on any replica: it changes whenever one is
+        committed (published, or stored by the caching proxy), in the committing
+        transaction, and never otherwise (versions are never deleted). One indexed
+        count; :class:`registry.fastpath.FastPath` reads it a few times a second."""
+        return int(self._fetch("changes")[0][0])
 
     @contextmanager
     def _tx(self, write: bool = False) -> Iterator[Connection]:
@@ -891,7 +934,10 @@ class SqlMetadataStore(MetadataStore):
                             _sumlog.record_text(new.module, new.version, new.h1, new.mod_h1),
                         )
                     row = self._find_version(conn, new.module, new.version)
-                    return CommitOutcome(self._version_record(row), created=True)
+                    outcome = CommitOutcome(self._version_record(row), created=True)
+                with self._bump:  # committed: this process's caches drop their lists
+                    self.local_changes += 1
+                return outcome
             except IntegrityError:
                 continue  # another process committed the module or version first: look again
         raise StoreError(f"could not commit {new.module}@{new.version}: the database kept refusing")
@@ -1108,6 +1154,8 @@ class SqlMetadataStore(MetadataStore):
             conn.execute(sa.text("SELECT 1"))
 
     def close(self) -> None:
+        if self.reader is not self.engine:
+            self.reader.dispose()
         self.engine.dispose()
 
 

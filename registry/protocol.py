@@ -25,7 +25,7 @@ immutable`` (``private`` for a private module); ``list`` and ``@latest``
 are ``no-cache`` with an ``ETag`` for revalidation.
 
 A 200 for a public module's version content is remembered in the app's
-:class:`~registry.fastpath.ProtocolCache` (and a public hosted module's list
+:class:`~registry.fastpath.ProtocolCache` (and a public hosted module's list and @latest
 path), which :class:`~registry.fastpath.FastPath` then answers without this
 module; the headers it sends are the ones built here.
 """
@@ -264,20 +264,29 @@ def _remember_blob(
         cache.keep_blob(sha256, whole)
 
 
+async def _remember_moving(request: Request, reg: Registry, req: ProtocolRequest) -> None:
+    """Let the fast path answer this ``@v/list`` or ``@latest`` from memory while nothing is
+    committed (:class:`~registry.fastpath.FastPath`): only for a module hosted here and
+    public (never a private one, never the caching proxy's, whose upstream moves)."""
+    pc = _cache_of(request)
+    if pc is None or request.scope["path"] in pc.lists:
+        return
+    rec = await run_in_threadpool(reg.meta.get_module, req.module)
+    if rec is not None and not rec.private and not reg.proxied(req.module, rec):
+        pc.remember_list(request.scope["path"], req.module, req.kind)
+
+
 async def serve_protocol(
     request: Request, reg: Registry, req: ProtocolRequest, token: TokenRecord | None
 ) -> Response:
     """Answer one protocol request; errors are raised as :mod:`registry._errors`."""
     if req.kind == "list":
         vs = await run_in_threadpool(reg.versions, req.module, token)
-        pc = _cache_of(request)
-        if pc is not None and request.scope["path"] not in pc.lists:
-            rec = await run_in_threadpool(reg.meta.get_module, req.module)
-            if rec is not None and not rec.private and not reg.proxied(req.module, rec):
-                pc.remember_list(request.scope["path"], req.module)
+        await _remember_moving(request, reg, req)
         return _text(request, "".join(v + "\n" for v in vs).encode(), "text/plain", "no-cache")
     if req.kind == "latest":
         rev, _ = await run_in_threadpool(reg.resolve, req.module, "latest", token)
+        await _remember_moving(request, reg, req)
         return _text(request, reg.info(rev), "application/json", "no-cache")
     if req.kind == "info":
         rev, private = await run_in_threadpool(reg.resolve, req.module, req.version, token)
