@@ -9,6 +9,8 @@ Layout under ``$WGTPM_CACHE`` (default: the platform's user cache dir)::
         v0.1.0.mod .index.json        verified metadata (no .info is written here yet)
         v0.1.0 -> ../../../../mod/github.com/acme/xor@v0.1.0
     meta/github.com/acme/xor/list.json  what a source said, with the time it said it (TTL)
+    tensors/3f9a....json              tensor tables computed from verified files, by the
+                                      file's sha256 (:mod:`wgtpm.tensors._module`)
     tmp/                              partial downloads (<sha256>.partial), the journals of
                                       their ranges (<sha256>.partial.<start>) and their locks
     sumdb/sum.example.com/            one folder per checksum database (WGTSUMDB), by name
@@ -375,7 +377,7 @@ class Cache:
         """Remove everything (waits for other wgtpm processes to finish first)."""
         with self.exclusive():
             self._forget_dirs()
-            for name in ("blobs", "mod", "download", "meta", "tmp"):
+            for name in ("blobs", "mod", "download", "meta", "tmp", "tensors"):
                 _rmtree(self.root / name)
 
     def gc(self) -> tuple[int, int]:

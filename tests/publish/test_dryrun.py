@@ -11,6 +11,7 @@ import pytest
 from tests.publish.conftest import git
 from wgtpm.index import parse as parse_index
 from wgtpm.publish import PROVENANCE_FILE, check_provenance
+from wgtpm.tensors import TABLES_FILE, compute_table, parse_tables
 
 pytestmark = pytest.mark.slow
 
@@ -33,7 +34,16 @@ def test_dry_run_then_get(wgtpm, base_pkg: Path, tmp_path: Path, monkeypatch) ->
         "xor/manifest.json",
         "xor/weights.safetensors",
         "xor/source.wgt",
+        TABLES_FILE,
     }
+    # the tensor tables are in the release, h1-locked, and describe its weights file
+    published = vdir / "v0.1.0"
+    tables = parse_tables((published / TABLES_FILE).read_bytes(), TABLES_FILE)
+    weights = published / "xor/weights.safetensors"
+    assert tables.files == {
+        "xor/weights.safetensors": compute_table(weights, "xor/weights.safetensors")
+    }
+    assert tables.files["xor/weights.safetensors"].sha256 == paths["xor/weights.safetensors"].sha256
     assert paths["xor/weights.safetensors"].kind == "wgt"
     assert paths["xor/weights.safetensors"].artifact == "xor"
     prov = (vdir / "v0.1.0" / PROVENANCE_FILE).read_bytes()
@@ -60,6 +70,11 @@ def test_dry_run_then_get(wgtpm, base_pkg: Path, tmp_path: Path, monkeypatch) ->
     assert f"example.com/acme/xor v0.1.0 {index.h1()}\n" in sums
     r = wgtpm("run", "example.com/acme/xor/xor", "--input", "[0, 1]", cwd=app)
     assert r.code == 0, r.err
+    r = wgtpm("inspect", "example.com/acme/xor/xor/weights.safetensors", "--json", cwd=app)
+    assert r.code == 0, r.err
+    assert (
+        json.loads(r.out)["tensors"] == tables.files["xor/weights.safetensors"].to_json()["tensors"]
+    )
 
 
 def test_same_bytes_again_is_a_noop_other_bytes_are_refused(wgtpm, base_pkg: Path) -> None:  # type: ignore[no-untyped-def]

@@ -75,6 +75,8 @@ def test_tables_are_computed_from_the_verified_files_and_cached(
     assert emb.dtype == "F32" and emb.shape[1] == 64
     data = read_tensor_bytes(module.dir / "model.safetensors", emb, module=MOD, version="v0.1.0")
     assert len(data) == emb.nbytes
+    assert wgtpm("cache", "clean", cwd=project).code == 0
+    assert not kept.exists()  # computed tables go with the cache
 
 
 def test_a_copy_changed_after_verification_is_refused(
@@ -195,3 +197,27 @@ def test_inspect_a_file_and_a_module(
             capture_output=True, text=True, cwd=project, env=env, check=False,
         )  # fmt: skip
         assert json.loads(p.stderr.strip().splitlines()[-1]) == [0, []], p.stderr
+
+
+def test_a_vendored_module_without_the_cache(
+    wgtpm,
+    project: Path,
+    direct_hf: HuggingFaceServer,
+    tiny_files: dict[str, bytes],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _publish(direct_hf, tiny_files)
+    _get(wgtpm, project)
+    assert wgtpm("vendor", cwd=project).code == 0
+    assert wgtpm("cache", "clean", cwd=project).code == 0
+    monkeypatch.setenv("WGTFLAGS", "-mod=vendor")
+    monkeypatch.setenv("WGTPROXY", "off")
+    r = wgtpm("inspect", MOD, "--json", cwd=project)
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)
+    assert doc["version"] == "v0.1.0"
+    assert {f["path"] for f in doc["files"]} == {"model.safetensors", "base.gguf"}
+    with open_resolver(project) as res:
+        module = res.module(MOD)
+    assert tables_for(module) == _tables(tmp_path, tiny_files)

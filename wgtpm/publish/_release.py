@@ -1,7 +1,10 @@
 """Assembling a :class:`~wgtpm.publish.Release` from a build: files, provenance, index, h1.
 
 A release holds ``wgt.mod`` (the committed one), ``wgt.provenance.json``
-(:mod:`._provenance`) and every output of every artifact, under the logical
+(:mod:`._provenance`), ``wgt.tensors.json`` when it has ``.safetensors`` or
+``.gguf`` files (their tensor tables, :mod:`wgtpm.tensors`: listed in the index,
+so h1 locks them, and byte-stable, so building a commit twice gives the same
+bytes) and every output of every artifact, under the logical
 paths the builders name (``xor/weights.safetensors``, ``fruit.paw``,
 ``data/vocab.json``). The index lists them all with size, sha256 and, for
 artifact files, artifact and kind; its ``commit`` and ``time`` are the
@@ -19,6 +22,7 @@ from .._errors import BuildError
 from .._fs import sha256_file, write_atomic
 from ..dirhash import hash1_bytes
 from ..index import IndexEntry, build_index
+from ..tensors import TABLES_FILE, TensorTables, compute_table, dump_tables, format_of
 from ._provenance import (
     PROVENANCE_FILE,
     ArtifactProvenance,
@@ -32,7 +36,7 @@ __all__ = ["INDEX_FILE", "MOD_FILE", "ReleaseSpec", "assemble"]
 
 MOD_FILE = "wgt.mod"
 INDEX_FILE = "wgt.index.json"
-RESERVED = frozenset({MOD_FILE, INDEX_FILE, PROVENANCE_FILE})
+RESERVED = frozenset({MOD_FILE, INDEX_FILE, PROVENANCE_FILE, TABLES_FILE})
 
 
 @dataclass(frozen=True)
@@ -79,9 +83,10 @@ def assemble(
     prov = staging / PROVENANCE_FILE
     write_atomic(prov, provenance_bytes(doc))
     files[PROVENANCE_FILE] = prov
+    sums = _add_tables(files, staging)
     kinds = {p: (a.name, a.kind) for a in built for p in a.outputs}
     entries = [
-        IndexEntry(p, f.stat().st_size, sha256_file(f), *kinds.get(p, (None, None)))
+        IndexEntry(p, f.stat().st_size, sums.get(p) or sha256_file(f), *kinds.get(p, (None, None)))
         for p, f in sorted(files.items())
     ]
     index = build_index(
@@ -107,3 +112,20 @@ def _declared_license(mod: Path) -> dict[str, str]:
 
     mf = parse(mod.read_bytes(), str(mod))
     return {"license": mf.license.expression} if mf.license else {}
+
+
+def _add_tables(files: dict[str, Path], staging: Path) -> dict[str, str]:
+    """Write the tensor tables of the release's weights files into ``staging`` and add
+    them to ``files``, when it has any; the sha256 of each weights file (read once for
+    its table, so not hashed again for the index)."""
+    tables = {
+        p: compute_table(f, p, where=f"release file {p}")
+        for p, f in sorted(files.items())
+        if format_of(p) is not None
+    }
+    if not tables:
+        return {}
+    out = staging / TABLES_FILE
+    write_atomic(out, dump_tables(TensorTables(tables)))
+    files[TABLES_FILE] = out
+    return {p: t.sha256 for p, t in tables.items()}

@@ -27,7 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .._cachedir import default_root
-from .._errors import VerifyError
+from .._errors import CacheError, VerifyError
 from .._fs import write_atomic
 from ..deps import ResolvedModule
 from ..index import ReleaseIndex
@@ -42,18 +42,48 @@ _INDEX_FILE = "wgt.index.json"
 
 
 def release_index(module: ResolvedModule, cache_dir: Path | None = None) -> ReleaseIndex | None:
-    """The index of ``module``'s release: the ``wgt.index.json`` its directory holds
-    (vendor/), else the one the cache keeps beside its tree (``download/.../@v/V.index.json``,
-    checked against wgt.sum when the module was resolved); ``None`` for a local directory."""
+    """The index of ``module``'s release: a ``wgt.index.json`` its directory holds, the
+    file list of ``vendor/wgt.vendor.json`` for a vendored module, else the index the
+    cache keeps beside its tree (``download/.../@v/V.index.json``, checked against
+    wgt.sum when the module was resolved); ``None`` for a local directory."""
     if not module.version:
         return None
     own = module.dir / _INDEX_FILE
     if own.is_file():
         return parse_index(own.read_bytes(), module.path, module.version)
+    vendored = _vendored_index(module)
+    if vendored is not None:
+        return vendored
     from ..cache import Cache
 
     data = Cache(cache_dir).read_meta(module.path, module.version, "index.json")
     return parse_index(data, module.path, module.version) if data is not None else None
+
+
+def _vendored_index(module: ResolvedModule) -> ReleaseIndex | None:
+    """The file list ``vendor/wgt.vendor.json`` keeps for a module under ``vendor/MODULE``
+    (the vendor resolver checked it against wgt.sum and re-hashed the files before it
+    handed the module out), as an index; ``None`` when the module is not vendored."""
+    depth = len(module.path.split("/"))
+    if len(module.dir.parts) <= depth or module.dir.as_posix().split("/")[-depth:] != (
+        module.path.split("/")
+    ):
+        return None
+    from ..modload.vendor import MANIFEST, manifest_index
+
+    manifest = module.dir.parents[depth - 1] / MANIFEST
+    if not manifest.is_file():
+        return None
+    from .. import _json
+
+    try:
+        doc = _json.loads(manifest.read_bytes())
+        entry = next(m for m in doc["modules"] if m.get("path") == module.path)
+        if entry.get("version") != module.version:
+            return None
+        return manifest_index(entry)
+    except (ValueError, KeyError, TypeError, StopIteration, AttributeError):
+        return None  # not a manifest this module came from: the cache's index is asked
 
 
 def cached_table_path(sha256: str, cache_dir: Path | None = None) -> Path:
@@ -178,8 +208,14 @@ def _computed(
             f"the file in {path.parent} has sha256 {t.sha256}, not the {sha256} its release "
             "lists: it changed after it was verified; run 'wgtpm verify'",
         )
-    keep.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(keep, dump_tables(TensorTables({relpath: t})))
+    from ..cache import Cache
+
+    try:
+        with Cache(cache_dir).using():  # shared: 'wgtpm cache clean' waits for it
+            keep.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(keep, dump_tables(TensorTables({relpath: t})))
+    except (OSError, CacheError):
+        pass  # a cache that cannot be written (read-only, full): the table is still right
     return t
 
 
