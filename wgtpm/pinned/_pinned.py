@@ -45,9 +45,10 @@ class Pinned:
     replacement directory); ``module`` and ``version`` name it.
     """
 
-    def __init__(self, resolved: ResolvedModule) -> None:
+    def __init__(self, resolved: ResolvedModule, project_dir: Path | None = None) -> None:
         self._resolved = resolved
         self._tables: TensorTables | None = None
+        self._project_dir = project_dir  # where a ranged read finds its fetcher (None: none)
 
     def __repr__(self) -> str:
         return f"<wgtpm Pinned {self.label} at {self.path}>"
@@ -160,14 +161,24 @@ class Pinned:
             )
         return {short: self._read(t, info, dtype) for short, (t, info) in sorted(picked.items())}
 
-    def _read(self, table: FileTable, info: TensorInfo, dtype: torch.dtype | None) -> torch.Tensor:
+    def _bytes(self, table: FileTable, info: TensorInfo) -> bytes:
+        """The verified bytes of ``info``: from the module's file when it is here, else
+        (a ``select FILE#TENSOR`` line left the file out, and the release's tables are
+        h1-locked) by HTTP range, kept in the cache (:mod:`wgtpm.rangeread`)."""
         from ..tensors import read_tensor_bytes
+
+        local = self.path / table.path
+        if local.is_file() or not self.version:
+            return read_tensor_bytes(  # verified, or it raises
+                local, info, module=self.module, version=self.version, file=table.path
+            )
+        return _ranged(self._project_dir, self.module, self.version, table, info)
+
+    def _read(self, table: FileTable, info: TensorInfo, dtype: torch.dtype | None) -> torch.Tensor:
         from ._convert import from_bytes, tensor_sha256
 
         where = f"{self.label}/{table.path}#{info.name}"
-        data = read_tensor_bytes(  # verified, or it raises
-            self.path / table.path, info, module=self.module, version=self.version, file=table.path
-        )
+        data = self._bytes(table, info)
         tensor = from_bytes(data, info.dtype, info.shape, table.format, where)
         converted = None
         if dtype is not None and dtype != tensor.dtype:
@@ -246,4 +257,38 @@ def open_module(
     from ..modload import open_resolver
 
     with open_resolver(Path(project_dir)) as own:
-        return Pinned(own.module(path.rstrip("/")))
+        return Pinned(own.module(path.rstrip("/")), Path(project_dir))
+
+
+def _ranged(
+    project_dir: Path | None, module: str, version: str, table: FileTable, info: TensorInfo
+) -> bytes:
+    """Tensor ``info`` of ``module@version``'s ``table.path``, which is not downloaded: the
+    cache's verified copy, else by range through the project's fetcher (the module's
+    origin: a module replacement's files come from another path)."""
+    from ..modfetch import Fetcher
+    from ..modload.buildlist import Fetched
+    from ..modload.options import Options
+    from ..modload.project import Project
+    from ..module import ModuleVersion
+    from ..rangeread import fetch_tensor
+
+    if project_dir is None:
+        raise NotFoundError(
+            module,
+            version,
+            f"{table.path} is not downloaded; run 'wgtpm get {module}' (or select the file)",
+        )
+    with Project.load(project_dir, Options.from_env(default="readonly")) as project:
+        if project.opts.vendor:
+            raise NotFoundError(
+                module,
+                version,
+                f"tensor {info.name} of {table.path} is not vendored; "
+                "select it and run 'wgtpm vendor', or build without -mod=vendor",
+            )
+        origin = project.origin(ModuleVersion(module, version))
+        if not isinstance(origin, Fetched):
+            raise NotFoundError(module, version, f"{table.path} is not in the module's directory")
+        fetcher: Fetcher = project.fetcher()
+        return fetch_tensor(fetcher, origin.path, origin.version, table, info)
