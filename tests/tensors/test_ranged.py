@@ -8,6 +8,7 @@ which counts the bytes it serves and can serve a copy with one byte flipped.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import struct
@@ -29,6 +30,7 @@ WEIGHTS = "model.safetensors"
 #: What a ranged read may move besides the tensor: the Hub's redirect, the CDN's
 #: response headers (bodies of other requests are counted too).
 SLACK = 4096
+TOKEN = "hf_ranged_secret"
 
 
 class CountingCdn(CdnServer):
@@ -38,12 +40,22 @@ class CountingCdn(CdnServer):
         super().__init__()
         self.served = 0
         self.tamper: dict[str, bytes] = {}
+        self.ignore_range = False  # answer 200 with the whole blob
+        self.shift_range = 0  # answer the range asked for, moved by this many bytes
 
     def route(self, req: Request) -> Response:
         digest = req.segments[1] if len(req.segments) > 1 else ""
         if digest in self.tamper:
             with self._lock:
                 self._blobs[digest] = self.tamper[digest]
+        rng = req.header("range")
+        if rng and (self.ignore_range or self.shift_range):
+            a, b = rng.removeprefix("bytes=").split("-")
+            moved = f"bytes={int(a) + self.shift_range}-{int(b) + self.shift_range}"
+            headers = [(k, v) for k, v in req.headers if k.lower() != "range"]
+            if not self.ignore_range:
+                headers.append(("Range", moved))
+            req = dataclasses.replace(req, headers=tuple(headers))
         resp = super().route(req)
         if req.method == "GET":
             with self._lock:
@@ -53,7 +65,7 @@ class CountingCdn(CdnServer):
 
 class CountingHub(HuggingFaceServer):
     def __init__(self, cdn: CdnServer) -> None:
-        super().__init__(cdn)
+        super().__init__(cdn, token=TOKEN)
         self.served = 0
 
     def route(self, req: Request) -> Response:
@@ -111,6 +123,9 @@ def hub(
         notables = server.repo("acme", "no-tables")
         notables.commit({k: v for k, v in files.items() if k != "wgt.tensors.json"})
         notables.tag(VERSION)
+        private = server.repo("acme", "private-qwen3", private=True)
+        private.commit(dict(files))
+        private.tag(VERSION)
         monkeypatch.setenv("WGTPROXY", "direct")
         monkeypatch.setenv("HF_ENDPOINT", server.url)
         monkeypatch.setenv("WGTPM_HTTP_RETRIES", "0")
@@ -276,3 +291,62 @@ def test_select_syntax() -> None:
     )
     assert mf.select_patterns("hf.co/a/b") == ["config.json", "wgt.tensors.json"]
     assert mf.select_tensors("hf.co/a/b") == [("m.safetensors", "w"), ("m.safetensors", "l.0.*")]
+
+
+def test_token_stays_on_the_hub(
+    hub: CountingHub, cdn: CountingCdn, tmp_path: Path, wgtpm, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """A private repository's token goes to the Hub, never with the range to the CDN
+    (which refuses a request carrying credentials, as S3 does)."""
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    module = "hf.co/acme/private-qwen3"
+    d = project(tmp_path, f"{WEIGHTS}#{EMBED}", module=module)
+    r = wgtpm("get", f"{module}@{VERSION}", cwd=d)
+    assert r.code == 0, r.err
+    assert len(tensor_blobs()) == 1
+    seen = cdn.log.where(server="cdn")
+    assert seen and all(s.header("authorization") is None for s in seen)
+    assert any(s.header("range") for s in seen)
+    assert TOKEN not in r.err + r.out
+
+
+def test_ignored_range_small_file_is_cut(
+    hub: CountingHub, cdn: CountingCdn, files: dict[str, bytes], tmp_path: Path, wgtpm
+) -> None:  # type: ignore[no-untyped-def]
+    cdn.ignore_range = True
+    d = project(tmp_path, f"{WEIGHTS}#{EMBED}")
+    assert wgtpm("get", f"{MODULE}@{VERSION}", cwd=d).code == 0
+    start, end = ranges(files[WEIGHTS])[EMBED]
+    ((blob,),) = [tensor_blobs()]
+    assert blob.read_bytes() == files[WEIGHTS][start:end]
+
+
+def test_ignored_range_large_file_comes_whole(
+    hub: CountingHub,
+    cdn: CountingCdn,
+    files: dict[str, bytes],
+    tmp_path: Path,
+    wgtpm,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # type: ignore[no-untyped-def]
+    """A server that ignores Range for a file too large to cut: the normal verified download."""
+    from wgtpm import rangeread
+
+    monkeypatch.setattr(rangeread, "MAX_IGNORED_RANGE", 1024)
+    cdn.ignore_range = True
+    d = project(tmp_path, f"{WEIGHTS}#{EMBED}")
+    r = wgtpm("get", f"{MODULE}@{VERSION}", cwd=d)
+    assert r.code == 0, r.err
+    assert (tree() / WEIGHTS).read_bytes() == files[WEIGHTS]
+    assert tensor_blobs() == []
+
+
+def test_wrong_content_range_refused(
+    hub: CountingHub, cdn: CountingCdn, tmp_path: Path, wgtpm
+) -> None:  # type: ignore[no-untyped-def]
+    cdn.shift_range = 4
+    d = project(tmp_path, f"{WEIGHTS}#{EMBED}")
+    r = wgtpm("get", f"{MODULE}@{VERSION}", cwd=d)
+    assert r.code != 0
+    assert "Content-Range" in r.err and f"{MODULE}@{VERSION}" in r.err, r.err
+    assert tensor_blobs() == []
