@@ -245,18 +245,19 @@ def _read_upto(resp: object, limit: int) -> bytes:
 
 def fetch_selected(
     fetcher: Fetcher, module: str, version: str, selects: list[tuple[str, str]]
-) -> list[TensorInfo]:
+) -> list[tuple[str, TensorInfo, bytes]]:
     """Fetch every tensor that ``select`` items ``(FILE, TENSOR)`` of ``module@version``
     name (a name, or a prefix ending in ``*``) into the cache, each verified; the
     tensors. The release's ``wgt.tensors.json`` must be in the module tree (the select
-    patterns add it) and is checked against the verified index (:func:`tables_for`)."""
+    patterns add it) and is checked against the verified index (:func:`tables_for`).
+    Returns ``(FILE, tensor, verified bytes)`` for each, in select order."""
     from .deps import ResolvedModule
     from .tensors import tables_for
 
     idx = fetcher.index(module, version)
     tree = fetcher.cache.mod_dir(module, version)
     tables = tables_for(ResolvedModule(module, version, tree), fetcher.cache.root, index=idx)
-    got: list[TensorInfo] = []
+    got: list[tuple[str, TensorInfo, bytes]] = []
     for file, pattern in selects:
         shown = f"select {module} {file}#{pattern}"
         table = tables.files.get(file)
@@ -277,7 +278,5 @@ def fetch_selected(
                 )
         else:
             infos = [table.get(pattern)]  # TensorNotFoundError, with a close-match hint
-        for info in infos:
-            fetch_tensor(fetcher, module, version, table, info)
-        got += infos
+        got += [(file, i, fetch_tensor(fetcher, module, version, table, i)) for i in infos]
     return got

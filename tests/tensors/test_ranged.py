@@ -350,3 +350,43 @@ def test_wrong_content_range_refused(
     assert r.code != 0
     assert "Content-Range" in r.err and f"{MODULE}@{VERSION}" in r.err, r.err
     assert tensor_blobs() == []
+
+
+def test_vendor_holds_the_selected_tensors_verified(
+    hub: CountingHub,
+    cdn: CountingCdn,
+    files: dict[str, bytes],
+    tmp_path: Path,
+    wgtpm,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # type: ignore[no-untyped-def]
+    """``wgtpm vendor`` writes vendor/MODULE/FILE#tensors/SHA256 (not FILE); -mod=vendor
+    reads the tensor from there with no network, checked against the locked tables,
+    and refuses a vendored tensor that was changed."""
+    torch = pytest.importorskip("torch")
+    import wgtpm as api
+    from wgtpm._errors import VerifyError
+
+    d = project(tmp_path, f"{WEIGHTS}#{EMBED}")
+    assert wgtpm("get", f"{MODULE}@{VERSION}", cwd=d).code == 0
+    r = wgtpm("vendor", cwd=d)
+    assert r.code == 0, r.err
+    start, end = ranges(files[WEIGHTS])[EMBED]
+    sha = hashlib.sha256(files[WEIGHTS][start:end]).hexdigest()
+    vendored = d / "vendor" / MODULE / f"{WEIGHTS}#tensors" / sha
+    assert vendored.read_bytes() == files[WEIGHTS][start:end]
+    assert not (d / "vendor" / MODULE / WEIGHTS).exists()
+    doc = json.loads((d / "vendor" / "wgt.vendor.json").read_text())
+    (mod,) = doc["modules"]
+    assert mod["tensors"] == [{"file": WEIGHTS, "tensor": EMBED, "sha256": sha}]
+
+    monkeypatch.setenv("WGTFLAGS", "-mod=vendor")
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # no network
+    emb = api.open(MODULE, project_dir=d).tensor(EMBED)
+    assert emb.numpy().tobytes() == files[WEIGHTS][start:end]
+    assert isinstance(emb, torch.Tensor)
+
+    vendored.chmod(0o644)
+    vendored.write_bytes(flipped(files[WEIGHTS], EMBED)[start:end])
+    with pytest.raises(VerifyError):
+        api.open(MODULE, project_dir=d)

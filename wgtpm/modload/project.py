@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from ..cache import Cache
     from ..index import ReleaseIndex
     from ..modfetch import Fetcher
+    from ..tensors import TensorInfo
     from .licenses import ModuleLicense
 
 __all__ = ["Project", "plain_readonly_errors"]
@@ -152,19 +153,19 @@ class Project:
             pats = pats + sorted({f for f, _ in tensors})
         return pats
 
-    def fetch_selected_tensors(self, m: MV) -> None:
+    def fetch_selected_tensors(self, m: MV) -> list[tuple[str, TensorInfo, bytes]]:
         """Fetch the tensors that ``select MODULE FILE#TENSOR`` lines name into the cache, by
-        range and verified (:func:`wgtpm.rangeread.fetch_selected`); a no-op without such
-        lines, or when FILE came whole (the release has no tables)."""
+        range and verified (:func:`wgtpm.rangeread.fetch_selected`; ``(FILE, tensor,
+        bytes)`` each); none without such lines, or when FILE came whole (no tables)."""
         tensors = self._files.modfile.select_tensors(m.path)
         origin = self.origin(m)
         if not tensors or not isinstance(origin, Fetched):
-            return
+            return []
         if self.index(origin).entry(TENSOR_TABLES) is None:
-            return
+            return []
         from ..rangeread import fetch_selected
 
-        fetch_selected(self._fetch(), origin.path, origin.version, tensors)
+        return fetch_selected(self._fetch(), origin.path, origin.version, tensors)
 
     def requirements(self) -> list[MV]:
         """The main module's requirements as written."""

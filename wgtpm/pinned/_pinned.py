@@ -165,12 +165,19 @@ class Pinned:
         """The verified bytes of ``info``: from the module's file when it is here, else
         (a ``select FILE#TENSOR`` line left the file out, and the release's tables are
         h1-locked) by HTTP range, kept in the cache (:mod:`wgtpm.rangeread`)."""
-        from ..tensors import read_tensor_bytes
+        from ..tensors import check_tensor_bytes, read_tensor_bytes
 
         local = self.path / table.path
         if local.is_file() or not self.version:
             return read_tensor_bytes(  # verified, or it raises
                 local, info, module=self.module, version=self.version, file=table.path
+            )
+        # vendored by a FILE#TENSOR select (wgtpm.modload.vendor): checked again here
+        vendored = self.path / f"{table.path}#tensors" / info.sha256
+        if vendored.is_file():
+            data = vendored.read_bytes()
+            return check_tensor_bytes(
+                data, info, table.path, module=self.module, version=self.version
             )
         return _ranged(self._project_dir, self.module, self.version, table, info)
 
