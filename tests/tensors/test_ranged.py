@@ -193,6 +193,8 @@ def test_open_reads_an_unselected_tensor_by_range(
     cdn.served = 0
     assert torch.equal(api.open(MODULE, project_dir=d).tensor(NORM), norm)
     assert cdn.served == 0
+    with pytest.raises(api.NotFoundError, match="select the file whole"):
+        qwen.verify_weights()  # load() needs the file whole: one clear line
 
 
 def test_flipped_byte_refused_by_range_and_whole(

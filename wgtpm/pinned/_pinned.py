@@ -16,6 +16,14 @@ before torch sees a byte (:func:`wgtpm.tensors.read_tensor_bytes`), so a
 byte changed in the cache after the download is refused too. Nothing is
 ever unpickled.
 
+Where wgt.mod's ``select MODULE FILE#TENSOR`` lines leave a weights file out of the
+download and the release's tables are h1-locked, a tensor of that file is read by
+HTTP range instead, verified against the table before it is returned and kept in
+the cache (:mod:`wgtpm.rangeread`), or, under ``-mod=vendor``, from
+``vendor/MODULE/FILE#tensors/SHA256``. ``path`` then holds the selected files only
+(without select lines: every file of the release); :meth:`Pinned.load` needs the
+weights files whole.
+
 This module imports no torch; :meth:`Pinned.tensor` and :meth:`Pinned.load` do.
 """
 
@@ -203,6 +211,13 @@ class Pinned:
     def verify_weights(self) -> None:
         """Re-hash every weights file against its table's sha256 (what :meth:`load` reads)."""
         for path, table in sorted(self.tables.files.items()):
+            if not (self.path / path).is_file():
+                raise NotFoundError(
+                    self.module,
+                    self.version,
+                    f"{path} is not downloaded (a select line names only some of its tensors); "
+                    "select the file whole to load the model",
+                )
             got = sha256_file(self.path / path)
             if got != table.sha256:
                 raise ChecksumMismatchError(
