@@ -43,9 +43,10 @@ from typing import Any
 from .. import _json, dirhash
 from .._errors import UsageError, VerifyError
 from .._fs import canonical_json, replace_dir, sha256_file, temp_dir
-from ..index import IndexEntry, ReleaseIndex
+from ..index import ReleaseIndex
 from ..modfetch import matches
 from ..module import ModuleVersion
+from ._manifest import MANIFEST, manifest_index
 from .buildlist import FromDirectory
 from .project import Project
 
@@ -61,7 +62,6 @@ __all__ = [
 ]
 
 VENDOR = "vendor"
-MANIFEST = "wgt.vendor.json"
 
 Manifest = dict[str, dict[str, Any]]  # module path -> its manifest entry
 
@@ -187,15 +187,6 @@ def _modules(doc: Any, p: Path) -> list[dict[str, Any]]:
             ):
                 raise bad(f"{m['path']}: a file entry needs a path and a sha256")
     return mods
-
-
-def manifest_index(m: dict[str, Any]) -> ReleaseIndex:
-    """What a fetched module's entry copied from its release index (not its ``build``)."""
-    files = [
-        IndexEntry(f["path"], f.get("size", 0), f["sha256"], f.get("artifact"), f.get("kind"))
-        for f in m.get("files", [])
-    ]
-    return ReleaseIndex(m["path"], m["version"], files, commit=m.get("commit"))
 
 
 def manifest_h1(m: dict[str, Any]) -> str:
