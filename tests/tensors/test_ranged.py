@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.registry.conftest import Live
 from tests.servers import CdnServer, Request, Response
 from tests.servers.huggingface import HuggingFaceServer
 from wgtpm.modfile import parse
@@ -392,3 +393,74 @@ def test_vendor_holds_the_selected_tensors_verified(
     vendored.write_bytes(flipped(files[WEIGHTS], EMBED)[start:end])
     with pytest.raises(VerifyError):
         api.open(MODULE, project_dir=d)
+
+
+@pytest.fixture
+def live(tmp_path: Path) -> Iterator[Live]:
+    """A wgtpm registry on SQLite and a folder (tests/registry), on loopback."""
+    from tests.registry.conftest import _live
+
+    yield from _live(f"sqlite:///{tmp_path / 'r.db'}", str(tmp_path / "blobs"), tmp_path / "spool")
+
+
+def git(cwd: Path, *args: str) -> None:
+    import os
+    import subprocess
+
+    env = dict(os.environ, GIT_CONFIG_GLOBAL="/dev/null")
+    for who in ("AUTHOR", "COMMITTER"):
+        env[f"GIT_{who}_NAME"], env[f"GIT_{who}_EMAIL"] = "Test", "test@example.com"
+    subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
+
+
+def test_published_release_read_by_range_from_a_registry(
+    files: dict[str, bytes],
+    tmp_path: Path,
+    live: Live,
+    wgtpm,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # type: ignore[no-untyped-def]
+    """``wgtpm publish`` puts wgt.tensors.json in the release (h1 locks it); a consumer's
+    select FILE#TENSOR reads the tensor by range from the registry, and a byte flipped in
+    the registry's stored blob is refused by range (nothing cached)."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / WEIGHTS).write_bytes(files[WEIGHTS])
+    (pkg / "wgt.mod").write_text(
+        f"module example.com/qwen\n\nwgt 0.1\n\nartifact weights {WEIGHTS}\n"
+    )
+    git(pkg, "init", "-q", "-b", "main")
+    git(pkg, "add", "-A")
+    git(pkg, "commit", "-q", "-m", "weights")
+    monkeypatch.setenv("WGTPM_TOKEN", live.token)
+    r = wgtpm("publish", "--version", "v0.1.0", "--to", live.url, cwd=pkg)
+    assert r.code == 0, r.err
+
+    monkeypatch.setenv("WGTPROXY", live.url)
+    d = project(tmp_path, f"{WEIGHTS}#{EMBED}", module="example.com/qwen")
+    r = wgtpm("get", "example.com/qwen@v0.1.0", cwd=d)
+    assert r.code == 0, r.err
+    t = next((cache_root() / "mod").glob("example.com/qwen@*"))
+    assert (t / "wgt.tensors.json").is_file() and not (t / WEIGHTS).exists()
+    start, end = ranges(files[WEIGHTS])[EMBED]
+    (blob,) = tensor_blobs()
+    assert blob.read_bytes() == files[WEIGHTS][start:end]
+
+    stored = [
+        p
+        for p in (tmp_path / "blobs").rglob("*")
+        if p.is_file() and p.read_bytes() == files[WEIGHTS]
+    ]
+    assert stored, "the registry's blob of model.safetensors"
+    for p in stored:
+        p.chmod(0o644)
+        p.write_bytes(flipped(files[WEIGHTS], EMBED))
+    import shutil
+
+    shutil.rmtree(cache_root() / "tensors" / "blobs")
+    r = wgtpm("get", "example.com/qwen@v0.1.0", cwd=d)
+    assert r.code != 0 and "checksum mismatch" in r.err, r.err
+    assert f"tensor {EMBED} of {WEIGHTS}" in r.err and "example.com/qwen@v0.1.0" in r.err
+    assert tensor_blobs() == []
+    # (a whole-file GET may be answered from the registry's fast path, which keeps whole
+    # answers in memory: the refusal of a flipped whole file is the Hub test's above)
