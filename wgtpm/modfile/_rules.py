@@ -259,9 +259,27 @@ class ModFile:
         return None
 
     def select_patterns(self, path: str) -> list[str] | None:
-        """The ``select`` globs for ``path``, or ``None`` when every file is wanted."""
-        pats = [p for s in self.selects if s.path == path for p in s.patterns]
+        """The ``select`` globs for ``path``, or ``None`` when every file is wanted.
+
+        A ``FILE#TENSOR`` item selects no file whole: it adds ``wgt.tensors.json`` (the
+        release's tables, which say where the tensor lies; :meth:`select_tensors`).
+        """
+        pats = [p for s in self.selects if s.path == path for p in s.patterns if "#" not in p]
+        if self.select_tensors(path):
+            pats.append(TENSOR_TABLES)
         return pats or None
+
+    def select_tensors(self, path: str) -> list[tuple[str, str]]:
+        """The ``FILE#TENSOR`` items of the ``select`` lines for ``path``, as
+        ``(FILE, TENSOR)``; ``TENSOR`` is a name, or a prefix ending in ``*``."""
+        return [
+            (f, t)
+            for s in self.selects
+            if s.path == path
+            for p in s.patterns
+            if "#" in p
+            for f, t in [p.split("#", 1)]
+        ]
 
     def denied(self, license: spdx.Expression | None) -> DenyLicense | None:
         """The ``deny-license`` entry that refuses ``license`` (``None``: declares none), if any."""
@@ -713,7 +731,31 @@ def _select_stmt(mf: ModFile, line: Line, args: list[str], err: ErrFn) -> None:
         )
         return
     if p := _check_path(args, 0, err):
+        for i, pat in enumerate(args[1:], 1):
+            if "#" in pat and (why := _tensor_select_problem(pat)):
+                err(i, why)
+                return
         mf.selects.append(Select(p, args[1:], line))
+
+
+#: The file a ``FILE#TENSOR`` select adds to the files fetched (wgtpm.tensors.TABLES_FILE).
+TENSOR_TABLES = "wgt.tensors.json"
+
+
+def _tensor_select_problem(pat: str) -> str | None:
+    """What is wrong with a ``FILE#TENSOR`` select item, or ``None``: FILE is one file's
+    path (no glob), TENSOR a tensor name or a prefix ending in ``*``."""
+    file, _, tensor = pat.partition("#")
+    usage = "use FILE#TENSOR or FILE#PREFIX* (model.safetensors#model.embed_tokens.weight)"
+    if not file or not tensor:
+        return f"invalid tensor select {pat!r}: {usage}"
+    if any(c in file for c in "*?[]"):
+        return f"invalid tensor select {pat!r}: FILE is one file's path, not a glob; {usage}"
+    if "#" in tensor or any(c in tensor.rstrip("*") for c in "*?[]") or tensor == "*":
+        return f"invalid tensor select {pat!r}: {usage}"
+    if not file.endswith((".safetensors", ".gguf")):
+        return f"invalid tensor select {pat!r}: only .safetensors and .gguf files have tensors"
+    return None
 
 
 def _artifact_stmt(mf: ModFile, line: Line, args: list[str], err: ErrFn) -> None:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from .. import mvs
 from .. import version as _v
 from .._errors import ReadonlyError, ResolveError, UsageError
+from ..modfile._rules import TENSOR_TABLES
 from ..module import ModuleVersion
 from .buildlist import Fetched, FromDirectory, Origin, origin_of
 from .files import ProjectFiles, find_root, locked
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from ..cache import Cache
     from ..index import ReleaseIndex
     from ..modfetch import Fetcher, TrustHook
+    from ..tensors import TensorInfo
     from .licenses import ModuleLicense
 
 __all__ = ["Project", "plain_readonly_errors"]
@@ -136,8 +138,34 @@ class Project:
         return {r.path for r in self._files.modfile.requires if not r.indirect}
 
     def select_patterns(self, m: MV) -> list[str] | None:
-        """The main module's ``select`` globs for ``m`` (``None``: every file is wanted)."""
-        return self._files.modfile.select_patterns(m.path)
+        """The main module's ``select`` globs for ``m`` (``None``: every file is wanted).
+
+        A ``FILE#TENSOR`` item adds the release's ``wgt.tensors.json`` (the tensors come
+        by range: :meth:`fetch_selected_tensors`), or FILE itself, whole, when the
+        release locks no tables to read it by range.
+        """
+        pats = self._files.modfile.select_patterns(m.path)
+        tensors = self._files.modfile.select_tensors(m.path)
+        if pats is None or not tensors:
+            return pats
+        origin = self.origin(m)
+        if isinstance(origin, Fetched) and self.index(origin).entry(TENSOR_TABLES) is None:
+            pats = pats + sorted({f for f, _ in tensors})
+        return pats
+
+    def fetch_selected_tensors(self, m: MV) -> list[tuple[str, TensorInfo, bytes]]:
+        """Fetch the tensors that ``select MODULE FILE#TENSOR`` lines name into the cache, by
+        range and verified (:func:`wgtpm.rangeread.fetch_selected`; ``(FILE, tensor,
+        bytes)`` each); none without such lines, or when FILE came whole (no tables)."""
+        tensors = self._files.modfile.select_tensors(m.path)
+        origin = self.origin(m)
+        if not tensors or not isinstance(origin, Fetched):
+            return []
+        if self.index(origin).entry(TENSOR_TABLES) is None:
+            return []
+        from ..rangeread import fetch_selected
+
+        return fetch_selected(self._fetch(), origin.path, origin.version, tensors)
 
     def requirements(self) -> list[MV]:
         """The main module's requirements as written."""
@@ -209,7 +237,9 @@ class Project:
         origin = self.origin(m)
         if isinstance(origin, FromDirectory):
             return origin.dir
-        return self._fetch().download(origin.path, origin.version, self.select_patterns(m))
+        tree = self._fetch().download(origin.path, origin.version, self.select_patterns(m))
+        self.fetch_selected_tensors(m)
+        return tree
 
     def placed_dir(self, m: MV) -> Path | None:
         """Where the files of ``m`` lie now (the main module's root, a replacement directory,
@@ -233,8 +263,9 @@ class Project:
         todo = []
         for m in build[1:]:
             origin = self.origin(m)
-            if isinstance(origin, Fetched) and self._fetch().missing(
-                origin.path, origin.version, self.select_patterns(m)
+            if isinstance(origin, Fetched) and (
+                self._fetch().missing(origin.path, origin.version, self.select_patterns(m))
+                or self._files.modfile.select_tensors(m.path)  # checks its cached tensors
             ):
                 todo.append(m)
         if len(todo) == 1:

@@ -46,9 +46,10 @@ from typing import Any
 from .. import _json, dirhash
 from .._errors import UsageError, VerifyError
 from .._fs import canonical_json, replace_dir, sha256_file, temp_dir
-from ..index import IndexEntry, ReleaseIndex
+from ..index import ReleaseIndex
 from ..modfetch import matches
 from ..module import ModuleVersion
+from ._manifest import MANIFEST, manifest_index
 from .buildlist import FromDirectory
 from .project import Project
 
@@ -64,7 +65,6 @@ __all__ = [
 ]
 
 VENDOR = "vendor"
-MANIFEST = "wgt.vendor.json"
 
 Manifest = dict[str, dict[str, Any]]  # module path -> its manifest entry
 
@@ -113,8 +113,33 @@ def _copy_module(project: Project, m: ModuleVersion, explicit: bool, tmp: Path) 
             else:
                 listed["omitted"] = True
             files.append(listed)
+        tensors = _copy_tensors(project, m, idx, tmp / m.path)
+        if tensors:
+            entry["tensors"] = tensors
     entry["files"] = files
     return entry
+
+
+#: ``vendor/MODULE/FILE#tensors/SHA256``: the verified bytes of a tensor that a
+#: ``select MODULE FILE#TENSOR`` line names, by content (FILE itself is not vendored).
+TENSORS_DIR = "#tensors"
+
+
+def _copy_tensors(project: Project, m: ModuleVersion, idx: ReleaseIndex, dst: Path) -> list[Any]:
+    """Write the tensors ``select FILE#TENSOR`` lines name (verified against the release's
+    h1-locked tables as they were fetched) under ``dst``; their manifest entries."""
+    out: list[dict[str, str]] = []
+    for file, info, data in project.fetch_selected_tensors(m):
+        where = f"{file}{TENSORS_DIR}"
+        if any(e.path.startswith(where + "/") for e in idx.files):
+            raise UsageError(
+                f"{m}: the release has a file under {where}/, where wgtpm vendor keeps the "
+                f"tensors of {file}; select {file} whole instead"
+            )
+        (dst / where).mkdir(parents=True, exist_ok=True)
+        (dst / where / info.sha256).write_bytes(data)
+        out.append({"file": file, "tensor": info.name, "sha256": info.sha256})
+    return out
 
 
 def _copy(src: Path, dst: Path) -> None:
@@ -170,15 +195,6 @@ def _modules(doc: Any, p: Path) -> list[dict[str, Any]]:
     return mods
 
 
-def manifest_index(m: dict[str, Any]) -> ReleaseIndex:
-    """What a fetched module's entry copied from its release index (not its ``build``)."""
-    files = [
-        IndexEntry(f["path"], f.get("size", 0), f["sha256"], f.get("artifact"), f.get("kind"))
-        for f in m.get("files", [])
-    ]
-    return ReleaseIndex(m["path"], m["version"], files, commit=m.get("commit"))
-
-
 def manifest_h1(m: dict[str, Any]) -> str:
     """The h1 of a module entry's own file list (omitted files included)."""
     return dirhash.hash1((f["path"], f["sha256"]) for f in m.get("files", []))
@@ -222,6 +238,7 @@ def verify_module(vendor_dir: Path, m: dict[str, Any], others: Iterable[str] = (
                 version,
                 f"vendor/{path}/{rel} was changed or removed; run 'wgtpm vendor' again",
             )
+    listed |= _verify_tensors(vendor_dir, m)
     nested = [o[len(path) + 1 :] for o in others if o.startswith(path + "/")]
     for p in sorted(root.rglob("*")) if root.is_dir() else []:
         rel = p.relative_to(root).as_posix()
@@ -247,3 +264,47 @@ def _unsafe(rel: str) -> bool:
         or (len(rel) > 1 and rel[1] == ":")
         or any(p in ("", ".", "..") for p in parts)
     )
+
+
+def _verify_tensors(vendor_dir: Path, m: dict[str, Any]) -> set[str]:
+    """Check each vendored tensor of ``m`` (its ``tensors`` entries) against the module's
+    vendored ``wgt.tensors.json``, whose bytes the file list (h1) locks and the caller
+    re-hashed: the tensor must be in its file's table with that sha256, and its bytes
+    must hash to it. The paths checked, relative to ``vendor/MODULE``."""
+    from .._fs import is_hex64
+    from ..tensors import TABLES_FILE, TensorError, check_tensor_bytes, parse_tables
+
+    path, version = m["path"], m["version"]
+    tensors = m.get("tensors") or []
+    if not tensors:
+        return set()
+    root = vendor_dir / path
+    locked = {f["path"] for f in m.get("files", []) if not f.get("omitted")}
+    if TABLES_FILE not in locked:
+        raise VerifyError(
+            path, version, f"vendor/{MANIFEST} lists tensors but not the release's {TABLES_FILE}"
+        )
+    tables = parse_tables((root / TABLES_FILE).read_bytes(), f"vendor/{path}/{TABLES_FILE}")
+    seen = set()
+    for t in tensors:
+        file, name, sha = (
+            t.get(k) if isinstance(t, dict) else None for k in ("file", "tensor", "sha256")
+        )
+        table = tables.files.get(file) if isinstance(file, str) else None
+        if table is None or not isinstance(name, str) or not is_hex64(sha):
+            raise VerifyError(path, version, f"vendor/{MANIFEST}: a bad tensor entry {t!r:.200}")
+        try:
+            info = table.get(name)
+        except TensorError as exc:
+            raise VerifyError(path, version, f"vendor/{MANIFEST}: {exc}") from exc
+        rel = f"{file}{TENSORS_DIR}/{sha}"
+        p = root / rel
+        if info.sha256 != sha or not p.is_file():
+            raise VerifyError(
+                path,
+                version,
+                f"vendor/{path}/{rel} was changed or removed; run 'wgtpm vendor' again",
+            )
+        check_tensor_bytes(p.read_bytes(), info, str(file), module=path, version=version)
+        seen.add(rel)
+    return seen

@@ -16,6 +16,14 @@ before torch sees a byte (:func:`wgtpm.tensors.read_tensor_bytes`), so a
 byte changed in the cache after the download is refused too. Nothing is
 ever unpickled.
 
+Where wgt.mod's ``select MODULE FILE#TENSOR`` lines leave a weights file out of the
+download and the release's tables are h1-locked, a tensor of that file is read by
+HTTP range instead, verified against the table before it is returned and kept in
+the cache (:mod:`wgtpm.rangeread`), or, under ``-mod=vendor``, from
+``vendor/MODULE/FILE#tensors/SHA256``. ``path`` then holds the selected files only
+(without select lines: every file of the release); :meth:`Pinned.load` needs the
+weights files whole.
+
 This module imports no torch; :meth:`Pinned.tensor` and :meth:`Pinned.load` do.
 """
 
@@ -45,9 +53,10 @@ class Pinned:
     replacement directory); ``module`` and ``version`` name it.
     """
 
-    def __init__(self, resolved: ResolvedModule) -> None:
+    def __init__(self, resolved: ResolvedModule, project_dir: Path | None = None) -> None:
         self._resolved = resolved
         self._tables: TensorTables | None = None
+        self._project_dir = project_dir  # where a ranged read finds its fetcher (None: none)
 
     def __repr__(self) -> str:
         return f"<wgtpm Pinned {self.label} at {self.path}>"
@@ -160,14 +169,31 @@ class Pinned:
             )
         return {short: self._read(t, info, dtype) for short, (t, info) in sorted(picked.items())}
 
+    def _bytes(self, table: FileTable, info: TensorInfo) -> bytes:
+        """The verified bytes of ``info``: from the module's file when it is here, else
+        (a ``select FILE#TENSOR`` line left the file out, and the release's tables are
+        h1-locked) by HTTP range, kept in the cache (:mod:`wgtpm.rangeread`)."""
+        from ..tensors import check_tensor_bytes, read_tensor_bytes
+
+        local = self.path / table.path
+        if local.is_file() or not self.version:
+            return read_tensor_bytes(  # verified, or it raises
+                local, info, module=self.module, version=self.version, file=table.path
+            )
+        # vendored by a FILE#TENSOR select (wgtpm.modload.vendor): checked again here
+        vendored = self.path / f"{table.path}#tensors" / info.sha256
+        if vendored.is_file():
+            data = vendored.read_bytes()
+            return check_tensor_bytes(
+                data, info, table.path, module=self.module, version=self.version
+            )
+        return _ranged(self._project_dir, self.module, self.version, table, info)
+
     def _read(self, table: FileTable, info: TensorInfo, dtype: torch.dtype | None) -> torch.Tensor:
-        from ..tensors import read_tensor_bytes
         from ._convert import from_bytes, tensor_sha256
 
         where = f"{self.label}/{table.path}#{info.name}"
-        data = read_tensor_bytes(  # verified, or it raises
-            self.path / table.path, info, module=self.module, version=self.version, file=table.path
-        )
+        data = self._bytes(table, info)
         tensor = from_bytes(data, info.dtype, info.shape, table.format, where)
         converted = None
         if dtype is not None and dtype != tensor.dtype:
@@ -185,6 +211,13 @@ class Pinned:
     def verify_weights(self) -> None:
         """Re-hash every weights file against its table's sha256 (what :meth:`load` reads)."""
         for path, table in sorted(self.tables.files.items()):
+            if not (self.path / path).is_file():
+                raise NotFoundError(
+                    self.module,
+                    self.version,
+                    f"{path} is not downloaded (a select line names only some of its tensors); "
+                    "select the file whole to load the model",
+                )
             got = sha256_file(self.path / path)
             if got != table.sha256:
                 raise ChecksumMismatchError(
@@ -246,4 +279,38 @@ def open_module(
     from ..modload import open_resolver
 
     with open_resolver(Path(project_dir)) as own:
-        return Pinned(own.module(path.rstrip("/")))
+        return Pinned(own.module(path.rstrip("/")), Path(project_dir))
+
+
+def _ranged(
+    project_dir: Path | None, module: str, version: str, table: FileTable, info: TensorInfo
+) -> bytes:
+    """Tensor ``info`` of ``module@version``'s ``table.path``, which is not downloaded: the
+    cache's verified copy, else by range through the project's fetcher (the module's
+    origin: a module replacement's files come from another path)."""
+    from ..modfetch import Fetcher
+    from ..modload.buildlist import Fetched
+    from ..modload.options import Options
+    from ..modload.project import Project
+    from ..module import ModuleVersion
+    from ..rangeread import fetch_tensor
+
+    if project_dir is None:
+        raise NotFoundError(
+            module,
+            version,
+            f"{table.path} is not downloaded; run 'wgtpm get {module}' (or select the file)",
+        )
+    with Project.load(project_dir, Options.from_env(default="readonly")) as project:
+        if project.opts.vendor:
+            raise NotFoundError(
+                module,
+                version,
+                f"tensor {info.name} of {table.path} is not vendored; "
+                "select it and run 'wgtpm vendor', or build without -mod=vendor",
+            )
+        origin = project.origin(ModuleVersion(module, version))
+        if not isinstance(origin, Fetched):
+            raise NotFoundError(module, version, f"{table.path} is not in the module's directory")
+        fetcher: Fetcher = project.fetcher()
+        return fetch_tensor(fetcher, origin.path, origin.version, table, info)

@@ -69,7 +69,7 @@ def _vendored_index(module: ResolvedModule) -> ReleaseIndex | None:
         module.path.split("/")
     ):
         return None
-    from ..modload.vendor import MANIFEST, manifest_index
+    from ..modload._manifest import MANIFEST, manifest_index
 
     manifest = module.dir.parents[depth - 1] / MANIFEST
     if not manifest.is_file():
