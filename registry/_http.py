@@ -52,7 +52,7 @@ from typing import Any, TypeVar
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from .accesslog import log_access
+from .accesslog import REQUEST_ID_HEADER, log_access, new_request_id
 from .fastpath import FastPath
 from .limits import MAX_REQUEST_HEAD, Timeouts
 
@@ -409,8 +409,15 @@ else:
             if reply is None:
                 return False
             keep_alive = self.parser.get_http_version() != "1.0" and self.parser.should_keep_alive()
+            rid = new_request_id()
             head = response_head(
-                reply.status, self.server_state.default_headers + reply.headers, keep_alive
+                reply.status,
+                [
+                    *self.server_state.default_headers,
+                    *reply.headers,
+                    (REQUEST_ID_HEADER, rid.encode()),
+                ],
+                keep_alive,
             )
             if reply.body:
                 self.transport.writelines((head, reply.body))
@@ -420,7 +427,9 @@ else:
                 self.transport.close()
             self.on_response_complete()  # uvicorn's count, and the keep-alive timeout
             client = self.client[0] if self.client else None
-            log_access(method, path, reply.status, len(reply.body), start, client, ua=reply.ua)
+            log_access(
+                method, path, reply.status, len(reply.body), start, client, ua=reply.ua, rid=rid
+            )
             return True
 
 

@@ -5,8 +5,10 @@
     app = create_app(Config(data=Path("/srv/registry")))   # opens the stores at startup
     app = create_app(registry=Registry(meta, blobs))       # or serve stores you opened
 
-Routes: ``/healthz`` (200 ``{"status": "ok"}`` when the database and the blob
-store answer, else 503), ``/api/v1/...`` (:mod:`registry.api`), the web page
+Routes: ``/healthz`` (liveness: 200 ``{"status": "ok"}`` while the process
+answers at all, whatever the stores do), ``/readyz`` (readiness: 200 when the
+database and the blob store answer, else 503 ``{"status": "unavailable",
+"down": ["database", "blob store"]}``, naming what is down), ``/api/v1/...`` (:mod:`registry.api`), the web page
 at ``/`` and ``/-/module/...`` (:mod:`registry.web`),
 ``/sumdb/$NAME/...`` (the checksum database, :mod:`registry.sumdb`), the
 Hugging Face Hub read API (``/api/models/...`` and ``/OWNER/REPO/resolve/...``,
@@ -36,7 +38,7 @@ from starlette.types import Receive, Scope, Send
 
 from . import api, hfmirror, sumdb, web
 from ._errors import BadRequestError, RegistryError, StoreError, UnauthorizedError, UpstreamError
-from .accesslog import AccessLog
+from .accesslog import AccessLog, request_id
 from .blobs import open_blob_store
 from .config import Config
 from .fastpath import FastPath, ProtocolCache
@@ -96,21 +98,38 @@ def open_registry(config: Config) -> Registry:
     )
 
 
+def internal_message(rid: str) -> str:
+    """What a 500 answers: no detail (a database's host and port, a bucket, a path),
+    which goes to the error log under the same request id."""
+    return f"internal error in the registry (request id {rid}); its operator can look it up"
+
+
 async def _error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, RegistryError)
-    if exc.status >= 500:
-        # a 500 (a store failed) gets its traceback; an upstream's failure (502) is the
-        # upstream's, and its message says what failed: one line, as any client can cause it
+    """A :class:`RegistryError` as its status and message; a 500 (a store failed, or a
+    bug: any other exception) as :func:`internal_message`, its detail logged with the
+    request id. An upstream's failure (502) keeps its message: it names what failed."""
+    rid = request_id(request.scope)
+    status = exc.status if isinstance(exc, RegistryError) else 500
+    message = str(exc)
+    if status >= 500:
+        # a 500 gets its traceback; a 502 one line, as any client can cause it
         trace = exc if not isinstance(exc, UpstreamError) else None
-        log.error("%s %s: %s", request.method, request.url.path, exc, exc_info=trace)
+        log.error(
+            "request %s: %s %s: %s", rid, request.method, request.url.path, exc, exc_info=trace
+        )
+        if not isinstance(exc, UpstreamError):
+            message = internal_message(rid)
     headers = (
         {"WWW-Authenticate": 'Bearer realm="wgtpm-registry"'}
         if isinstance(exc, UnauthorizedError)
         else None
     )
+    if not isinstance(exc, RegistryError):  # answered outside AccessLog, which adds it
+        headers = {"X-Request-Id": rid}
     if request.url.path.startswith(api.PREFIX + "/"):
-        return JSONResponse({"error": str(exc)}, status_code=exc.status, headers=headers)
-    return PlainTextResponse(f"{exc}\n", status_code=exc.status, headers=headers)
+        body = {"error": message} if status < 500 else {"error": message, "request_id": rid}
+        return JSONResponse(body, status_code=status, headers=headers)
+    return PlainTextResponse(f"{message}\n", status_code=status, headers=headers)
 
 
 async def _protocol(request: Request) -> Response:
@@ -123,19 +142,31 @@ async def _protocol(request: Request) -> Response:
     return await serve_protocol(request, reg, req, token)
 
 
+_NO_STORE = {"Cache-Control": "no-store"}
+
+
 async def _healthz(request: Request) -> Response:
+    """Liveness: the process answers. No store is asked, so a store outage (when
+    cached answers can still be served) never makes every replica look dead at once."""
+    return JSONResponse({"status": "ok"}, headers=_NO_STORE)
+
+
+async def _readyz(request: Request) -> Response:
+    """Readiness: 200 when the database and the blob store both answer, else 503 naming
+    the ones down (``"database"``, ``"blob store"``); the reasons go to the error log."""
     reg: Registry = request.app.state.registry
-
-    def check() -> None:
-        reg.meta.ping()
-        reg.blobs.check()
-
-    try:
-        await run_in_threadpool(check)
-    except (StoreError, OSError) as exc:
-        log.error("health check failed: %s", exc)
-        return JSONResponse({"status": "unavailable", "error": str(exc)}, status_code=503)
-    return JSONResponse({"status": "ok"}, headers={"Cache-Control": "no-store"})
+    rid = request_id(request.scope)
+    down: list[str] = []
+    for name, check in (("database", reg.meta.ping), ("blob store", reg.blobs.check)):
+        try:
+            await run_in_threadpool(check)
+        except (StoreError, OSError) as exc:
+            log.error("request %s: readiness: the %s is down: %s", rid, name, exc)
+            down.append(name)
+    if down:
+        doc = {"status": "unavailable", "down": down, "request_id": rid}
+        return JSONResponse(doc, status_code=503, headers=_NO_STORE)
+    return JSONResponse({"status": "ok"}, headers=_NO_STORE)
 
 
 class RegistryApp(Starlette):
@@ -195,6 +226,7 @@ def create_app(
     app = RegistryApp(
         routes=[
             Route("/healthz", _healthz, methods=["GET"]),
+            Route("/readyz", _readyz, methods=["GET"]),
             *api.routes(),
             *sumdb.routes(),
             *web.routes(),
@@ -202,7 +234,7 @@ def create_app(
             Route("/{path:path}", _protocol, methods=["GET", "HEAD"]),
         ],
         middleware=[Middleware(AccessLog)],
-        exception_handlers={RegistryError: _error},
+        exception_handlers={RegistryError: _error, Exception: _error},
         lifespan=lifespan,
     )
     if registry is not None:

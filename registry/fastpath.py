@@ -58,7 +58,7 @@ from starlette.types import Scope, Send
 from wgtpm import version as _v
 
 from ._errors import RegistryError
-from .accesslog import log_access
+from .accesslog import REQUEST_ID_HEADER, log_access, new_request_id
 from .service import Registry
 
 __all__ = [
@@ -325,10 +325,14 @@ class FastPath:
             body = await self._read(path, answer)
             if body is None:
                 return False
+        rid = new_request_id()
+        headers = [*headers, (REQUEST_ID_HEADER, rid.encode())]
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
         client = scope.get("client")
-        log_access(method, path, status, len(body), start, client[0] if client else None, ua=ua)
+        log_access(
+            method, path, status, len(body), start, client[0] if client else None, ua=ua, rid=rid
+        )
         return True
 
     def answer_now(self, method: str, path: str, headers: Headers) -> Reply | None:

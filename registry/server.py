@@ -26,11 +26,12 @@ To run it under another ASGI server or ``uvicorn --factory``, use
 from __future__ import annotations
 
 import logging
+import logging.config
 import os
 from typing import Any
 
 from ._errors import BadRequestError
-from .accesslog import UVICORN_LOG_CONFIG, configure
+from .accesslog import UVICORN_LOG_CONFIG, access_sink, configure_split
 from .app import RegistryApp, create_app, open_registry
 from .config import Config
 from .limits import Timeouts
@@ -39,6 +40,25 @@ __all__ = ["serve", "worker_app"]
 
 log = logging.getLogger("registry.server")
 
+ACCESS_LOG_ENV = "WGTPM_REGISTRY_ACCESS_LOG"  # off, stdout (the default) or a file
+ACCESS_SAMPLE_ENV = "WGTPM_REGISTRY_ACCESS_LOG_SAMPLE"  # log 1 request in N
+
+
+def _logging(access_log: str, sample: int) -> None:
+    """uvicorn's loggers as JSON lines on stderr, then the registry's. Done here, not by
+    uvicorn's ``log_config``: its ``dictConfig`` would close (and so stop the flushing
+    thread of) the handlers set up before it."""
+    logging.config.dictConfig(UVICORN_LOG_CONFIG)
+    try:
+        configure_split(access_sink(access_log), sample)
+    except OSError as exc:
+        raise BadRequestError(
+            f"--access-log {access_log}: cannot append to it ({exc.strerror}); "
+            "give a writable file, stdout or off"
+        ) from exc
+    except ValueError as exc:
+        raise BadRequestError(f"--access-log-sample: {exc}") from exc
+
 
 def serve(
     config: Config,
@@ -46,14 +66,20 @@ def serve(
     port: int = 8080,
     graceful_timeout: int = 30,
     workers: int = 1,
+    access_log: str = "stdout",
+    access_sample: int = 1,
 ) -> None:
     """Serve until SIGTERM or SIGINT; the stores are opened first (a bad ``--db`` or
-    ``--store`` fails here, with its reason) and closed after uvicorn has drained."""
+    ``--store`` fails here, with its reason) and closed after uvicorn has drained.
+
+    Errors and messages go to stderr as JSON lines; access lines where ``access_log``
+    says (``off``, ``stdout`` or a file: :func:`registry.accesslog.access_sink`), 1
+    request in ``access_sample`` (every 5xx)."""
     import uvicorn
 
     from ._http import protocol_class
 
-    configure()
+    _logging(access_log, access_sample)
     try:
         timeouts = Timeouts.from_env()
     except ValueError as exc:
@@ -74,7 +100,7 @@ def serve(
         "host": host,
         "port": port,
         "access_log": False,  # registry.accesslog writes JSON lines instead
-        "log_config": UVICORN_LOG_CONFIG,
+        "log_config": None,  # _logging applied UVICORN_LOG_CONFIG
         "lifespan": "on",
         "timeout_graceful_shutdown": graceful_timeout,
         "proxy_headers": True,
@@ -85,6 +111,8 @@ def serve(
     if workers > 1:
         reg.close()  # each worker opens its own
         os.environ.update(config.environ())
+        os.environ[ACCESS_LOG_ENV] = access_log
+        os.environ[ACCESS_SAMPLE_ENV] = str(access_sample)
         log.info("%d worker processes", workers)
         uvicorn.run("registry.server:worker_app", factory=True, workers=workers, **options)
         return
@@ -98,5 +126,5 @@ def serve(
 
 def worker_app() -> RegistryApp:
     """One of ``serve``'s worker processes: its logging, and the app on ``Config()``."""
-    configure()
+    _logging(os.environ.get(ACCESS_LOG_ENV, "stdout"), int(os.environ.get(ACCESS_SAMPLE_ENV, "1")))
     return create_app(Config(), timeouts=Timeouts.from_env())

@@ -118,6 +118,10 @@ class PostgresServer:
             conn.execute(f'CREATE DATABASE "{name}"')  # type: ignore[arg-type]
         return self.url.rsplit("/", 1)[0] + "/" + name
 
+    def halt(self) -> None:
+        """Stop the server (an outage), keeping the cluster: :meth:`stop` still removes it."""
+        self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")
+
     def stop(self) -> None:
         try:
             if (self.data / "postmaster.pid").exists():

@@ -76,6 +76,7 @@ def test_serve_publish_and_stop_on_sigterm(tmp_path: Path) -> None:
     port = free_port()
     proc = subprocess.Popen(
         [*wgtpm, "serve", "--port", str(port), "--data", str(data)],
+        stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env=env,
@@ -100,10 +101,11 @@ def test_serve_publish_and_stop_on_sigterm(tmp_path: Path) -> None:
             assert note.open(lookup.content.split(b"\n\n", 1)[1], verifier).text.endswith("=\n")
     finally:
         proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=30)
+        out, err = proc.communicate(timeout=30)
     assert proc.returncode in (0, -signal.SIGTERM), err  # uvicorn re-raises the signal
     records = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
-    access = [r for r in records if "status" in r]
+    access = [json.loads(line) for line in out.splitlines()]  # access lines: on stdout
+    assert not [r for r in records if "status" in r]  # errors and messages: on stderr
     assert {
         "method": "GET",
         "path": "/example.com/m/@v/v1.0.0/a.bin",

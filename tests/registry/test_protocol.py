@@ -173,14 +173,20 @@ def test_served_under_a_root_path(tmp_path: Path) -> None:
     reg.close()
 
 
-def test_healthz_is_503_when_a_store_fails(tmp_path: Path, s3_url: str) -> None:
+def test_readyz_is_503_when_a_store_fails_and_healthz_stays_200(
+    tmp_path: Path, s3_url: str
+) -> None:
+    """Liveness never asks the stores (a store outage must not make a load balancer drop
+    every replica at once); readiness names what is down."""
     from registry import open_blob_store
 
     missing_bucket = "s3://no-such-bucket-" + s3_url.split("/")[2][-8:] + "/blobs"
     reg = Registry(open_metadata_store(str(tmp_path / "r.db")), open_blob_store(missing_bucket))
     with TestClient(create_app(registry=reg)) as c:
-        r = c.get("/healthz")
+        r = c.get("/readyz")
         assert r.status_code == 503 and r.json()["status"] == "unavailable"
+        assert r.json()["down"] == ["blob store"]
+        assert c.get("/healthz").status_code == 200
     reg.close()
 
 

@@ -72,6 +72,11 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
         "seconds the registry reads the rest of a body it already answered (default 30)",
     ),
     (
+        "WGTPM_REGISTRY_ACCESS_LOG",
+        "where the registry's access log goes: off, stdout (default) or a file",
+    ),
+    ("WGTPM_REGISTRY_ACCESS_LOG_SAMPLE", "the registry logs 1 request in N (default 1: all)"),
+    (
         "WGTPM_REGISTRY_PUBLIC_URL",
         "the URL the registry's pages give clients (default: the address it listens on)",
     ),

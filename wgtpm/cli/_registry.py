@@ -127,6 +127,20 @@ def register(sub: Any) -> None:
         "$WGTPM_REGISTRY_PUBLIC_URL, else http://HOST:PORT as listened on). Never taken from "
         "a request's Host",
     )
+    s.add_argument(
+        "--access-log",
+        metavar="off|stdout|FILE",
+        help="where each request's JSON line goes: off, stdout, or appended to FILE (reopened "
+        "when logrotate moves it); errors always go to stderr (default: "
+        "$WGTPM_REGISTRY_ACCESS_LOG, else stdout)",
+    )
+    s.add_argument(
+        "--access-log-sample",
+        type=int,
+        metavar="N",
+        help="log 1 request in N (answers of 500 and above always; default: "
+        "$WGTPM_REGISTRY_ACCESS_LOG_SAMPLE, else 1: every request)",
+    )
     s.set_defaults(run=_serve)
 
     k = rsub.add_parser(
@@ -240,10 +254,26 @@ def _serve(args: argparse.Namespace) -> int:
             raise UsageError(f"WGTPM_REGISTRY_PORT={env!r} is not a port number")
         port = int(env)
     config = _with_public_url(config, host, port)
+    access_log = args.access_log or os.environ.get("WGTPM_REGISTRY_ACCESS_LOG") or "stdout"
+    sample = args.access_log_sample
+    if sample is None:
+        env = os.environ.get("WGTPM_REGISTRY_ACCESS_LOG_SAMPLE", "1")
+        if not env.isdigit():
+            raise UsageError(f"WGTPM_REGISTRY_ACCESS_LOG_SAMPLE={env!r} is not a whole number")
+        sample = int(env)
     try:
         if args.workers < 1:
             raise UsageError(f"--workers must be 1 or more, not {args.workers}")
-        serve(config, host=host, port=port, workers=args.workers)
+        if sample < 1:
+            raise UsageError(f"--access-log-sample must be 1 or more, not {sample}")
+        serve(
+            config,
+            host=host,
+            port=port,
+            workers=args.workers,
+            access_log=access_log,
+            access_sample=sample,
+        )
     except RegistryError as exc:
         raise _registry_error(exc) from exc
     return 0

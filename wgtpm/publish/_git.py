@@ -201,7 +201,26 @@ def create_tag(pkg: Path, tag: str, commit: str, message: str) -> None:
     """Create the annotated tag ``tag`` at ``commit`` (kept when it already points there)."""
     if tag_commit(pkg, tag) == commit:
         return
-    _repo(pkg).git.tag("--annotate", f"--message={message}", "--", tag, commit)
+    repo = _repo(pkg)
+    with repo.git.custom_environment(**_tagger_env(repo)):
+        repo.git.tag("--annotate", f"--message={message}", "--", tag, commit)
+
+
+#: The tagger of a release tag in a repository whose git has no identity (a CI clone):
+#: the release is already published then, and a missing identity must not fail it.
+TAGGER = ("wgtpm", "wgtpm@localhost")
+
+
+def _tagger_env(repo: Any) -> dict[str, str]:
+    """``GIT_COMMITTER_NAME``/``_EMAIL`` of :data:`TAGGER` when git knows no committer
+    identity here (``git var GIT_COMMITTER_IDENT`` fails); else nothing: the user's own."""
+    import git
+
+    try:
+        repo.git.var("GIT_COMMITTER_IDENT")
+    except git.GitCommandError:
+        return {"GIT_COMMITTER_NAME": TAGGER[0], "GIT_COMMITTER_EMAIL": TAGGER[1]}
+    return {}
 
 
 def export_commit(checkout: Checkout, dest: Path) -> Path:
