@@ -108,6 +108,8 @@ async def _error(request: Request, exc: Exception) -> Response:
     """A :class:`RegistryError` as its status and message; a 500 (a store failed, or a
     bug: any other exception) as :func:`internal_message`, its detail logged with the
     request id. An upstream's failure (502) keeps its message: it names what failed."""
+    if isinstance(exc, hfmirror.CutShort):  # a body cut on purpose: logged once, before
+        raise exc
     rid = request_id(request.scope)
     status = exc.status if isinstance(exc, RegistryError) else 500
     message = str(exc)
