@@ -454,6 +454,13 @@ class MetadataStore(abc.ABC):
         """Release connections."""
 
 
+def _set_beside(conn: Any, table: sa.Table, module: str, version: str, sha: str) -> None:
+    """Name the blob served beside ``module@version`` (its SLSA statement or its
+    signature) in ``table``, over a row a lost commit may have left."""
+    conn.execute(table.delete().where(table.c.module == module, table.c.version == version))
+    conn.execute(table.insert().values(module=module, version=version, sha256=sha))
+
+
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     dbapi_conn.isolation_level = None  # SQLAlchemy's "begin" hook below issues BEGIN
     cur = dbapi_conn.cursor()
@@ -875,34 +882,12 @@ class SqlMetadataStore(MetadataStore):
                         )
                     )
                     version_id = _inserted_id(res)
-                    if new.attestation_sha256:
-                        conn.execute(
-                            attestations.delete().where(  # a row a lost commit may have left
-                                attestations.c.module == new.module,
-                                attestations.c.version == new.version,
-                            )
-                        )
-                        conn.execute(
-                            attestations.insert().values(
-                                module=new.module,
-                                version=new.version,
-                                sha256=new.attestation_sha256,
-                            )
-                        )
-                    if new.signature_sha256:
-                        conn.execute(
-                            signatures.delete().where(  # a row a lost commit may have left
-                                signatures.c.module == new.module,
-                                signatures.c.version == new.version,
-                            )
-                        )
-                        conn.execute(
-                            signatures.insert().values(
-                                module=new.module,
-                                version=new.version,
-                                sha256=new.signature_sha256,
-                            )
-                        )
+                    for table, sha in (
+                        (attestations, new.attestation_sha256),
+                        (signatures, new.signature_sha256),
+                    ):
+                        if sha:
+                            _set_beside(conn, table, new.module, new.version, sha)
                     if new.files:
                         conn.execute(
                             files.insert(),
