@@ -1,5 +1,5 @@
 """The examples a user copies stay valid: every wgt.mod, model and PAW spec parses, and
-the commands the README's tour shows are commands of the CLI."""
+the commands README.md and docs/ show are commands of the CLI."""
 
 from __future__ import annotations
 
