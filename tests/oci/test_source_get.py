@@ -310,62 +310,93 @@ def test_direct_wgtoci_reads_an_oras_push(
         assert (tree / name).read_bytes() == data
 
 
-def test_modelpack_shaped_artifact_is_a_module(
+KITOPS = {
+    "artifact": "application/vnd.kitops.modelkit.manifest.v1+json",
+    "config": "application/vnd.kitops.modelkit.config.v1+json",
+    "weights": "application/vnd.kitops.modelkit.model.v1.tar",
+    "part": "application/vnd.kitops.modelkit.modelpart.v1.tar",
+    "docs": "application/vnd.kitops.modelkit.docs.v1.tar",
+}
+MODELPACK = {
+    "artifact": oci_manifest.ARTIFACT_TYPE,
+    "config": oci_manifest.CONFIG_TYPE,
+    "weights": oci_manifest.WEIGHT_TYPE,
+    "part": oci_manifest.WEIGHT_CONFIG_TYPE,
+    "docs": oci_manifest.DOC_TYPE,
+}
+
+
+@pytest.mark.parametrize("kind", ["modelpack", "kitops"])
+def test_model_artifacts_of_other_tools_are_modules(
     wgtpm: Callable[..., object],
     project: Path,
     oci_registry: OciRegistry,
     oci_namespace: str,
     monkeypatch: pytest.MonkeyPatch,
     weights: bytes,
+    kind: str,
 ) -> None:
-    """A ModelPack model (config and weight layers of its media types, paths in
-    ``org.cncf.model.filepath``), as a ModelPack tool pushes one."""
-    repo = f"{oci_namespace}/example.com/acme/pack"
+    """A ModelPack model (its config and weight media types) and a KitOps ModelKit (its
+    config and tar layers), each layer's path in ``org.cncf.model.filepath``, as their
+    tools push them: modules whose files are the layers, named by those paths."""
+    types = MODELPACK if kind == "modelpack" else KITOPS
+    module = f"example.com/acme/{kind}"
+    repo = f"{oci_namespace}/{module}"
     files = {
         "model/weights.safetensors": weights,
         "model/tokenizer.json": b"{}",
         "README.md": b"hi",
     }
-    types = {
-        "model/weights.safetensors": oci_manifest.WEIGHT_TYPE,
-        "model/tokenizer.json": oci_manifest.WEIGHT_CONFIG_TYPE,
-        "README.md": oci_manifest.DOC_TYPE,
+    layer_type = {
+        "model/weights.safetensors": types["weights"],
+        "model/tokenizer.json": types["part"],
+        "README.md": types["docs"],
     }
     layers = []
     for name, data in files.items():
         layers.append(
             {
-                "mediaType": types[name],
+                "mediaType": layer_type[name],
                 "digest": push_blob(oci_registry, repo, data),
                 "size": len(data),
                 "annotations": {oci_manifest.FILEPATH: name},
             }
         )
-    config = json.dumps(
-        {
+    if kind == "modelpack":
+        config = {
             "descriptor": {"name": "pack", "version": "1"},
             "config": {"format": "safetensors"},
             "modelfs": {"type": "layers", "diffIds": [layer["digest"] for layer in layers]},
         }
-    ).encode()
+    else:
+        config = {
+            "manifestVersion": "1.0.0",
+            "package": {"name": "kit"},
+            "model": {
+                "path": "model/weights.safetensors",
+                "parts": [{"path": "model/tokenizer.json"}],
+            },
+            "docs": [{"path": "README.md"}],
+        }
+    cfg = json.dumps(config).encode()
     doc = {
         "schemaVersion": 2,
         "mediaType": oci_manifest.MANIFEST_TYPE,
-        "artifactType": oci_manifest.ARTIFACT_TYPE,
+        "artifactType": types["artifact"],
         "config": {
-            "mediaType": oci_manifest.CONFIG_TYPE,
-            "digest": push_blob(oci_registry, repo, config),
-            "size": len(config),
+            "mediaType": types["config"],
+            "digest": push_blob(oci_registry, repo, cfg),
+            "size": len(cfg),
         },
         "layers": layers,
         "annotations": {oci_manifest.CREATED: "2026-12-01T10:00:00Z"},
     }
     push_manifest(oci_registry, repo, "v0.3.0", json.dumps(doc).encode())
     monkeypatch.setenv("WGTPROXY", oci_registry.oci(oci_namespace))
-    r = wgtpm("get", "example.com/acme/pack@v0.3.0", cwd=project)  # type: ignore[operator]
-    assert r.code == 0, r.err
-    assert f"example.com/acme/pack v0.3.0 {h1(files)}" in (project / "wgt.sum").read_text()
-    tree = cache_root() / "mod" / "example.com/acme/pack@v0.3.0"
+    r = wgtpm("get", f"{module}@v0.3.0", cwd=project)  # type: ignore[operator]
+    assert r.code == 0, r.err  # type: ignore[attr-defined]
+    assert f"{module} v0.3.0 {h1(files)}" in (project / "wgt.sum").read_text()
+    tree = cache_root() / "mod" / f"{module}@v0.3.0"
     for name, data in files.items():
         assert (tree / name).read_bytes() == data
 
