@@ -14,8 +14,9 @@ import pytest
 
 from tests.servers import CdnServer, Fault, Request, Response
 from tests.sources.test_conformance import RegistryFront
-from wgtpm._errors import NotFoundError, UsageError
+from wgtpm._errors import FetchError, NotFoundError, UsageError
 from wgtpm.httpclient import HttpClient
+from wgtpm.oci import manifest as oci_manifest
 from wgtpm.sources.chain import from_env, parse_proxy_list
 from wgtpm.sources.oci import OciDirect, OciSource, parse_oci_url, parse_wgtoci
 
@@ -183,3 +184,37 @@ def test_a_cut_download_resumes_with_range(
         )
         is not None
     ), gets
+
+
+def test_a_huge_stated_wgt_mod_is_refused_before_any_download(
+    oci_registry: OciRegistry, oci_namespace: str
+) -> None:
+    """wgt.mod and the index are read whole: a manifest stating gigabytes for one is
+    refused without a request for its blob."""
+    path = "example.com/acme/huge"
+    files = {"wgt.mod": f"module {path}\n".encode(), "w.bin": b"w"}
+    push_release(oci_registry, f"{oci_namespace}/{path}", path, "v1.0.0", files)
+
+    class Huge(RegistryFront):
+        def handle(self, req: Request) -> Response:
+            resp = super().handle(req)
+            if "/manifests/" in req.path and resp.status == 200:
+                doc = json.loads(resp.body)
+                for layer in doc["layers"]:
+                    if layer["annotations"][oci_manifest.TITLE] == "wgt.mod":
+                        layer["size"] = 1 << 40
+                resp.body = json.dumps(doc).encode()
+                resp.headers = {
+                    k: v for k, v in resp.headers.items() if k.lower() != "docker-content-digest"
+                }
+            return resp
+
+    front = Huge(oci_registry.url).start()
+    try:
+        with HttpClient() as http:
+            src = OciSource(http, f"127.0.0.1:{front.port}", oci_namespace)
+            with pytest.raises(FetchError, match=r"states 1099511627776 bytes for wgt.mod"):
+                src.mod(path, "v1.0.0")
+        assert not front.log.where(path="/v2/*/blobs/*")
+    finally:
+        front.stop()

@@ -155,6 +155,15 @@ class OciSource:
 
     def _blob(self, path: str, version: str, desc: ocim.Descriptor, what: str) -> bytes:
         """A small blob (wgt.mod, the index), checked against its descriptor."""
+        from ..httpclient import MAX_METADATA
+
+        if desc.size > MAX_METADATA:
+            raise FetchError(
+                path,
+                version,
+                f"the manifest in {self._where(path)} states {desc.size} bytes for {what}, "
+                f"more than the {MAX_METADATA} bytes allowed for it; refusing it",
+            )
         repo = self.repository(path)
         with self._translated(path, version, what):
             headers = self.client.authorization(repo)
@@ -223,15 +232,9 @@ class OciSource:
             f"(of the newest {MAX_TAG_LOOKUPS})",
         )
 
-    def _layer_named(self, man: ocim.Manifest, name: str) -> ocim.Descriptor | None:
-        for layer in man.layers:
-            if layer.title == name and layer.media_type != ocim.INDEX_TYPE:
-                return layer
-        return None
-
     def mod(self, path: str, version: str) -> bytes:
         man, _ = self._manifest(path, version)
-        layer = self._layer_named(man, "wgt.mod")
+        layer = man.by_title.get("wgt.mod")
         if layer is None:
             return _index.synthetic_mod(path)
         return self._blob(path, version, layer, "wgt.mod")
@@ -267,7 +270,7 @@ class OciSource:
 
     def file(self, path: str, version: str, name: str) -> FileRequest:
         man, _ = self._manifest(path, version)
-        layer = self._layer_named(man, name)
+        layer = man.by_title.get(name)
         if layer is None:
             raise NotFoundError(
                 path, version, f"{name}: no layer of that name in {self._where(path)}"
