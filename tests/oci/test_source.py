@@ -10,6 +10,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.servers import CdnServer, Fault, Request, Response
@@ -21,7 +22,7 @@ from wgtpm.sources.chain import from_env, parse_proxy_list
 from wgtpm.sources.oci import OciDirect, OciSource, parse_oci_url, parse_wgtoci
 
 from .conftest import PASSWORD, USER, OciRegistry
-from .helpers import push_release
+from .helpers import push_artifact, push_manifest, push_release
 
 
 def test_oci_urls() -> None:
@@ -218,3 +219,46 @@ def test_a_huge_stated_wgt_mod_is_refused_before_any_download(
         assert not front.log.where(path="/v2/*/blobs/*")
     finally:
         front.stop()
+
+
+def test_a_tag_naming_an_image_index_is_refused_in_one_line(
+    oci_registry: OciRegistry, oci_namespace: str
+) -> None:
+    """A multi-platform image (an image index) is not one artifact: refused as such, not
+    reported missing."""
+    path = "example.com/acme/multi"
+    repo = f"{oci_namespace}/{path}"
+    child = push_artifact(oci_registry, repo, "child", {"f": b"f"})
+    size = len(httpx.get(f"{oci_registry.url}/v2/{repo}/manifests/child").content)
+    index = {
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.index.v1+json",
+        "manifests": [{"mediaType": oci_manifest.MANIFEST_TYPE, "digest": child, "size": size}],
+    }
+    push_manifest(oci_registry, repo, "v1.0.0", json.dumps(index).encode(), index["mediaType"])
+    with HttpClient() as http:
+        src = OciSource(http, oci_registry.host, oci_namespace)
+        with pytest.raises(FetchError, match="names an image index") as exc:
+            src.mod(path, "v1.0.0")
+    assert not isinstance(exc.value, NotFoundError)
+
+
+@pytest.mark.parametrize(
+    ("created", "want"),
+    [
+        ("2026-12-01T10:00:00Z", "2026-12-01T10:00:00Z"),
+        ("2026-12-01T11:00:00.5+01:00", "2026-12-01T10:00:00Z"),
+        ("last tuesday", None),
+    ],
+)
+def test_info_time_from_the_created_annotation(
+    oci_registry: OciRegistry, oci_namespace: str, created: str, want: str | None
+) -> None:
+    path = "example.com/acme/timed"
+    repo = f"{oci_namespace}/{path}"
+    push_artifact(
+        oci_registry, repo, "v1.0.0", {"f": b"f"}, annotations={oci_manifest.CREATED: created}
+    )
+    with HttpClient() as http:
+        info = OciSource(http, oci_registry.host, oci_namespace).info(path, "v1.0.0")
+    assert info.version == "v1.0.0" and info.time == want

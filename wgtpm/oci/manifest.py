@@ -49,8 +49,11 @@ INDEX_MANIFEST_TYPES = (
     "application/vnd.oci.image.index.v1+json",
     "application/vnd.docker.distribution.manifest.list.v2+json",
 )
-#: What ``Accept`` asks for when a manifest is read.
-ACCEPT = ", ".join((MANIFEST_TYPE, "application/vnd.docker.distribution.manifest.v2+json"))
+#: What ``Accept`` asks for when a manifest is read: image indexes too, so that a tag naming
+#: one is refused as such (:func:`parse`), not answered 404 by registries that honour Accept.
+ACCEPT = ", ".join(
+    (MANIFEST_TYPE, "application/vnd.docker.distribution.manifest.v2+json", *INDEX_MANIFEST_TYPES)
+)
 #: The ModelPack model manifest's artifact type and config (CNCF ModelPack model-spec v1).
 ARTIFACT_TYPE = "application/vnd.cncf.model.manifest.v1+json"
 CONFIG_TYPE = "application/vnd.cncf.model.config.v1+json"

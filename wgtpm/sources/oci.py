@@ -37,7 +37,14 @@ from ..oci import manifest as ocim
 from ..oci.naming import check_namespace, repository, repository_element, tag_of, version_of_tag
 from ..query import check_query
 from ._base import FileRequest, RevInfo, Source
-from ._hosted import sha256_check, synthesise_index, tag_version, verified_get
+from ._hosted import (
+    parse_time,
+    rfc3339,
+    sha256_check,
+    synthesise_index,
+    tag_version,
+    verified_get,
+)
 
 if TYPE_CHECKING:
     from ..httpclient import HttpClient
@@ -207,12 +214,9 @@ class OciSource:
         if not _version.is_valid(query):
             return self._from_tag(path, query)
         man, _digest = self._manifest(path, query)
-        created = man.annotations.get(ocim.CREATED)
         revision = man.annotations.get(ocim.REVISION)
         return RevInfo(
-            query,
-            created if created and created.endswith("Z") else None,
-            revision if revision and _index.is_commit(revision) else None,
+            query, _created(man), revision if revision and _index.is_commit(revision) else None
         )
 
     def _from_tag(self, path: str, tag: str) -> RevInfo:
@@ -245,12 +249,11 @@ class OciSource:
         if layer is None:
             with self._translated(path, version, "the artifact's layers"):
                 files = ocim.synthesised_files(man)
-            created = man.annotations.get(ocim.CREATED)
             return synthesise_index(
                 path,
                 version,
                 files,
-                time=created if created and created.endswith("Z") else None,
+                time=_created(man),
                 build={"synthesised": "oci artifact layers", "manifest": digest},
             )
         data = self._blob(path, version, layer, "the index")
@@ -282,6 +285,17 @@ class OciSource:
 
     def known_files(self, path: str, version: str) -> Sequence[IndexEntry]:
         return ()  # the index is one small blob away, or made from the manifest at once
+
+
+def _created(man: ocim.Manifest) -> str | None:
+    """The manifest's ``org.opencontainers.image.created`` as RFC 3339 UTC, if it is a time."""
+    value = man.annotations.get(ocim.CREATED)
+    if not value:
+        return None
+    try:
+        return rfc3339(parse_time(value))
+    except ValueError:
+        return None  # another tool's free text: no time rather than a wrong one
 
 
 # ---- WGTOCI: module paths that name an OCI registry, fetched 'direct' ------------------
