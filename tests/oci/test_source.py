@@ -262,3 +262,37 @@ def test_info_time_from_the_created_annotation(
     with HttpClient() as http:
         info = OciSource(http, oci_registry.host, oci_namespace).info(path, "v1.0.0")
     assert info.version == "v1.0.0" and info.time == want
+
+
+def test_credentials_and_tokens_never_cross_registries(
+    wgtpm: Callable[..., object],
+    project: Path,
+    oci_registry: OciRegistry,
+    oci_registry_token: OciRegistry,
+    oci_namespace: str,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    """WGTPROXY names an open registry, then a token registry whose credentials are in
+    config.json: the module is found in the second; the first never sees them."""
+    path = "example.com/acme/private"
+    files = {"wgt.mod": f"module {path}\n".encode(), "w.bin": os.urandom(1000)}
+    push_release(oci_registry_token, f"{oci_namespace}/{path}", path, "v1.0.0", files)
+    front = RegistryFront(oci_registry.url).start()
+    try:
+        docker = tmp_path / "docker"
+        docker.mkdir()
+        auth = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+        cfg = {"auths": {oci_registry_token.host: {"auth": auth}}}
+        (docker / "config.json").write_text(json.dumps(cfg))
+        monkeypatch.setenv("DOCKER_CONFIG", str(docker))
+        monkeypatch.setenv(
+            "WGTPROXY",
+            f"oci://127.0.0.1:{front.port}/{oci_namespace},{oci_registry_token.oci(oci_namespace)}",
+        )
+        r = wgtpm("get", f"{path}@v1.0.0", cwd=project)  # type: ignore[operator]
+    finally:
+        front.stop()
+    assert r.code == 0, r.err  # type: ignore[attr-defined]
+    assert front.log.where(path="/v2/*"), "the first registry was asked"
+    assert not front.log.where(header="authorization")
