@@ -77,6 +77,17 @@ def parse_oci_url(url: str) -> tuple[str, str]:
     return u.netloc.lower(), check_namespace(u.path, url)
 
 
+def _created(man: ocim.Manifest) -> str | None:
+    """The manifest's ``org.opencontainers.image.created`` as RFC 3339 UTC, if it is a time."""
+    value = man.annotations.get(ocim.CREATED)
+    if not value:
+        return None
+    try:
+        return rfc3339(parse_time(value))
+    except ValueError:
+        return None  # another tool's free text: no time rather than a wrong one
+
+
 class OciSource:
     """One registry (``registry`` is ``HOST[:PORT]``) holding modules under ``namespace``.
 
@@ -285,17 +296,6 @@ class OciSource:
 
     def known_files(self, path: str, version: str) -> Sequence[IndexEntry]:
         return ()  # the index is one small blob away, or made from the manifest at once
-
-
-def _created(man: ocim.Manifest) -> str | None:
-    """The manifest's ``org.opencontainers.image.created`` as RFC 3339 UTC, if it is a time."""
-    value = man.annotations.get(ocim.CREATED)
-    if not value:
-        return None
-    try:
-        return rfc3339(parse_time(value))
-    except ValueError:
-        return None  # another tool's free text: no time rather than a wrong one
 
 
 # ---- WGTOCI: module paths that name an OCI registry, fetched 'direct' ------------------
