@@ -68,6 +68,7 @@ def shown_url(url: str) -> str:
     return redact(urlunsplit((u.scheme, host, u.path, "", "")))
 
 
+#: What :func:`redact` hides: every credential value and URL password registered so far.
 _SECRETS: set[str] = set()
 _SECRETS_LOCK = threading.Lock()
 

@@ -19,8 +19,8 @@ __all__ = ["REDIRECTS", "SAFE_HEADERS", "forwarded", "internal", "redirect_targe
 
 #: Headers that may follow a redirect to another origin; all others are dropped.
 SAFE_HEADERS = frozenset({"accept", "accept-encoding", "range", "user-agent"})
+#: The statuses of a redirect that the client follows (with a ``Location``).
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
-#: Methods that :meth:`HttpClient.send` retries unless told otherwise (RFC 9110, 9.2.2).
 
 
 def forwarded(headers: Mapping[str, str], start: str, url: str) -> dict[str, str]:
