@@ -585,15 +585,15 @@ class Registry:
         signature: bytes | None = None,
     ) -> CommitOutcome:
         """Check the upload is complete and correct, then record the version atomically,
-        with ``attestation`` (its SLSA statement, :meth:`_store_attestation`) and
-        ``signature`` (:meth:`_store_signature`) if given."""
+        with ``attestation`` (its SLSA statement, :meth:`store_attestation`) and
+        ``signature`` (:meth:`store_signature`) if given."""
         rec = self._open_upload(upload_id, token)
         idx = self._index(rec.index_sha256, rec.module, rec.version)
         got = idx.h1()
         if got != rec.h1 or (h1 is not None and h1 != got):
             raise BadRequestError(f"the index hashes to {got}, not {h1 or rec.h1}")
-        att_sha = self._store_attestation(attestation, got) if attestation else None
-        sig_sha = self._store_signature(signature, idx) if signature else None
+        att_sha = self.store_attestation(attestation, got) if attestation else None
+        sig_sha = self.store_signature(signature, idx) if signature else None
         missing = self._missing(idx, rec.id, token)
         if missing:
             names = ", ".join(m.path for m in missing[:20])
@@ -630,7 +630,7 @@ class Registry:
                 listener(outcome.version)
         return outcome
 
-    def _store_attestation(self, data: bytes, h1: str) -> str:
+    def store_attestation(self, data: bytes, h1: str) -> str:
         """Store an SLSA statement whose subject is the release of ``h1``; its sha256.
 
         Refused (400): one over :data:`MAX_ATTESTATION` bytes, one that is no DSSE envelope
@@ -653,11 +653,13 @@ class Registry:
         self.blobs.put(sha, [data], max_size=MAX_ATTESTATION)
         return sha
 
-    def _store_signature(self, data: bytes, idx: ReleaseIndex) -> str:
+    def store_signature(self, data: bytes, idx: ReleaseIndex, *, revoked_ok: bool = False) -> str:
         """Store a model-signing bundle whose statement lists exactly ``idx``'s files; its
         sha256. Refused (400): one over :data:`MAX_SIGNATURE` bytes, one that is no such
-        bundle, one over other files. Whose key signed it is not checked here: whom to
-        trust is the consumer's policy (its wgt.mod's trust lines)."""
+        bundle, one over other files, one by a key :attr:`revoked` lists (unless
+        ``revoked_ok``: the caching proxy keeps the upstream's, and its page says so).
+        Whose key signed it is not checked here: whom to trust is the consumer's policy
+        (its wgt.mod's trust lines)."""
         from wgtpm.trust._bundle import BadSignature, read_bundle
 
         if len(data) > MAX_SIGNATURE:
@@ -668,7 +670,7 @@ class Registry:
             raise BadRequestError(f"the signature is not a model-signing bundle: {exc}") from exc
         if signed.files != {e.path: e.sha256 for e in idx.files}:
             raise BadRequestError("the signature does not list exactly this release's files")
-        revoked = self.revoked_keys().get(signed.hint) if signed.hint else None
+        revoked = self.revoked_keys().get(signed.hint) if signed.hint and not revoked_ok else None
         if revoked is not None:
             raise BadRequestError(
                 f"the signature is by key sha256:{signed.hint}, which this registry's "
