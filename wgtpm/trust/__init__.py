@@ -63,6 +63,7 @@ __all__ = [
     "load_public_key",
     "load_public_keys",
     "make_bundle",
+    "mismatch",
     "parse_revoked",
     "policy",
     "read_public_keys",
@@ -193,21 +194,33 @@ def check(
             _verify_keyless(signed, rule)
     except BadSignature as exc:
         raise refuse(str(exc)) from exc
+    wrong = mismatch(signed, module, version, files)
+    if wrong is not None:
+        # the signer checked out above: only what it signs is wrong
+        raise refuse("the signature " + wrong.replace("is not over", "is valid but not over", 1))
+
+
+def mismatch(signed: Any, module: str, version: str, files: Mapping[str, str]) -> str | None:
+    """Why the read bundle ``signed`` is not over exactly ``module@version``'s index
+    ``files`` (path -> sha256), to follow "the signature": ``is for OTHER@VERSION`` or
+    ``is not over this release's index: WHAT``; ``None`` when it is. Its signature is
+    not looked at."""
     named = signed.model
     if "@" in named and named != f"{module}@{version}":
-        raise refuse(f"the signature is for {named}")
-    if signed.files != dict(files):
-        extra = sorted(set(signed.files) - set(files))
-        missing = sorted(set(files) - set(signed.files))
-        changed = sorted(p for p in set(files) & set(signed.files) if files[p] != signed.files[p])
-        what = (
-            f"{changed[0]} has another sha256"
-            if changed
-            else f"it does not sign {missing[0]}"
-            if missing
-            else f"it signs {extra[0]}, which the release does not hold"
-        )
-        raise refuse(f"the signature is valid but not over this release's index: {what}")
+        return f"is for {named}"
+    if signed.files == dict(files):
+        return None
+    extra = sorted(set(signed.files) - set(files))
+    missing = sorted(set(files) - set(signed.files))
+    changed = sorted(p for p in set(files) & set(signed.files) if files[p] != signed.files[p])
+    what = (
+        f"{changed[0]} has another sha256"
+        if changed
+        else f"it does not sign {missing[0]}"
+        if missing
+        else f"it signs {extra[0]}, which the release does not hold"
+    )
+    return f"is not over this release's index: {what}"
 
 
 def _verify_keyring(
