@@ -59,6 +59,7 @@ __all__ = [
     "check",
     "enabled",
     "fingerprint",
+    "identity_matches",
     "key_hint",
     "load_public_key",
     "load_public_keys",
@@ -288,6 +289,19 @@ def cert_identity(der: bytes) -> tuple[str, str]:
     return ident, issuer
 
 
+def identity_matches(pattern: str, identity: str) -> bool:
+    """Whether a certificate's ``identity`` is the one a trust line's ``identity=`` names:
+    equal, or where the line has ``*``, anything in its place (GitHub Actions' identity
+    names the workflow and the ref: ``https://github.com/acme/m/.github/workflows/
+    release.yml@refs/tags/*``, as cosign's ``--certificate-identity-regexp`` is used)."""
+    import re
+
+    if "*" not in pattern:
+        return identity == pattern
+    rx = ".*".join(re.escape(part) for part in pattern.split("*"))
+    return re.fullmatch(rx, identity, flags=re.DOTALL) is not None
+
+
 def _verify_keyless(signed: Any, rule: Trust) -> None:
     """A keyless bundle: its certificate must name ``rule``'s identity and issuer (checked
     here, so a stranger's bundle is refused offline), then the ``sigstore`` package
@@ -296,7 +310,7 @@ def _verify_keyless(signed: Any, rule: Trust) -> None:
     if signed.certificate is None:
         raise BadSignature("the release is signed with a key, not keylessly")
     ident, issuer = cert_identity(signed.certificate)
-    if (ident, issuer) != (rule.identity, rule.issuer):
+    if not identity_matches(rule.identity or "", ident) or issuer != rule.issuer:
         raise BadSignature(f"signed by identity {ident or '(none)'} (issuer {issuer or '(none)'})")
     try:
         from sigstore.models import Bundle
@@ -309,9 +323,8 @@ def _verify_keyless(signed: Any, rule: Trust) -> None:
 
     try:
         b = Bundle.from_json(json.dumps(signed.raw))
-        Verifier.production().verify_dsse(
-            b, policy.Identity(identity=rule.identity or "", issuer=rule.issuer)
-        )
+        # the certificate's own identity, which matched the line's (a pattern, maybe)
+        Verifier.production().verify_dsse(b, policy.Identity(identity=ident, issuer=rule.issuer))
     except Exception as exc:  # sigstore's errors are many; each is a refusal
         raise BadSignature(f"keyless verification failed: {str(exc).splitlines()[0]}") from exc
 
