@@ -52,6 +52,7 @@ from ._revoked import Revoked, parse_revoked, read_revoked
 __all__ = [
     "SIG_ASSET",
     "TRUST_ENV",
+    "BadSignature",
     "Policy",
     "Revoked",
     "TrustError",
@@ -70,6 +71,7 @@ __all__ = [
     "read_public_keys",
     "read_revoked",
     "rule_for",
+    "signed_by",
     "signer",
 ]
 
@@ -222,6 +224,17 @@ def mismatch(signed: Any, module: str, version: str, files: Mapping[str, str]) -
         else f"it signs {extra[0]}, which the release does not hold"
     )
     return f"is not over this release's index: {what}"
+
+
+def signed_by(bundle: bytes) -> str:
+    """Who a bundle says signed it: ``key sha256:HEX`` (the key's fingerprint) or
+    ``identity ID (issuer URL)``; :class:`BadSignature` for a bundle that cannot be read.
+    Says nothing of whether the signature verifies."""
+    signed = read_bundle(bundle)
+    if signed.certificate is not None:
+        ident, issuer = cert_identity(signed.certificate)
+        return f"identity {ident or '(none)'} (issuer {issuer or '(none)'})"
+    return f"key {fingerprint(signed.hint)}" if signed.hint else "a key (no hint)"
 
 
 def _verify_keyring(
