@@ -66,6 +66,7 @@ def test_trust_lines_take_not_after_and_revoked() -> None:
         (f"trust x identity=a issuer={ISSUER} revoked=r", "it goes with key=FILE"),
         ("trust x revoked=r", "it goes with key=FILE"),
         ("trust x key=k expires=2027-01-01", "usage: trust PATTERN"),
+        ("trust x key=k trusted-root=r.json", "for keyless lines"),
     ],
 )
 def test_a_bad_option_is_one_error(line: str, said: str) -> None:

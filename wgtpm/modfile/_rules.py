@@ -16,6 +16,7 @@ The verbs (DESIGN.md section 3)::
     trust PATTERN key=FILE                   modules matching PATTERN must be signed by FILE's key
     trust PATTERN identity=ID issuer=URL     ... or keylessly (Sigstore) by ID as URL issued it
         [not-after=YYYY-MM-DD] [revoked=FILE]  ... until that day (UTC); not by a key FILE lists
+        [trusted-root=FILE]                  ... a private Sigstore's trusted_root.json (keyless)
 
 ``require``, ``exclude``, ``replace``, ``retract``, ``select``,
 ``artifact``, ``deny-license`` and ``trust`` may be written as blocks. Errors name
@@ -832,13 +833,14 @@ class Trust:
     line: Line = field(repr=False, compare=False)
     not_after: str | None = None
     revoked: str | None = None
+    trusted_root: str | None = None  # a Sigstore trusted_root.json (keyless lines)
 
 
 _TRUST_USAGE = (
-    "usage: trust PATTERN key=FILE [revoked=FILE], or trust PATTERN identity=ID issuer=URL; "
-    "either may add not-after=YYYY-MM-DD"
+    "usage: trust PATTERN key=FILE [revoked=FILE], or trust PATTERN identity=ID issuer=URL "
+    "[trusted-root=FILE]; either may add not-after=YYYY-MM-DD"
 )
-_TRUST_KEYS = ("key", "identity", "issuer", "not-after", "revoked")
+_TRUST_KEYS = ("key", "identity", "issuer", "not-after", "revoked", "trusted-root")
 
 
 def _trust_stmt(mf: ModFile, line: Line, args: list[str], err: ErrFn) -> None:
@@ -867,15 +869,20 @@ def _trust_stmt(mf: ModFile, line: Line, args: list[str], err: ErrFn) -> None:
                 return
         kv[k] = v
     not_after, revoked = kv.pop("not-after", None), kv.pop("revoked", None)
-    if "key" in kv and len(kv) == 1:
+    root = kv.pop("trusted-root", None)
+    if "key" in kv and len(kv) == 1 and root is None:
         mf.trusts.append(Trust(pattern, kv["key"], None, None, line, not_after, revoked))
     elif set(kv) == {"identity", "issuer"} and revoked is None:
         if not kv["issuer"].startswith("https://"):
             err(len(args) - 1, "trust issuer= is the OIDC issuer's https:// URL")
             return
-        mf.trusts.append(Trust(pattern, None, kv["identity"], kv["issuer"], line, not_after, None))
+        mf.trusts.append(
+            Trust(pattern, None, kv["identity"], kv["issuer"], line, not_after, None, root)
+        )
     elif revoked is not None and "key" not in kv:
         err(1, "trust revoked=FILE lists revoked keys: it goes with key=FILE")
+    elif root is not None and "key" in kv:
+        err(1, "trust trusted-root=FILE is Sigstore's, for keyless lines (identity= issuer=)")
     else:
         err(1, _TRUST_USAGE)
 

@@ -194,7 +194,7 @@ def check(
                 raise TrustError(module, version, f"trust line: {exc}") from exc
             _verify_keyring(signed, keys, revoked, rule)
         else:
-            _verify_keyless(signed, rule)
+            _verify_keyless(signed, rule, root)
     except BadSignature as exc:
         raise refuse(str(exc)) from exc
     wrong = mismatch(signed, module, version, files)
@@ -315,18 +315,19 @@ def identity_matches(pattern: str, identity: str) -> bool:
     return re.fullmatch(rx, identity, flags=re.DOTALL) is not None
 
 
-def _verify_keyless(signed: Any, rule: Trust) -> None:
+def _verify_keyless(signed: Any, rule: Trust, root: Path) -> None:
     """A keyless bundle: its certificate must name ``rule``'s identity and issuer (checked
     here, so a stranger's bundle is refused offline), then the ``sigstore`` package
-    verifies the certificate chain, the Rekor entry and the signature against Sigstore's
-    trust root."""
+    verifies the certificate chain, its SCT, the Rekor entry and the signature against
+    Sigstore's trust root: the public instance's, or the ``trusted_root.json`` the line's
+    ``trusted-root=`` names (a private Sigstore; relative to the main module)."""
     if signed.certificate is None:
         raise BadSignature("the release is signed with a key, not keylessly")
     ident, issuer = cert_identity(signed.certificate)
     if not identity_matches(rule.identity or "", ident) or issuer != rule.issuer:
         raise BadSignature(f"signed by identity {ident or '(none)'} (issuer {issuer or '(none)'})")
     try:
-        from sigstore.models import Bundle
+        from sigstore.models import Bundle, TrustedRoot
         from sigstore.verify import Verifier, policy
     except ImportError as exc:
         raise BadSignature(
@@ -334,12 +335,25 @@ def _verify_keyless(signed: Any, rule: Trust) -> None:
         ) from exc
     import json
 
+    def first(exc: Exception) -> str:
+        return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+
+    verifier: Any = None
+    if rule.trusted_root is not None:
+        try:
+            verifier = Verifier(trusted_root=TrustedRoot.from_file(str(root / rule.trusted_root)))
+        except Exception as exc:  # unreadable, not JSON, not a trusted root: one line
+            raise BadSignature(
+                f"trusted-root={rule.trusted_root} is not a Sigstore trusted root: {first(exc)}"
+            ) from exc
     try:
         b = Bundle.from_json(json.dumps(signed.raw))
+        if verifier is None:  # the public instance's root, refreshed through TUF
+            verifier = Verifier.production()
         # the certificate's own identity, which matched the line's (a pattern, maybe)
-        Verifier.production().verify_dsse(b, policy.Identity(identity=ident, issuer=rule.issuer))
-    except Exception as exc:  # sigstore's errors are many; each is a refusal
-        raise BadSignature(f"keyless verification failed: {str(exc).splitlines()[0]}") from exc
+        verifier.verify_dsse(b, policy.Identity(identity=ident, issuer=rule.issuer))
+    except Exception as exc:  # sigstore's (and TUF's) errors are many; each is a refusal
+        raise BadSignature(f"keyless verification failed: {first(exc)}") from exc
 
 
 class Policy:
