@@ -41,6 +41,8 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from wgtpm.trust._revoked import RevocationFile
+
 from . import api, hfmirror, sumdb, web
 from ._errors import BadRequestError, RegistryError, StoreError, UnauthorizedError, UpstreamError
 from .accesslog import AccessLog, request_id
@@ -100,6 +102,7 @@ def open_registry(config: Config) -> Registry:
         proxy=proxy,
         hf_policy=policy,
         public_url=public_url,
+        revoked=RevocationFile(config.revoked_keys_file()),
     )
 
 

@@ -14,6 +14,7 @@ flag                       environment                        default
 ``--hf-allow LIST``        ``WGTPM_REGISTRY_HF_ALLOW``        every repository (:mod:`registry.hfpolicy`)
 ``--offline``              ``WGTPM_REGISTRY_OFFLINE=1``       off: serve only what is stored when on
 ``--public-url URL``       ``WGTPM_REGISTRY_PUBLIC_URL``      ``serve``: ``http://HOST:PORT`` it listens on
+(none)                     ``WGTPM_REGISTRY_REVOKED_KEYS``    ``DATA/revoked-keys`` (if it exists)
 =========================  =================================  ==============================================
 
 ``--upstream`` is a ``WGTPROXY`` list (``direct``, registry or proxy URLs,
@@ -35,6 +36,11 @@ request's ``Host``: pages are cached and shared, so a request naming another
 host must not change what the next reader is told to run. Without it (and
 outside ``serve``, which defaults it to the address it listens on) the pages
 leave those lines out.
+
+The revoked-keys file is a revocation list of signing keys
+(:mod:`wgtpm.trust._revoked`): the version page of a release signed by a key it
+lists says the key is revoked, and a publish carrying such a signature is
+refused. It is read again whenever it changes.
 """
 
 from __future__ import annotations
@@ -146,6 +152,12 @@ class Config:
             else os.environ.get("WGTPM_REGISTRY_HF_ALLOW")
         )
         return HfPolicy.parse(allow, offline)
+
+    def revoked_keys_file(self) -> Path:
+        """The revocation list of signing keys (``$WGTPM_REGISTRY_REVOKED_KEYS``, else
+        ``DATA/revoked-keys``); it need not exist."""
+        env = os.environ.get("WGTPM_REGISTRY_REVOKED_KEYS")
+        return Path(env) if env else self.data.absolute() / "revoked-keys"
 
     def public_base(self) -> str:
         """The URL clients reach this registry at, without a trailing ``/`` (``--public-url``,

@@ -21,6 +21,8 @@ For a proxied module
   (its answers and its 404s, never its failures);
   when the upstream fails or no longer has the module, the list and
   ``@latest`` fall back to the cached versions;
+- the version's signature and SLSA statement (``.sig``, ``.slsa.json``) are
+  fetched with it and kept beside it (:meth:`CachingProxy.beside`);
 - the ``.mod``, ``.index.json`` or a file of a version not cached yet makes
   :meth:`CachingProxy.fill` fetch the version once, with
   :class:`wgtpm.modfetch.Fetcher` into a temporary cache under the spool
@@ -320,6 +322,7 @@ class CachingProxy:
         reg.blobs.put(index_sha, [raw], max_size=len(raw))
         when, commit = idx.time or got.time, idx.commit or got.commit
         info = None if when is not None else self.info(module, version)
+        sig_sha, att_sha = self.beside(reg, module, version, idx)
         outcome = reg.meta.commit_version(
             NewVersion(
                 module=module,
@@ -332,12 +335,65 @@ class CachingProxy:
                 commit=commit or (info.commit if info else None),
                 private=False,
                 proxied=True,
+                attestation_sha256=att_sha,
+                signature_sha256=sig_sha,
             )
         )
         if outcome.created:
             for listener in reg.on_commit:
                 listener(outcome.version)
         return outcome.version
+
+    def beside(
+        self, reg: Registry, module: str, version: str, idx: ReleaseIndex
+    ) -> tuple[str | None, str | None]:
+        """The upstream's signature and SLSA statement of the version (served beside its
+        index: ``.sig``, ``.slsa.json``; a GitHub asset or Hugging Face file through
+        ``direct``), stored as a publish stores them; the blob sha256 of each, ``None``
+        where the upstream has none. One that does not fit the release (over other files,
+        not a bundle or statement) is left out and logged: the consumer's trust lines then
+        find no signature, as they would upstream find a wrong one. A failure to ask is a
+        502, as for the files: nothing is kept, and the next request tries again."""
+        sig = self._upstream(module, version, "signature")
+        att = self._upstream(module, version, "attestation")
+        return (
+            self._keep(
+                module,
+                version,
+                "signature",
+                sig,
+                lambda d: reg.store_signature(d, idx, revoked_ok=True),
+            ),
+            self._keep(
+                module, version, "attestation", att, lambda d: reg.store_attestation(d, idx.h1())
+            ),
+        )
+
+    def _upstream(self, module: str, version: str, kind: str) -> bytes | None:
+        """The source's ``kind`` (``signature``, ``attestation``) of the version; ``None``
+        when it has none or keeps none."""
+        read = getattr(self.source, kind, None)
+        if read is None:
+            return None
+        try:
+            data: bytes | None = self.ask(
+                f"{module}@{version} {kind}", lambda: read(module, version)
+            )
+        except NotFoundError:
+            return None
+        return data
+
+    @staticmethod
+    def _keep(
+        module: str, version: str, kind: str, data: bytes | None, store: Callable[[bytes], str]
+    ) -> str | None:
+        if not data:
+            return None
+        try:
+            return store(data)
+        except BadRequestError as exc:
+            log.warning("%s@%s: the upstream's %s is left out: %s", module, version, kind, exc)
+            return None
 
     def pending_index(self, reg: Registry, rec: PendingRecord) -> Fetched:
         """The index and wgt.mod recorded (and logged) for a pending version, from the blob

@@ -46,11 +46,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import secrets
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING
@@ -60,6 +61,7 @@ from wgtpm import version as _v
 from wgtpm._errors import WgtpmError
 from wgtpm.index import ReleaseIndex, parse
 from wgtpm.module import check_canonical, check_path, check_path_major
+from wgtpm.trust._revoked import RevocationFile, Revoked
 
 from . import tokens as _tokens
 from ._errors import (
@@ -96,6 +98,7 @@ if TYPE_CHECKING:
 __all__ = ["MOD_FILE", "Registry", "UploadState", "create_token", "latest_of"]
 
 MOD_FILE = "wgt.mod"
+log = logging.getLogger(__name__)
 #: The largest SLSA provenance statement a commit may carry: wgtpm's own cap on reading one
 #: (wgtpm.publish._slsa.MAX_ENVELOPE; a 10,000-file release's statement is about 1.5 MB).
 MAX_ATTESTATION = 8 << 20
@@ -151,6 +154,7 @@ class Registry:
     proxy: CachingProxy | None = None  # the upstream of modules not hosted here
     hf_policy: HfPolicy = field(default_factory=HfPolicy)  # the Hub API's allow-list, offline
     public_url: str = ""  # the URL clients reach it at (Config.public_base); "" if not known
+    revoked: RevocationFile = field(default_factory=lambda: RevocationFile(None))  # signing keys
     _prefixes: tuple[float, list[str]] = field(default=(0.0, []), init=False, repr=False)
     _indexes: OrderedDict[str, ReleaseIndex] = field(
         default_factory=OrderedDict, init=False, repr=False
@@ -581,15 +585,15 @@ class Registry:
         signature: bytes | None = None,
     ) -> CommitOutcome:
         """Check the upload is complete and correct, then record the version atomically,
-        with ``attestation`` (its SLSA statement, :meth:`_store_attestation`) and
-        ``signature`` (:meth:`_store_signature`) if given."""
+        with ``attestation`` (its SLSA statement, :meth:`store_attestation`) and
+        ``signature`` (:meth:`store_signature`) if given."""
         rec = self._open_upload(upload_id, token)
         idx = self._index(rec.index_sha256, rec.module, rec.version)
         got = idx.h1()
         if got != rec.h1 or (h1 is not None and h1 != got):
             raise BadRequestError(f"the index hashes to {got}, not {h1 or rec.h1}")
-        att_sha = self._store_attestation(attestation, got) if attestation else None
-        sig_sha = self._store_signature(signature, idx) if signature else None
+        att_sha = self.store_attestation(attestation, got) if attestation else None
+        sig_sha = self.store_signature(signature, idx) if signature else None
         missing = self._missing(idx, rec.id, token)
         if missing:
             names = ", ".join(m.path for m in missing[:20])
@@ -626,7 +630,7 @@ class Registry:
                 listener(outcome.version)
         return outcome
 
-    def _store_attestation(self, data: bytes, h1: str) -> str:
+    def store_attestation(self, data: bytes, h1: str) -> str:
         """Store an SLSA statement whose subject is the release of ``h1``; its sha256.
 
         Refused (400): one over :data:`MAX_ATTESTATION` bytes, one that is no DSSE envelope
@@ -649,11 +653,13 @@ class Registry:
         self.blobs.put(sha, [data], max_size=MAX_ATTESTATION)
         return sha
 
-    def _store_signature(self, data: bytes, idx: ReleaseIndex) -> str:
+    def store_signature(self, data: bytes, idx: ReleaseIndex, *, revoked_ok: bool = False) -> str:
         """Store a model-signing bundle whose statement lists exactly ``idx``'s files; its
         sha256. Refused (400): one over :data:`MAX_SIGNATURE` bytes, one that is no such
-        bundle, one over other files. Whose key signed it is not checked here: whom to
-        trust is the consumer's policy (its wgt.mod's trust lines)."""
+        bundle, one over other files, one by a key :attr:`revoked` lists (unless
+        ``revoked_ok``: the caching proxy keeps the upstream's, and its page says so).
+        Whose key signed it is not checked here: whom to trust is the consumer's policy
+        (its wgt.mod's trust lines)."""
         from wgtpm.trust._bundle import BadSignature, read_bundle
 
         if len(data) > MAX_SIGNATURE:
@@ -664,10 +670,29 @@ class Registry:
             raise BadRequestError(f"the signature is not a model-signing bundle: {exc}") from exc
         if signed.files != {e.path: e.sha256 for e in idx.files}:
             raise BadRequestError("the signature does not list exactly this release's files")
+        revoked = self.revoked_keys().get(signed.hint) if signed.hint and not revoked_ok else None
+        if revoked is not None:
+            raise BadRequestError(
+                f"the signature is by key sha256:{signed.hint}, which this registry's "
+                f"revocation list has as {revoked.said()}; sign with a current key"
+            )
         sha = hashlib.sha256(data).hexdigest()
         # written even when stored, as the SLSA statement is (registry.gc's grace period)
         self.blobs.put(sha, [data], max_size=MAX_SIGNATURE)
         return sha
+
+    def revoked_keys(self) -> Mapping[str, Revoked]:
+        """The revoked signing keys by fingerprint (:attr:`revoked`); a list that cannot be
+        read counts as empty, logged (the operator's file is not a client's error)."""
+        return self.revocations()[1]
+
+    def revocations(self) -> tuple[str, Mapping[str, Revoked]]:
+        """:meth:`revoked_keys` with a tag that changes whenever the list does."""
+        try:
+            return self.revoked.current()
+        except ValueError as exc:
+            log.error("revoked keys: %s", exc)
+            return "unreadable", {}
 
     def signature(
         self, module: str, version: str, token: TokenRecord | None = None

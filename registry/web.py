@@ -303,6 +303,13 @@ def _signature_html(reg: Registry, v: VersionRecord) -> str:
             who = f"key <code>{esc(signed.hint[:16])}</code>…"
     except BadSignature:
         return "<p>signature: unreadable</p>"
+    revoked = reg.revoked_keys().get(signed.hint) if signed.hint else None
+    if revoked is not None:
+        return (
+            f'<p id="signature" class="revoked">signed by {who} · <strong>key '
+            f"{esc(revoked.said())}</strong> (this registry's revocation list): "
+            "consumers whose trust lines list the revocation refuse it</p>"
+        )
     return (
         f'<p id="signature">signed by {who} · lists exactly this release\'s files; '
         "<code>trust</code> lines in a consumer's wgt.mod decide whose signature counts</p>"
@@ -453,8 +460,9 @@ class _Lru(Generic[K, V]):
 
 
 class PageCache:
-    """What one app's version pages keep: rendered public pages by ``(module, version)``
-    (versions never change), and artifact digests by kind and blob sha256
+    """What one app's version pages keep: rendered public pages by ``(module, version,
+    tag of the revoked keys)`` (versions never change; the list of revoked signing keys
+    may), and artifact digests by kind and blob sha256
     (:mod:`registry.artifactview`), each bounded in entries and bytes.
 
     Anyone can evict pages, by reading :data:`_CACHE_PAGES` other versions; that costs
@@ -463,13 +471,13 @@ class PageCache:
     """
 
     def __init__(self, pages: int = _CACHE_PAGES, digests: int = _CACHE_DIGESTS) -> None:
-        self.pages: _Lru[tuple[str, str], str] = _Lru(pages, _CACHE_PAGE_BYTES, len)
+        self.pages: _Lru[tuple[str, str, str], str] = _Lru(pages, _CACHE_PAGE_BYTES, len)
         self.digests: _Lru[str, Digest] = _Lru(digests, _CACHE_DIGEST_BYTES, Digest.weight)
         self._lock = threading.Lock()
-        self._rendering: dict[tuple[str, str], tuple[threading.Lock, int]] = {}
+        self._rendering: dict[tuple[str, str, str], tuple[threading.Lock, int]] = {}
 
     @contextlib.contextmanager
-    def rendering(self, key: tuple[str, str]) -> Iterator[None]:
+    def rendering(self, key: tuple[str, str, str]) -> Iterator[None]:
         """Held while ``key``'s page renders (one render of one page at a time)."""
         with self._lock:
             lock, n = self._rendering.get(key, (threading.Lock(), 0))
@@ -529,8 +537,9 @@ def _split(path: str) -> tuple[str, str | None]:
 def _version_page(
     reg: Registry, cache: PageCache, module: str, version: str, token: TokenRecord | None
 ) -> tuple[str, bool]:
-    """The version's page and whether it is public (kept, and sent as cacheable)."""
-    key = (module, version)
+    """The version's page and whether it is public (kept, and sent as cacheable). A page
+    is kept per state of the revoked keys (its signature line shows it)."""
+    key = (module, version, reg.revocations()[0])
     page = cache.pages.get(key)
     if page is not None:
         return page, True

@@ -392,7 +392,7 @@ def test_sbom_cyclonedx_is_valid_and_lists_models_with_hashes_and_licenses(
         "github.com/acme/a@v0.1.0",
         "github.com/acme/c@v0.1.0",
     ]
-    assert "wgtpm:signer" not in r.out  # no signature is verified yet: none is claimed
+    assert "wgtpm:signer" not in r.out  # no trust line: no signature is verified, none claimed
 
 
 def test_sbom_spdx_is_structurally_valid(

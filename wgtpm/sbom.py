@@ -24,10 +24,13 @@ not know written ``LicenseRef-…`` and listed under
 SHA256 checksum, and ``DESCRIBES``, ``CONTAINS`` and ``DEPENDS_ON``
 relationships. Both formats name wgtpm as the creating tool.
 
-Signers: a release's signature (issue 28's trust part) is not verified by
-wgtpm yet, so :attr:`BomModule.signers` is always empty; when signatures are
-checked, the verified identities go there and come out as ``wgtpm:signer``
-properties (CycloneDX) and package ``supplier``/annotations (SPDX).
+Signers: for a module some trust line of the main module covers
+(:mod:`wgtpm.trust`), the signature ``get`` checked and cached is checked again
+against that line, and its signer (``key sha256:FINGERPRINT``, or ``identity
+ID (issuer URL)``) goes into :attr:`BomModule.signers`, coming out as
+``wgtpm:signer`` properties (CycloneDX) and ``signer:`` in the package comment (SPDX). A
+module no line covers, or ``WGTTRUST=off``, lists no signer: only a verified
+signature names one.
 """
 
 from __future__ import annotations
@@ -68,7 +71,8 @@ class BomModule:
 
     ``version`` is "" for the main module; ``h1``/``mod_h1`` are the wgt.sum
     hashes (``None`` for the main module and directory replacements);
-    ``signers`` stays empty until wgtpm verifies signatures (module docstring).
+    ``signers`` names whoever signed it, when the main module's trust lines verified it
+    (module docstring).
     """
 
     path: str
@@ -92,6 +96,7 @@ class BomModule:
 def collect(project: Project, build: list[ModuleVersion]) -> list[BomModule]:
     """The entries of the bill of materials for ``build`` (the main module first)."""
     selected = {m.path: m for m in build}
+    trust = project.trust_policy()
     out = []
     for m in build:
         requires = tuple(
@@ -122,9 +127,26 @@ def collect(project: Project, build: list[ModuleVersion]) -> list[BomModule]:
                 replace=replace,
                 requires=requires,
                 files=tuple(BomFile(e.path, e.sha256, e.size) for e in idx.files),
+                signers=_signers(project, trust, origin, idx),
             )
         )
     return out
+
+
+def _signers(project: Project, trust: Any, origin: Fetched, idx: Any) -> tuple[str, ...]:
+    """The signer of ``origin``'s cached signature, checked again against the trust line
+    that covers it; ``()`` when none covers it, or it does not verify (``verify`` says why)."""
+    if trust is None or not trust.covers(origin.path):
+        return ()
+    from ._errors import WgtpmError
+    from .trust import BadSignature, signed_by
+
+    sig = project.cache.read_meta(origin.path, origin.version, "sig")
+    try:
+        trust.check(origin.path, origin.version, {e.path: e.sha256 for e in idx.files}, sig)
+        return (signed_by(sig),) if sig is not None else ()
+    except (WgtpmError, BadSignature):
+        return ()
 
 
 def _ref(m: ModuleVersion) -> str:

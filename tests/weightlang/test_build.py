@@ -41,7 +41,7 @@ def test_manifest_records_hashes_of_what_it_ships(xor_artifact: Path) -> None:
     raw = (xor_artifact / "manifest.json").read_bytes()
     assert raw == (json.dumps(manifest, indent=2) + "\n").encode()
     assert list(manifest) == [
-        *("format", "format_version", "language_version", "model", "compiler", "built_with"),
+        *("format", "format_version", "language_version", "model", "compiler"),
         *("source", "interface", "layers", "init", "imports", "training", "weights", "data"),
     ]
 

@@ -62,6 +62,7 @@ EXAMPLES: dict[str, str] = {
     "key": "wgtpm key generate --out keys/acme",
     "key generate": "wgtpm key generate --out keys/acme\n"
     "  wgtpm publish --version v0.2.0 --sign-key keys/acme.pem",
+    "key fingerprint": "wgtpm key fingerprint keys/acme.pub >> keys/acme.revoked",
     "registry token": "wgtpm registry token create --prefix example.com/team",
     "registry token create": "wgtpm registry token create --prefix example.com/team --scope read",
     "registry token list": "wgtpm registry token list --data ./registry",

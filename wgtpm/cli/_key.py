@@ -1,4 +1,5 @@
-"""``wgtpm key generate [--out PREFIX] [--type p256|ed25519]``: a keypair to sign releases with.
+"""``wgtpm key generate [--out PREFIX] [--type p256|ed25519]``: a keypair to sign releases with;
+``wgtpm key fingerprint FILE``: its ``sha256:HEX`` fingerprint, as revocation lists name it.
 
 Writes ``PREFIX.pem`` (the private key, PKCS#8 PEM, unencrypted, mode 0600) and
 ``PREFIX.pub`` (the public key, SubjectPublicKeyInfo PEM) -- the files
@@ -35,6 +36,31 @@ def register(sub: Any) -> None:
         help="ECDSA P-256 (default; model-signing's CLI uses it too) or Ed25519",
     )
     g.set_defaults(run=_generate, mod="")
+    f = ksub.add_parser(
+        "fingerprint", help="print a public key's fingerprint (as revocation lists name it)"
+    )
+    f.add_argument("file", metavar="FILE", help="a PEM public key (or private key) file")
+    f.set_defaults(run=_fingerprint, mod="")
+
+
+def _fingerprint(args: argparse.Namespace) -> int:
+    """``sha256:HEX`` of each public key in FILE: model-signing's key hint, which a
+    revocation list (:mod:`wgtpm.trust._revoked`) names."""
+    from cryptography.hazmat.primitives import serialization
+
+    from ..trust import fingerprint, key_hint, read_public_keys
+
+    path = Path(args.file)
+    try:
+        keys = read_public_keys(path, args.file)
+    except ValueError:
+        try:
+            keys = [serialization.load_pem_private_key(path.read_bytes(), None).public_key()]
+        except (OSError, ValueError, TypeError) as exc:
+            raise UsageError(f"{args.file}: not a PEM public or private key") from exc
+    for k in keys:
+        print(f"{fingerprint(key_hint(k))}  # {args.file}")  # a revocation list's line
+    return 0
 
 
 def _generate(args: argparse.Namespace) -> int:

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .._errors import UsageError
+
 __all__ = ["register"]
 
 
@@ -56,6 +58,13 @@ def register(sub: Any) -> None:
         "statement with this PEM private key (ECDSA P-256 or Ed25519; 'wgtpm key generate'); "
         "without it both are published unsigned",
     )
+    p.add_argument(
+        "--signature",
+        metavar="FILE",
+        help="attach this model-signing bundle, made elsewhere (model_signing sign on the files "
+        "of 'wgtpm publish -o DIR', in CI say), as the release's signature; refused unless it "
+        "lists exactly this build's files",
+    )
     p.set_defaults(run=_publish)
 
     p = sub.add_parser(
@@ -85,7 +94,13 @@ def _publish(args: argparse.Namespace) -> int:
         private=args.private,
         tag=not (args.dry_run or args.out),
         sign_key=Path(args.sign_key) if args.sign_key else None,
+        signature=Path(args.signature) if args.signature else None,
     )
+    if args.sign_key and args.signature:
+        raise UsageError(
+            "--sign-key signs the release, --signature attaches a signature made elsewhere: "
+            "give one of them"
+        )
     with HttpClient() as http:  # the target's; closed however the publish ends
         target = select_target(module, pkg, http, to=args.to, dry_run=args.dry_run, out=args.out)
         outcome = publish_package(pkg, opts, target, make_reporter())

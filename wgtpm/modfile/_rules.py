@@ -15,6 +15,8 @@ The verbs (DESIGN.md section 3)::
     deny-license LICENSE...                  refuse dependencies under these licenses
     trust PATTERN key=FILE                   modules matching PATTERN must be signed by FILE's key
     trust PATTERN identity=ID issuer=URL     ... or keylessly (Sigstore) by ID as URL issued it
+        [not-after=YYYY-MM-DD] [revoked=FILE]  ... until that day (UTC); not by a key FILE lists
+        [trusted-root=FILE]                  ... a private Sigstore's trusted_root.json (keyless)
 
 ``require``, ``exclude``, ``replace``, ``retract``, ``select``,
 ``artifact``, ``deny-license`` and ``trust`` may be written as blocks. Errors name
@@ -39,6 +41,7 @@ The wgt.mod of a module's latest version is the one that counts.
 
 from __future__ import annotations
 
+import datetime
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -819,16 +822,25 @@ class Trust:
     """A ``trust`` line: modules whose path matches ``pattern`` (a module path, or a
     prefix ending in ``/*`` matching every path below it) must carry a signature by
     the public key in ``key`` (a PEM file, relative to the main module's directory),
-    or a keyless (Sigstore) one by ``identity`` as ``issuer`` certified it."""
+    or a keyless (Sigstore) one by ``identity`` as ``issuer`` certified it. ``not_after``
+    (``YYYY-MM-DD``) ends the trust after that day (UTC); ``revoked`` names a revocation
+    list (:mod:`wgtpm.trust._revoked`) of keys no longer trusted."""
 
     pattern: str
     key: str | None
     identity: str | None
     issuer: str | None
     line: Line = field(repr=False, compare=False)
+    not_after: str | None = None
+    revoked: str | None = None
+    trusted_root: str | None = None  # a Sigstore trusted_root.json (keyless lines)
 
 
-_TRUST_USAGE = "usage: trust PATTERN key=FILE, or trust PATTERN identity=ID issuer=URL"
+_TRUST_USAGE = (
+    "usage: trust PATTERN key=FILE [revoked=FILE], or trust PATTERN identity=ID issuer=URL "
+    "[trusted-root=FILE]; either may add not-after=YYYY-MM-DD"
+)
+_TRUST_KEYS = ("key", "identity", "issuer", "not-after", "revoked", "trusted-root")
 
 
 def _trust_stmt(mf: ModFile, line: Line, args: list[str], err: ErrFn) -> None:
@@ -843,17 +855,34 @@ def _trust_stmt(mf: ModFile, line: Line, args: list[str], err: ErrFn) -> None:
     kv: dict[str, str] = {}
     for i, a in enumerate(args[1:], 1):
         k, eq, v = a.partition("=")
-        if not eq or k not in ("key", "identity", "issuer") or not v or k in kv:
+        if not eq or k not in _TRUST_KEYS or not v or k in kv:
             err(i, f"{_TRUST_USAGE} (not {_shown(a)})")
             return
+        if k == "not-after":
+            try:
+                datetime.date.fromisoformat(v)
+                ok = len(v) == 10
+            except ValueError:
+                ok = False
+            if not ok:
+                err(i, "trust not-after= takes a day, YYYY-MM-DD (UTC)")
+                return
         kv[k] = v
-    if "key" in kv and len(kv) == 1:
-        mf.trusts.append(Trust(pattern, kv["key"], None, None, line))
-    elif set(kv) == {"identity", "issuer"}:
+    not_after, revoked = kv.pop("not-after", None), kv.pop("revoked", None)
+    root = kv.pop("trusted-root", None)
+    if "key" in kv and len(kv) == 1 and root is None:
+        mf.trusts.append(Trust(pattern, kv["key"], None, None, line, not_after, revoked))
+    elif set(kv) == {"identity", "issuer"} and revoked is None:
         if not kv["issuer"].startswith("https://"):
             err(len(args) - 1, "trust issuer= is the OIDC issuer's https:// URL")
             return
-        mf.trusts.append(Trust(pattern, None, kv["identity"], kv["issuer"], line))
+        mf.trusts.append(
+            Trust(pattern, None, kv["identity"], kv["issuer"], line, not_after, None, root)
+        )
+    elif revoked is not None and "key" not in kv:
+        err(1, "trust revoked=FILE lists revoked keys: it goes with key=FILE")
+    elif root is not None and "key" in kv:
+        err(1, "trust trusted-root=FILE is Sigstore's, for keyless lines (identity= issuer=)")
     else:
         err(1, _TRUST_USAGE)
 

@@ -45,8 +45,8 @@ the SLSA provenance statement published beside the release
 (:mod:`._slsa`), outside h1. Schema 1 (releases published before that)
 also had a ``tools`` map of the same versions; readers still accept it
 (:func:`recorded_tools`). The artifacts' records copy nothing of the
-environment either (a WeightLang manifest's ``built_with`` stays in the
-manifest, where the WeightLang format puts it).
+environment either: a WeightLang manifest no longer carries the prototype's
+``built_with`` (:mod:`wgtpm.weightlang.manifest`).
 """
 
 from __future__ import annotations

@@ -72,6 +72,7 @@ class PublishOptions:
     private: bool = False
     tag: bool = True  # create the git tag after the release left the machine
     sign_key: Path | None = None  # signs the SLSA statement (--sign-key)
+    signature: Path | None = None  # a bundle made elsewhere over this release (--signature)
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,7 @@ def publish_package(
     module = mf.module.path
     target.ready()
     key = load_signing_key(opts.sign_key) if opts.sign_key else None
+    given = _read_signature(opts.signature) if opts.signature else None
     check_version(module, opts.version)
     _check_output_dir(pkg, target)
     checkout = open_checkout(pkg, _outputs(pkg, target))
@@ -147,7 +149,11 @@ def publish_package(
         )
         release = assemble(spec, src, built, _mkdir(work / "staging"))
         release = _attest(release, spec, src, started, key, reporter)
-        release = _sign(release, key, reporter)
+        release = (
+            _attach(release, given, opts.signature, reporter)
+            if given is not None and opts.signature
+            else _sign(release, key, reporter)
+        )
         target.check(release)
         reporter.notice(f"publishing {module}@{opts.version} ({release.h1}) to {target.name}")
         done = target.publish(release, reporter)
@@ -242,6 +248,46 @@ def _sign(release: Release, key: SigningKey | None, reporter: Reporter) -> Relea
 
     bundle = make_bundle(f"{release.module}@{release.version}", files, key.key)
     reporter.notice(f"signed the release (model-signing bundle) with key {key.keyid[:16]}")
+    return replace(release, signature=bundle)
+
+
+def _read_signature(path: Path) -> bytes:
+    """The bundle ``--signature`` names, read and checked for form before anything is built
+    (its files are compared with the release's index once it is built)."""
+    from ..trust._bundle import BadSignature, read_bundle
+
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"--signature {path}: cannot read it ({exc.strerror or exc})") from exc
+    try:
+        read_bundle(data)
+    except BadSignature as exc:
+        raise UsageError(f"--signature {path}: not a model-signing bundle: {exc}") from exc
+    return data
+
+
+def _attach(release: Release, bundle: bytes, path: Path, reporter: Reporter) -> Release:
+    """``release`` with the signature ``bundle`` made elsewhere (``model_signing sign`` on
+    the files of a ``wgtpm publish -o DIR`` of the same commit, say), refused unless it lists
+    exactly this build's index. Whose signature it is stays each consumer's call (their
+    trust lines), so no key is asked for here."""
+    import json
+
+    from ..trust import mismatch
+    from ..trust._bundle import read_bundle
+
+    files = {e["path"]: e["sha256"] for e in json.loads(release.index)["files"]}
+    signed = read_bundle(bundle)
+    wrong = mismatch(signed, release.module, release.version, files)
+    if wrong is not None:
+        vdir = f"DIR/{release.module}/@v/{release.version}"
+        raise UsageError(
+            f"--signature {path}: the signature {wrong}; sign the files this commit builds "
+            f"(wgtpm publish --version {release.version} -o DIR, then sign {vdir})"
+        )
+    who = f"key {signed.hint[:16]}" if signed.hint else "a certificate (keyless)"
+    reporter.notice(f"attached the signature {path} (model-signing bundle, {who})")
     return replace(release, signature=bundle)
 
 

@@ -284,6 +284,19 @@ class ChainSource:
             return None
         return data
 
+    def attestation(self, path: str, version: str) -> bytes | None:
+        """The release's SLSA statement (:mod:`wgtpm.publish._slsa`) from the source that
+        serves the version; ``None`` when it has none (or keeps none)."""
+        src = self._serving(path, version)
+        read = getattr(src, "attestation", None)
+        if read is None:
+            return None
+        try:
+            data: bytes = read(path, version)
+        except NotFoundError:
+            return None
+        return data
+
     def _serving(self, path: str, version: str) -> Source:
         key = (path, version)
         with self._lock:

@@ -91,6 +91,17 @@ class DirectSource:
         path = _module.normalise(path)
         return self.source_for(path).known_files(path, version)
 
+    def attestation(self, path: str, version: str) -> bytes:
+        """The release's SLSA statement from its host (the GitHub asset or Hugging Face file
+        ``wgt.slsa.json``); :class:`NotFoundError` when it has none or the host keeps none."""
+        path = _module.normalise(path)
+        host = self.source_for(path)
+        read = getattr(host, "attestation", None)
+        if read is None:
+            raise NotFoundError(path, version, f"{host.name} keeps no attestations")
+        data: bytes = read(path, version)
+        return data
+
     def signature(self, path: str, version: str) -> bytes:
         """The release's signature from its host (:mod:`wgtpm.trust`); :class:`NotFoundError`
         when it has none or the host keeps no signatures."""

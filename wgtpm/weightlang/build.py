@@ -11,15 +11,17 @@ The steps, each of which reports every problem it finds before stopping:
 4. write manifest, weights and source into a hidden directory, verify it as a
    loader would, and rename it into place (:mod:`~wgtpm.weightlang.artifact`).
 
-Building the same source with the same data, imports, torch and Python
-versions gives the same bytes (the manifest records both versions, as the
-prototype's did); the weights alone depend only on the source, data, imports
-and torch.
+Building the same source with the same data and imports gives the same
+bytes on every machine whose torch computes the same floats: the manifest
+records nothing of the machine (no ``built_with``, which the prototype wrote;
+DESIGN.md section 13: h1 covers it), so two builds that differ only in the
+torch or Python version installed give one h1 when their weights agree. The
+versions that built a release go into its SLSA statement instead
+(:func:`wgtpm.publish._provenance.tool_versions`).
 """
 
 from __future__ import annotations
 
-import platform
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -212,7 +214,6 @@ def _manifest(
         "language_version": program.version,
         "model": program.model,
         "compiler": {"name": COMPILER, "version": __version__},
-        "built_with": {"torch": torch.__version__, "python": platform.python_version()},
         "interface": {
             "input": Interface(
                 program.input.name, program.input.width, program.input.dtype

@@ -18,7 +18,6 @@ a few more keys, which the prototype's reader ignores; here they are marked
       "language_version": "0.1",
       "model": "classifier",
       "compiler": {"name": "wgtpm", "version": "0.1.0"},
-      "built_with": {"torch": "2.13.0+cpu", "python": "3.12.3"},
       "source": {"file": "source.wgt", "sha256": "…"},
       "interface": {"input": {"name": "x", "dtype": "f32", "shape": [2]},
                     "output": {"name": "y", "dtype": "f32", "shape": [1]},
@@ -79,6 +78,13 @@ wgtpm's own earlier variant, ``"format": "wgtpm.weightlang.artifact"``
 (:data:`LEGACY_FORMAT`: sorted keys, dtype ``"F32"``, ``builder`` instead of
 ``compiler``), is still read, so its weights and pins stay valid; it is never
 written.
+
+``built_with`` (the prototype's ``{"torch": ..., "python": ...}``, the
+versions on the machine that built it) is no longer written: the manifest is
+covered by h1, and nothing that depends on the building machine may be
+(DESIGN.md section 13); those versions are in the release's SLSA statement.
+It is still read, and optional, as it always was: the prototype's reader
+never looks at it, so a manifest without it reads in either tool.
 """
 
 from __future__ import annotations

@@ -140,7 +140,7 @@ def describe_manifest(label: str, manifest: Manifest) -> str:
 
 
 def _built_by(raw: Mapping[str, Any]) -> str:
-    """``wgtpm 0.1.0, torch 2.13.0, python 3.12.3`` (or ``weightc 0.1.0, …`` for the prototype)."""
+    """``wgtpm 0.1.0`` (``weightc 0.1.0, torch 2.13.0, python 3.12.3`` for the prototype's)."""
     if raw.get("format") == LEGACY_FORMAT:
         builder = raw.get("builder") or {}
         return (
@@ -148,10 +148,9 @@ def _built_by(raw: Mapping[str, Any]) -> str:
             f"wgtpm's legacy format {LEGACY_FORMAT}; rebuild to write {FORMAT}"
         )
     compiler, built = raw.get("compiler") or {}, raw.get("built_with") or {}
-    return (
-        f"{compiler.get('name')} {compiler.get('version')}, torch {built.get('torch')}, "
-        f"python {built.get('python')}"
-    )
+    # built_with: only in the prototype's (and older wgtpm's) manifests
+    env = "".join(f", {k} {built[k]}" for k in ("torch", "python") if built.get(k))
+    return f"{compiler.get('name')} {compiler.get('version')}{env}"
 
 
 def _import_lines(record: Mapping[str, Any]) -> list[str]:
