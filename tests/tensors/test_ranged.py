@@ -17,14 +17,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import TINY_QWEN3, TINY_QWEN3_VERSION, publish_tiny_qwen3
 from tests.registry.conftest import Live
 from tests.servers import CdnServer, Request, Response
 from tests.servers.huggingface import HuggingFaceServer
 from wgtpm.modfile import parse
 from wgtpm.tensors import TensorTables, compute_table, dump_tables
 
-MODULE = "hf.co/acme/tiny-qwen3"
-VERSION = "v0.1.0"
+MODULE = TINY_QWEN3
+VERSION = TINY_QWEN3_VERSION
 EMBED = "model.embed_tokens.weight"
 NORM = "model.norm.weight"
 WEIGHTS = "model.safetensors"
@@ -95,16 +96,10 @@ def flipped(data: bytes, name: str) -> bytes:
 
 
 @pytest.fixture(scope="session")
-def files(tiny_qwen3: Path) -> dict[str, bytes]:
+def files(tiny_qwen3: Path, tiny_qwen3_files: dict[str, bytes]) -> dict[str, bytes]:
     """The tiny Qwen3's files and its release tables (``wgt.tensors.json``)."""
-    out = {
-        p.relative_to(tiny_qwen3).as_posix(): p.read_bytes()
-        for p in sorted(tiny_qwen3.rglob("*"))
-        if p.is_file()
-    }
     table = compute_table(tiny_qwen3 / WEIGHTS, WEIGHTS)
-    out["wgt.tensors.json"] = dump_tables(TensorTables({WEIGHTS: table}))
-    return out
+    return {**tiny_qwen3_files, "wgt.tensors.json": dump_tables(TensorTables({WEIGHTS: table}))}
 
 
 @pytest.fixture
@@ -118,15 +113,11 @@ def hub(
     cdn: CountingCdn, files: dict[str, bytes], monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[CountingHub]:
     with CountingHub(cdn) as server:
-        repo = server.repo("acme", "tiny-qwen3")
-        repo.commit(dict(files))
-        repo.tag(VERSION)
-        notables = server.repo("acme", "no-tables")
-        notables.commit({k: v for k, v in files.items() if k != "wgt.tensors.json"})
-        notables.tag(VERSION)
-        private = server.repo("acme", "private-qwen3", private=True)
-        private.commit(dict(files))
-        private.tag(VERSION)
+        publish_tiny_qwen3(server, files)
+        notables = {k: v for k, v in files.items() if k != "wgt.tensors.json"}
+        publish_tiny_qwen3(server, notables, name="no-tables")
+        server.repo("acme", "private-qwen3", private=True)
+        publish_tiny_qwen3(server, files, name="private-qwen3")
         monkeypatch.setenv("WGTPROXY", "direct")
         monkeypatch.setenv("HF_ENDPOINT", server.url)
         monkeypatch.setenv("WGTPM_HTTP_RETRIES", "0")

@@ -14,45 +14,21 @@ import json
 import os
 import shutil
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.servers import CdnServer
+from tests.conftest import TINY_QWEN3, TINY_QWEN3_VERSION
 from tests.servers.huggingface import HuggingFaceServer
 
 from .conftest import tree_hashes
 
 torch = pytest.importorskip("torch")
 
-MODULE = "hf.co/acme/tiny-qwen3"
-VERSION = "v0.1.0"
+MODULE = TINY_QWEN3
+VERSION = TINY_QWEN3_VERSION
 WEIGHTS = f"{MODULE}/model.safetensors"
-
-
-@pytest.fixture(scope="session")
-def qwen_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
-    pytest.importorskip("transformers")
-    from wgtpm.paw.tiny import make_tiny_qwen3
-
-    d = make_tiny_qwen3(tmp_path_factory.mktemp("qwen"))
-    return {p.name: p.read_bytes() for p in sorted(d.iterdir()) if p.is_file()}
-
-
-@pytest.fixture
-def hub(
-    cdn: CdnServer, qwen_files: dict[str, bytes], monkeypatch: pytest.MonkeyPatch
-) -> Iterator[HuggingFaceServer]:
-    with HuggingFaceServer(cdn) as server:
-        repo = server.repo("acme", "tiny-qwen3")
-        repo.commit(dict(qwen_files))
-        repo.tag(VERSION)
-        monkeypatch.setenv("WGTPROXY", "direct")
-        monkeypatch.setenv("HF_ENDPOINT", server.url)
-        monkeypatch.setenv("WGTPM_HTTP_RETRIES", "0")
-        yield server
 
 
 def source(vocab: int, dim: int = 64) -> str:
@@ -78,7 +54,7 @@ train data=words loss=ce optimizer=adam lr=0.05 epochs=20
 
 
 @pytest.fixture
-def project(tmp_path: Path, wgtpm: Any, hub: HuggingFaceServer) -> Path:
+def project(tmp_path: Path, wgtpm: Any, tiny_qwen3_hub: HuggingFaceServer) -> Path:
     """A new package that requires the tiny Qwen3 and declares ``artifact enc model.wgt``."""
     d = tmp_path / "enc"
     d.mkdir()
@@ -90,8 +66,8 @@ def project(tmp_path: Path, wgtpm: Any, hub: HuggingFaceServer) -> Path:
     return d
 
 
-def _vocab(qwen_files: dict[str, bytes]) -> int:
-    return int(json.loads(qwen_files["config.json"])["vocab_size"])
+def _vocab(tiny_qwen3_files: dict[str, bytes]) -> int:
+    return int(json.loads(tiny_qwen3_files["config.json"])["vocab_size"])
 
 
 def _cached_weights() -> Path:
@@ -106,11 +82,11 @@ def _cached_weights() -> Path:
 
 
 def test_embedding_and_norm_from_tiny_qwen3_build_byte_stably(
-    project: Path, wgtpm: Any, qwen_files: dict[str, bytes], tmp_path: Path
+    project: Path, wgtpm: Any, tiny_qwen3_files: dict[str, bytes], tmp_path: Path
 ) -> None:
     from safetensors.torch import load, load_file
 
-    (project / "model.wgt").write_text(source(_vocab(qwen_files)))
+    (project / "model.wgt").write_text(source(_vocab(tiny_qwen3_files)))
     r = wgtpm("check", "model.wgt", cwd=project)
     assert r.code == 0, r.err
     assert "imports tok.weight, norm.weight" in r.out
@@ -122,7 +98,7 @@ def test_embedding_and_norm_from_tiny_qwen3_build_byte_stably(
     assert r.code == 0, r.err
     assert tree_hashes(project / "build/enc") == tree_hashes(first)
 
-    qwen = load(qwen_files["model.safetensors"])
+    qwen = load(tiny_qwen3_files["model.safetensors"])
     built = load_file(str(first / "weights.safetensors"))
     assert torch.equal(built["tok.weight"], qwen["model.embed_tokens.weight"].float())
     assert torch.equal(built["norm.weight"], qwen["model.norm.weight"].float())
@@ -156,9 +132,9 @@ def test_embedding_and_norm_from_tiny_qwen3_build_byte_stably(
 
 
 def test_wrong_shape_is_refused_by_check_at_the_import(
-    project: Path, wgtpm: Any, qwen_files: dict[str, bytes]
+    project: Path, wgtpm: Any, tiny_qwen3_files: dict[str, bytes]
 ) -> None:
-    vocab = _vocab(qwen_files)
+    vocab = _vocab(tiny_qwen3_files)
     (project / "model.wgt").write_text(source(vocab + 1))
     r = wgtpm("check", "model.wgt", cwd=project)
     assert r.code == 1
@@ -172,11 +148,11 @@ def test_wrong_shape_is_refused_by_check_at_the_import(
 
 
 def test_changed_tensor_in_the_cache_is_refused(
-    project: Path, wgtpm: Any, qwen_files: dict[str, bytes]
+    project: Path, wgtpm: Any, tiny_qwen3_files: dict[str, bytes]
 ) -> None:
     from wgtpm.tensors import compute_table
 
-    (project / "model.wgt").write_text(source(_vocab(qwen_files)))
+    (project / "model.wgt").write_text(source(_vocab(tiny_qwen3_files)))
     assert wgtpm("build", cwd=project).code == 0  # the table is computed and cached
     before = tree_hashes(project / "build/enc")
     path = _cached_weights()
