@@ -33,6 +33,7 @@ module; the headers it sends are the ones built here.
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -45,11 +46,13 @@ from wgtpm._errors import WgtpmError
 from wgtpm.module import unescape_path
 
 from ._errors import BlobNotFoundError, GoneError, StoreError
-from .fastpath import Answer, ProtocolCache, matches
+from .fastpath import MAX_BLOB, Answer, ProtocolCache, matches
 from .metadata import FileRecord, TokenRecord, VersionRecord
 from .service import Registry
 
 __all__ = ["ProtocolRequest", "parse_request_path", "serve_protocol"]
+
+log = logging.getLogger("registry.protocol")
 
 IMMUTABLE = "max-age=31536000, immutable"
 #: Bodies up to this size are read whole in one worker-thread call and sent in one piece;
@@ -260,8 +263,13 @@ def _remember_blob(
     cache.remember(
         request.scope["path"], Answer.of(headers, content_type, sha256=sha256, size=size)
     )
-    if whole is not None:
-        cache.keep_blob(sha256, whole)
+    # Memory keeps only bytes checked against their address, as FastPath's own reads are:
+    # a blob changed on disk must not be served from memory after the disk is repaired.
+    if whole is not None and len(whole) <= MAX_BLOB:
+        if hashlib.sha256(whole).hexdigest() == sha256:
+            cache.keep_blob(sha256, whole)
+        else:
+            log.error("blob %s does not hold its bytes (changed on disk?); not kept", sha256)
 
 
 async def _remember_moving(request: Request, reg: Registry, req: ProtocolRequest) -> None:
