@@ -10,6 +10,8 @@ Plain GETs (and HEADs), ``$module`` escaped as Go escapes module paths
     /$module/@v/$version/$path       a file of the release
     /$module/@v/$version.slsa.json   its SLSA provenance statement (404 when none; not in h1)
     /$module/@v/$version.sig         its signature, a model-signing bundle (404 when none)
+    /$module/@v/$version.tensors.json  tensor tables computed and logged here, for a release
+                                     that locks none (:mod:`registry.tensortables`; not in h1)
     /$module/@latest                 the .info of the highest release
 
 Statuses: 200 (206 for a satisfiable ``Range``, 304 for a matching
@@ -68,13 +70,14 @@ _KINDS = (
     (".index.json", "index"),
     (".slsa.json", "attestation"),
     (".sig", "signature"),
+    (".tensors.json", "tensors"),
 )
 
 
 @dataclass(frozen=True)
 class ProtocolRequest:
-    """What a protocol URL asks for: ``kind`` is list, latest, info, mod, index, attestation
-    or file."""
+    """What a protocol URL asks for: ``kind`` is list, latest, info, mod, index, attestation,
+    signature, tensors or file."""
 
     module: str
     kind: str
@@ -340,6 +343,11 @@ async def serve_protocol(
         if size is None:
             raise StoreError(f"{v.module}@{v.version}: the signature blob {sha} is missing")
         return await serve_bytes_of(request, reg, sha, size, "application/json", v.private)
+    if req.kind == "tensors":
+        from .tensortables import tables_of
+
+        v, sha, n = await run_in_threadpool(tables_of, reg, req.module, req.version, token)
+        return await serve_bytes_of(request, reg, sha, n, "application/json", v.private)
     if req.kind == "attestation":
         v, sha = await run_in_threadpool(reg.attestation, req.module, req.version, token)
         size = await run_in_threadpool(reg.blobs.size, sha)

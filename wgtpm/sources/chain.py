@@ -255,6 +255,19 @@ class ChainSource:
             return None
         return data
 
+    def tables(self, path: str, version: str) -> bytes | None:
+        """The logged tensor tables (:meth:`ProxySource.tables`) from the source that
+        serves the version; ``None`` when it serves none (a direct source never does)."""
+        src = self._serving(path, version)
+        read = getattr(src, "tables", None)
+        if read is None:
+            return None
+        try:
+            data: bytes = read(path, version)
+        except NotFoundError:
+            return None
+        return data
+
     def _serving(self, path: str, version: str) -> Source:
         key = (path, version)
         with self._lock:
