@@ -10,6 +10,7 @@ tensor in the module cache is refused by ``wgtpm build``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -175,3 +176,24 @@ def test_changed_tensor_in_the_cache_is_refused(
     assert r.err.startswith("wgtpm: model.wgt:9:24: import tok.weight: ")
     assert "Traceback" not in r.err
     assert tree_hashes(project / "build/enc") == before
+
+
+def test_a_sha256_pin_on_a_tensor_import(
+    project: Path, wgtpm: Any, tiny_qwen3_files: dict[str, bytes]
+) -> None:
+    """``import ... FILE#TENSOR freeze sha256=...``: the tensor's sha256 in the tables must be
+    the pin (the right pin builds; another is refused by check at the import)."""
+    from tests.tensors.test_ranged import ranges
+
+    data = tiny_qwen3_files["model.safetensors"]
+    start, end = ranges(data)["model.embed_tokens.weight"]
+    sha = hashlib.sha256(data[start:end]).hexdigest()
+    text = source(_vocab(tiny_qwen3_files))
+    line = "#model.embed_tokens.weight freeze"
+    (project / "model.wgt").write_text(text.replace(line, f"{line} sha256={sha}"))
+    r = wgtpm("build", cwd=project)
+    assert r.code == 0, r.err
+    (project / "model.wgt").write_text(text.replace(line, f"{line} sha256={'0' * 64}"))
+    r = wgtpm("check", "model.wgt", cwd=project)
+    assert r.code == 1
+    assert "model.wgt:9:" in r.err and "sha256 pin mismatch" in r.err and sha in r.err, r.err
