@@ -37,6 +37,7 @@ import hashlib
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -51,9 +52,13 @@ from .metadata import TokenRecord, VersionRecord
 from .service import Registry
 from .sumlog import tables_record_text
 
-__all__ = ["tables_of"]
+__all__ = ["REFUSED_TTL", "tables_of"]
 
+#: Seconds a version whose weights file is not a valid .safetensors or .gguf file is
+#: answered 404 from memory: computing its tables again would read all its files again.
+REFUSED_TTL = 600.0
 _locks: dict[tuple[str, str], threading.Lock] = {}
+_refused: dict[tuple[str, str], tuple[float, str]] = {}
 _locks_lock = threading.Lock()
 
 
@@ -70,6 +75,9 @@ def tables_of(
         )
     key = (v.module, v.version)
     with _locks_lock:
+        refused = _refused.get(key)
+        if refused is not None and time.monotonic() - refused[0] < REFUSED_TTL:
+            raise NotFoundError(refused[1])
         lock = _locks.setdefault(key, threading.Lock())
     try:
         with lock:  # one computation per version in this process
@@ -102,7 +110,12 @@ def _compute(reg: Registry, v: VersionRecord) -> str:
             try:
                 t = compute_table(path, e.path, where=f"{label}: {e.path}")
             except TensorError as exc:
-                raise NotFoundError(f"no tensor tables: {exc}") from exc
+                msg = f"no tensor tables: {exc}"
+                with _locks_lock:
+                    if len(_refused) > 10_000:
+                        _refused.clear()
+                    _refused[(v.module, v.version)] = (time.monotonic(), msg)
+                raise NotFoundError(msg) from exc
         if (t.sha256, t.size) != (e.sha256, e.size):
             raise StoreError(
                 f"{label}: the stored blob {e.sha256} of {e.path} does not hold its bytes "

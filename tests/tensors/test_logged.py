@@ -172,3 +172,10 @@ def test_registry_answers_404_where_it_logs_no_tables(
     url = f"{registry.url}/hf.co/acme/no-weights/@v/{VERSION}.tensors.json"
     r = httpx.get(url, timeout=60)
     assert r.status_code == 404 and "no .safetensors or .gguf" in r.text, r.text
+    broken = {"model.safetensors": b"\xff" * 64}  # a header length past the file's end
+    publish_tiny_qwen3(hub, broken, name="broken")
+    url = f"{registry.url}/hf.co/acme/broken/@v/{VERSION}.tensors.json"
+    for _ in range(2):  # the second from memory (registry.tensortables.REFUSED_TTL)
+        r = httpx.get(url, timeout=60)
+        assert r.status_code == 404 and "no tensor tables" in r.text, r.text
+        assert "model.safetensors" in r.text
