@@ -9,6 +9,7 @@ The layers, bottom up (imports run one way)::
     service                        Registry: reading hosted modules, publishing (no HTTP)
     proxy, ondemand                the caching proxy: upstream metadata, verified fills (whole
                                    versions; file by file for the Hub API)
+    tensortables                   tensor tables computed from stored files, logged
     accesslog, fastpath            JSON access logs; the protocol's answers again without Starlette
     protocol, api, sumdb, web      HTTP: the proxy protocol, the publish API, the checksum
                                    database (Go's sumdb paths), the web page

@@ -14,6 +14,7 @@ Tables (created and upgraded by the Alembic migrations in
               mod_sha256, time, commit, created
     attestations  module, version (PRIMARY KEY), sha256
     signatures    module, version (PRIMARY KEY), sha256
+    tensor_tables module, version (PRIMARY KEY), sha256
     sumdb_records, sumdb_hashes, sumdb_tree   the checksum log (:mod:`registry.sumlog`)
 
 Times are ISO 8601 UTC strings (``2026-12-01T01:33:53Z``), the same on both
@@ -32,6 +33,10 @@ statement (not one of its files: h1 does not cover it), written with the
 version (:attr:`NewVersion.attestation_sha256`). A ``signatures`` row, likewise,
 names the blob of its signature (a model-signing bundle over its index,
 :mod:`wgtpm.trust`; :attr:`NewVersion.signature_sha256`).
+A ``tensor_tables`` row names the blob of the tensor tables the registry computed
+for a committed public version whose release locks none (:mod:`registry.tensortables`),
+written in the transaction that appends their record to the checksum log
+(:meth:`SqlMetadataStore.add_tensor_tables`).
 An ``upload_blobs`` row says that upload ``upload_id`` sent blob ``sha256``
 itself, its hash checked: blobs are shared by sha256, and a commit may name
 a stored blob only when its upload sent it or its token can read a committed
@@ -177,6 +182,15 @@ attestations = sa.Table(
 
 signatures = sa.Table(
     "signatures",
+    metadata,
+    sa.Column("module", sa.String(512), primary_key=True),
+    sa.Column("version", sa.String(300), primary_key=True),
+    sa.Column("sha256", sa.String(64), nullable=False),
+)
+
+
+tensor_tables = sa.Table(
+    "tensor_tables",
     metadata,
     sa.Column("module", sa.String(512), primary_key=True),
     sa.Column("version", sa.String(300), primary_key=True),
@@ -368,6 +382,17 @@ class MetadataStore(abc.ABC):
     def get_signature(self, module: str, version: str) -> str | None:
         """The sha256 of the blob holding the signature of ``module@version``, if any."""
         return None
+
+    def get_tensor_tables(self, module: str, version: str) -> str | None:
+        """The sha256 of the blob holding the tensor tables the registry computed and
+        logged for ``module@version``, if any."""
+        return None
+
+    def add_tensor_tables(self, module: str, version: str, sha256: str, record: bytes) -> str:
+        """Name blob ``sha256`` as the computed tensor tables of the committed public
+        ``module@version`` and append ``record`` (their line) to the checksum log, in one
+        transaction; returns the sha256 recorded (another replica's, when it was first)."""
+        raise NotImplementedError
 
     @abc.abstractmethod
     def commit_version(self, new: NewVersion) -> CommitOutcome:
@@ -813,6 +838,30 @@ class SqlMetadataStore(MetadataStore):
             row = conn.execute(q).one_or_none()
         return None if row is None else str(row.sha256)
 
+    def get_tensor_tables(self, module: str, version: str) -> str | None:
+        q = sa.select(tensor_tables.c.sha256).where(
+            tensor_tables.c.module == module, tensor_tables.c.version == version
+        )
+        with self._tx() as conn:
+            row = conn.execute(q).one_or_none()
+        return None if row is None else str(row.sha256)
+
+    def add_tensor_tables(self, module: str, version: str, sha256: str, record: bytes) -> str:
+        for _ in range(5):
+            have = self.get_tensor_tables(module, version)
+            if have is not None:
+                return have
+            try:
+                with self._tx(write=True) as conn:
+                    conn.execute(
+                        tensor_tables.insert().values(module=module, version=version, sha256=sha256)
+                    )
+                    _sumlog.append(conn, module, version + _sumlog.TABLES_SUFFIX, record)
+                return sha256
+            except IntegrityError:
+                continue  # another replica recorded them first: read theirs
+        raise StoreError(f"could not record the tensor tables of {module}@{version}")
+
     def _files_query(self, module: str, version: str) -> sa.Select[Any]:
         return (
             sa.select(files.c.path, files.c.size, files.c.sha256)
@@ -1081,6 +1130,7 @@ class SqlMetadataStore(MetadataStore):
             upload_blobs.c.sha256,
             attestations.c.sha256,
             signatures.c.sha256,
+            tensor_tables.c.sha256,
             pending_versions.c.index_sha256,
             pending_versions.c.mod_sha256,
         )

@@ -10,6 +10,8 @@ Plain GETs (and HEADs), ``$module`` escaped as Go escapes module paths
     /$module/@v/$version/$path       a file of the release
     /$module/@v/$version.slsa.json   its SLSA provenance statement (404 when none; not in h1)
     /$module/@v/$version.sig         its signature, a model-signing bundle (404 when none)
+    /$module/@v/$version.tensors.json  tensor tables computed and logged here, for a release
+                                     that locks none (:mod:`registry.tensortables`; not in h1)
     /$module/@latest                 the .info of the highest release
 
 Statuses: 200 (206 for a satisfiable ``Range``, 304 for a matching
@@ -33,6 +35,7 @@ module; the headers it sends are the ones built here.
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -45,11 +48,13 @@ from wgtpm._errors import WgtpmError
 from wgtpm.module import unescape_path
 
 from ._errors import BlobNotFoundError, GoneError, StoreError
-from .fastpath import Answer, ProtocolCache, matches
+from .fastpath import MAX_BLOB, Answer, ProtocolCache, matches
 from .metadata import FileRecord, TokenRecord, VersionRecord
 from .service import Registry
 
 __all__ = ["ProtocolRequest", "parse_request_path", "serve_protocol"]
+
+log = logging.getLogger("registry.protocol")
 
 IMMUTABLE = "max-age=31536000, immutable"
 #: Bodies up to this size are read whole in one worker-thread call and sent in one piece;
@@ -65,13 +70,14 @@ _KINDS = (
     (".index.json", "index"),
     (".slsa.json", "attestation"),
     (".sig", "signature"),
+    (".tensors.json", "tensors"),
 )
 
 
 @dataclass(frozen=True)
 class ProtocolRequest:
-    """What a protocol URL asks for: ``kind`` is list, latest, info, mod, index, attestation
-    or file."""
+    """What a protocol URL asks for: ``kind`` is list, latest, info, mod, index, attestation,
+    signature, tensors or file."""
 
     module: str
     kind: str
@@ -260,8 +266,13 @@ def _remember_blob(
     cache.remember(
         request.scope["path"], Answer.of(headers, content_type, sha256=sha256, size=size)
     )
-    if whole is not None:
-        cache.keep_blob(sha256, whole)
+    # Memory keeps only bytes checked against their address, as FastPath's own reads are:
+    # a blob changed on disk must not be served from memory after the disk is repaired.
+    if whole is not None and len(whole) <= MAX_BLOB:
+        if hashlib.sha256(whole).hexdigest() == sha256:
+            cache.keep_blob(sha256, whole)
+        else:
+            log.error("blob %s does not hold its bytes (changed on disk?); not kept", sha256)
 
 
 async def _remember_moving(request: Request, reg: Registry, req: ProtocolRequest) -> None:
@@ -332,6 +343,11 @@ async def serve_protocol(
         if size is None:
             raise StoreError(f"{v.module}@{v.version}: the signature blob {sha} is missing")
         return await serve_bytes_of(request, reg, sha, size, "application/json", v.private)
+    if req.kind == "tensors":
+        from .tensortables import tables_of
+
+        v, sha, n = await run_in_threadpool(tables_of, reg, req.module, req.version, token)
+        return await serve_bytes_of(request, reg, sha, n, "application/json", v.private)
     if req.kind == "attestation":
         v, sha = await run_in_threadpool(reg.attestation, req.module, req.version, token)
         size = await run_in_threadpool(reg.blobs.size, sha)

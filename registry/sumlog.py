@@ -26,6 +26,13 @@ transaction of one of:
 - :meth:`SqlSumLog.catch_up`, at startup: public versions committed without
   being logged (by a server older than the log, during a rolling upgrade).
 
+A committed public version whose release locks no tensor tables may get a
+second record, keyed ``(module, version + "/wgt.tensors.json")``: the one line
+of the tables the registry computed from its verified files
+(:func:`tables_record_text`, appended by
+:meth:`~registry.metadata.SqlMetadataStore.add_tensor_tables` with the row that
+names their blob; :mod:`registry.tensortables`).
+
 So every public committed version is logged, and every logged version was
 committed or answered as pending (one whose files never all arrive stays
 logged with the h1s that were answered: clients may have recorded them).
@@ -64,12 +71,14 @@ from wgtpm.sumdb.tlog import Tree
 from ._errors import StoreError
 
 __all__ = [
+    "TABLES_SUFFIX",
     "SqlSumLog",
     "append",
     "record_text",
     "sumdb_hashes",
     "sumdb_records",
     "sumdb_tree",
+    "tables_record_text",
 ]
 
 _T = TypeVar("_T")
@@ -116,6 +125,15 @@ def _loggable(module: str, version: str) -> bool:
 def record_text(module: str, version: str, h1: str, mod_h1: str) -> bytes:
     """The record of ``module@version``: its two wgt.sum lines."""
     return _record.record_text(module, version, h1, mod_h1)
+
+
+#: The version of a tables record ends in this (:func:`wgtpm.sumdb.record.tables_record_text`).
+TABLES_SUFFIX = _record.TABLES_SUFFIX
+
+
+def tables_record_text(module: str, version: str, h1: str) -> bytes:
+    """The second record of ``module@version``: the line of its computed tensor tables."""
+    return _record.tables_record_text(module, version, h1)
 
 
 class _Hashes:

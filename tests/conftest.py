@@ -1,4 +1,5 @@
-"""Shared fixtures: an isolated cache, a proxy tree on disk and over HTTP, and a CLI runner."""
+"""Shared fixtures: an isolated cache, a proxy tree on disk and over HTTP, a CLI runner, and
+the tiny Qwen3 on the loopback Hugging Face Hub."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.servers import CdnServer, RequestLog
+from tests.servers.huggingface import HuggingFaceServer
 from wgtpm.cli import main
 from wgtpm.proxytree import ProxyTree
 
@@ -100,3 +102,55 @@ def http_tree(tree: ProxyTree) -> Iterator[object]:
     tree.root.mkdir(parents=True, exist_ok=True)
     with ProxyTreeServer(tree.root) as srv:
         yield srv
+
+
+#: The tiny Qwen3's module path and version on the loopback Hub (:func:`publish_tiny_qwen3`).
+TINY_QWEN3 = "hf.co/acme/tiny-qwen3"
+TINY_QWEN3_VERSION = "v0.1.0"
+
+
+@pytest.fixture(scope="session")
+def tiny_qwen3(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A seeded 2-layer Qwen3 and its tokenizer in Hugging Face format
+    (:func:`wgtpm.paw.tiny.make_tiny_qwen3`), made once a session: do not change it."""
+    pytest.importorskip("transformers")
+    from wgtpm.paw.tiny import make_tiny_qwen3
+
+    return make_tiny_qwen3(tmp_path_factory.mktemp("tiny-qwen3"))
+
+
+@pytest.fixture(scope="session")
+def tiny_qwen3_files(tiny_qwen3: Path) -> dict[str, bytes]:
+    """The tiny Qwen3's files (config, tokenizer, ``model.safetensors``) by relative path."""
+    return {
+        p.relative_to(tiny_qwen3).as_posix(): p.read_bytes()
+        for p in sorted(tiny_qwen3.rglob("*"))
+        if p.is_file()
+    }
+
+
+def publish_tiny_qwen3(
+    hub: HuggingFaceServer,
+    files: dict[str, bytes],
+    owner: str = "acme",
+    name: str = "tiny-qwen3",
+    version: str = TINY_QWEN3_VERSION,
+) -> None:
+    """Commit ``files`` to the loopback Hub's ``owner/name`` and tag the commit ``version``."""
+    repo = hub.repo(owner, name)
+    repo.commit(dict(files))
+    repo.tag(version)
+
+
+@pytest.fixture
+def tiny_qwen3_hub(
+    cdn: CdnServer, tiny_qwen3_files: dict[str, bytes], monkeypatch: pytest.MonkeyPatch
+) -> Iterator[HuggingFaceServer]:
+    """The loopback Hub serving the tiny Qwen3 as :data:`TINY_QWEN3` at
+    :data:`TINY_QWEN3_VERSION`; ``wgtpm get hf.co/...`` in this process goes straight to it."""
+    with HuggingFaceServer(cdn) as server:
+        publish_tiny_qwen3(server, tiny_qwen3_files)
+        monkeypatch.setenv("WGTPROXY", "direct")
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        monkeypatch.setenv("WGTPM_HTTP_RETRIES", "0")
+        yield server

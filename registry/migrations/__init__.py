@@ -17,7 +17,7 @@ from sqlalchemy.engine import Engine
 
 __all__ = ["HEAD", "upgrade"]
 
-HEAD = "0007"
+HEAD = "0008"
 _ADVISORY_LOCK = 0x77677470  # "wgtp": one lock id for every registry replica
 
 

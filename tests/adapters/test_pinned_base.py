@@ -202,7 +202,15 @@ def test_load_runs_a_paw_program_as_wgtpm_run(
         assert program(colour) == r.out.strip()
 
 
-def test_a_build_list_with_another_revision_of_the_base_is_refused(projects: Projects) -> None:
+def test_a_build_list_with_another_revision_of_the_base_is_refused(
+    projects: Projects, request: pytest.FixtureRequest
+) -> None:
+    cli = request.getfixturevalue("wgtpm")  # the CLI runner; ``wgtpm`` here is the package
+    r = cli("run", f"{FRUIT_MOD}/fruit", "--input", "yellow", cwd=projects.upgraded)
+    assert r.code != 0 and r.out == ""
+    (line,) = r.err.strip().splitlines()  # one line, as wgtpm.load's refusal
+    assert line.startswith("wgtpm: ") and f"trained on {INTERPRETER_MODULE}@{V1}" in line
+    assert f"selects {INTERPRETER_MODULE}@{V2}" in line
     for ref in (f"{FRUIT_MOD}/fruit", f"{TONE_MOD}/tone"):
         with pytest.raises(wgtpm.ResolveError) as caught:
             wgtpm.adapter(ref, project_dir=projects.upgraded)

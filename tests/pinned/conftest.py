@@ -10,25 +10,23 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import TINY_QWEN3, TINY_QWEN3_VERSION, publish_tiny_qwen3
 from tests.servers import CdnServer
 from tests.servers.huggingface import HuggingFaceServer
 
 ROOT = Path(__file__).resolve().parents[2]
-MODULE = "hf.co/acme/tiny-qwen3"
-VERSION = "v0.1.0"
+MODULE = TINY_QWEN3
+VERSION = TINY_QWEN3_VERSION
 
 
 @pytest.fixture(scope="session")
-def qwen_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
-    """The files of the tiny Qwen3 (config, tokenizer, model.safetensors), made once."""
-    pytest.importorskip("transformers")
-    from wgtpm.paw.tiny import make_tiny_qwen3
-
-    d = make_tiny_qwen3(tmp_path_factory.mktemp("qwen"))
-    write_gguf(d / "gguf" / "extra.gguf")
-    return {
-        p.relative_to(d).as_posix(): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()
-    }
+def qwen_files(
+    tiny_qwen3_files: dict[str, bytes], tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, bytes]:
+    """The files of the tiny Qwen3 (config, tokenizer, model.safetensors; tests/conftest.py)
+    and a GGUF file beside them (``gguf/extra.gguf``), made once."""
+    extra = write_gguf(tmp_path_factory.mktemp("gguf") / "extra.gguf")
+    return {**tiny_qwen3_files, "gguf/extra.gguf": extra.read_bytes()}
 
 
 #: The GGUF file beside the tiny Qwen3: a 2-D F32 tensor (stored innermost dimension first),
@@ -58,9 +56,7 @@ def write_gguf(path: Path) -> Path:
 def hub(cdn: CdnServer, qwen_files: dict[str, bytes]) -> Iterator[HuggingFaceServer]:
     """The loopback Hub with acme/tiny-qwen3 tagged v0.1.0."""
     with HuggingFaceServer(cdn) as server:
-        repo = server.repo("acme", "tiny-qwen3")
-        repo.commit(dict(qwen_files))
-        repo.tag(VERSION)
+        publish_tiny_qwen3(server, qwen_files)
         yield server
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import publish_tiny_qwen3
 from tests.pinned.conftest import ROOT, cli
 from tests.pinned.test_publish import git, live  # noqa: F401  (the live fixture)
 from tests.registry.conftest import Live
@@ -36,9 +37,7 @@ PRODUCER = "github.com/acme/word-kind"
 def demo_hub(cdn: CdnServer, qwen_files: dict[str, bytes]) -> Iterator[HuggingFaceServer]:
     """The loopback Hub with wgtpm-demo/tiny-qwen3 tagged v0.1.0, as the demo names it."""
     with HuggingFaceServer(cdn) as server:
-        repo = server.repo("wgtpm-demo", "tiny-qwen3")
-        repo.commit(dict(qwen_files))
-        repo.tag("v0.1.0")
+        publish_tiny_qwen3(server, qwen_files, owner="wgtpm-demo")
         yield server
 
 

@@ -86,3 +86,17 @@ def test_a_published_model_shows_its_origins_to_a_consumer(
         "dtype": "F32",
         "converted_to": None,
     }
+    # the release's provenance (h1 locks it) records the imports too
+    tree = next(Path(os.environ["WGTPM_CACHE"]).glob(f"mod/{PRODUCER}@v0.1.0"))
+    prov = json.loads((tree / "wgt.provenance.json").read_bytes())
+    imports = prov["artifacts"]["encoder-manifest"]["imports"]
+    assert {
+        "tensor": "tok.weight",
+        "origin": "imported",
+        "module": MODULE,
+        "version": VERSION,
+        "file": "model.safetensors",
+        "source_tensor": EMBED,
+        "sha256": tensor_sha(weights, EMBED),
+    } in imports
+    assert "head.weight" not in {i["tensor"] for i in imports}  # trained here

@@ -236,3 +236,31 @@ def test_go_follows_the_log_past_one_tile(
         fresh = go_lookup(gosumdb, url, vkey, tmp_path / "c2", tmp_path / "k2", f"{M}@v0.7.0")
         assert fresh.lines == [f"{M} v0.7.0 h1:Av0.7.0="], fresh.err
     assert b"\n301\n" in (cfg / NAME / "latest").read_bytes()  # Go's own record of the head
+
+
+def test_go_verifies_a_log_that_holds_tensor_tables_records(
+    gosumdb: Path, key: tuple[str, str], tmp_path: Path
+) -> None:
+    """A version's second record (the tensor tables the registry computed, ``M
+    V/wgt.tensors.json h1:``, registry/tensortables.py) is a leaf like any other: Go
+    verifies lookups before and after it, and a tree that grew past it."""
+    from registry.sumlog import tables_record_text
+
+    skey, vkey = key
+    cfg, cache = tmp_path / "cfg", tmp_path / "cache"
+    with registry(tmp_path / "a", skey) as (url, token, reg):
+        _publish(url, token, M, "v0.1.0", FILES)
+        first = go_lookup(gosumdb, url, vkey, cfg, cache, f"{M}@v0.1.0")
+        assert first.code == 0 and first.lines == [f"{M} v0.1.0 {h1(FILES)}"], first.err
+        tables = h1({"wgt.tensors.json": b'{"files":{}}\n'})
+        reg.meta.add_tensor_tables(M, "v0.1.0", "0" * 64, tables_record_text(M, "v0.1.0", tables))
+        _publish(url, token, OTHER, "v1.0.0", {"wgt.mod": modtext(OTHER)})
+        later = go_lookup(gosumdb, url, vkey, cfg, cache, f"{OTHER}@v1.0.0")
+        assert later.code == 0 and later.lines == [
+            f"{OTHER} v1.0.0 {h1({'wgt.mod': modtext(OTHER)})}"
+        ], later.err
+        again = go_lookup(gosumdb, url, vkey, cfg, tmp_path / "c2", f"{M}@v0.1.0")
+        assert again.code == 0 and again.lines == first.lines, again.err
+        # the tables record itself, read as Go's tile data holds it
+        data = httpx.get(f"{url}/sumdb/{NAME}/tile/8/data/000.p/3").text
+        assert f"{M} v0.1.0/wgt.tensors.json {tables}\n" in data

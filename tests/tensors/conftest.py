@@ -1,5 +1,5 @@
-"""Fixtures: a tiny Qwen3 in Hugging Face format, and safetensors files written by the
-safetensors library (tests may use it to write files; wgtpm.tensors never imports it)."""
+"""Fixtures: the loopback Hub, and the tiny Qwen3's files (``tiny_qwen3``, shared in
+tests/conftest.py) with its base-model GGUF."""
 
 from __future__ import annotations
 
@@ -10,13 +10,6 @@ import pytest
 
 from tests.servers import CdnServer
 from tests.servers.huggingface import HuggingFaceServer
-
-
-@pytest.fixture(scope="session")
-def tiny_qwen3(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from wgtpm.paw.tiny import make_tiny_qwen3
-
-    return make_tiny_qwen3(tmp_path_factory.mktemp("tiny-qwen3"))
 
 
 @pytest.fixture

@@ -17,14 +17,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import TINY_QWEN3, TINY_QWEN3_VERSION, publish_tiny_qwen3
 from tests.registry.conftest import Live
 from tests.servers import CdnServer, Request, Response
 from tests.servers.huggingface import HuggingFaceServer
 from wgtpm.modfile import parse
 from wgtpm.tensors import TensorTables, compute_table, dump_tables
 
-MODULE = "hf.co/acme/tiny-qwen3"
-VERSION = "v0.1.0"
+MODULE = TINY_QWEN3
+VERSION = TINY_QWEN3_VERSION
 EMBED = "model.embed_tokens.weight"
 NORM = "model.norm.weight"
 WEIGHTS = "model.safetensors"
@@ -95,16 +96,10 @@ def flipped(data: bytes, name: str) -> bytes:
 
 
 @pytest.fixture(scope="session")
-def files(tiny_qwen3: Path) -> dict[str, bytes]:
+def files(tiny_qwen3: Path, tiny_qwen3_files: dict[str, bytes]) -> dict[str, bytes]:
     """The tiny Qwen3's files and its release tables (``wgt.tensors.json``)."""
-    out = {
-        p.relative_to(tiny_qwen3).as_posix(): p.read_bytes()
-        for p in sorted(tiny_qwen3.rglob("*"))
-        if p.is_file()
-    }
     table = compute_table(tiny_qwen3 / WEIGHTS, WEIGHTS)
-    out["wgt.tensors.json"] = dump_tables(TensorTables({WEIGHTS: table}))
-    return out
+    return {**tiny_qwen3_files, "wgt.tensors.json": dump_tables(TensorTables({WEIGHTS: table}))}
 
 
 @pytest.fixture
@@ -118,15 +113,11 @@ def hub(
     cdn: CountingCdn, files: dict[str, bytes], monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[CountingHub]:
     with CountingHub(cdn) as server:
-        repo = server.repo("acme", "tiny-qwen3")
-        repo.commit(dict(files))
-        repo.tag(VERSION)
-        notables = server.repo("acme", "no-tables")
-        notables.commit({k: v for k, v in files.items() if k != "wgt.tensors.json"})
-        notables.tag(VERSION)
-        private = server.repo("acme", "private-qwen3", private=True)
-        private.commit(dict(files))
-        private.tag(VERSION)
+        publish_tiny_qwen3(server, files)
+        notables = {k: v for k, v in files.items() if k != "wgt.tensors.json"}
+        publish_tiny_qwen3(server, notables, name="no-tables")
+        server.repo("acme", "private-qwen3", private=True)
+        publish_tiny_qwen3(server, files, name="private-qwen3")
         monkeypatch.setenv("WGTPROXY", "direct")
         monkeypatch.setenv("HF_ENDPOINT", server.url)
         monkeypatch.setenv("WGTPM_HTTP_RETRIES", "0")
@@ -413,6 +404,36 @@ def git(cwd: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
 
 
+def _publish_to(  # type: ignore[no-untyped-def]
+    live: Live, data: bytes, tmp_path: Path, wgtpm, monkeypatch: pytest.MonkeyPatch
+) -> list[Path]:
+    """Publish ``data`` as model.safetensors of example.com/qwen v0.1.0 to ``live``; the
+    blob files of model.safetensors in the registry's store."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / WEIGHTS).write_bytes(data)
+    (pkg / "wgt.mod").write_text(
+        f"module example.com/qwen\n\nwgt 0.1\n\nartifact weights {WEIGHTS}\n"
+    )
+    git(pkg, "init", "-q", "-b", "main")
+    git(pkg, "add", "-A")
+    git(pkg, "commit", "-q", "-m", "weights")
+    monkeypatch.setenv("WGTPM_TOKEN", live.token)
+    r = wgtpm("publish", "--version", "v0.1.0", "--to", live.url, cwd=pkg)
+    assert r.code == 0, r.err
+    monkeypatch.setenv("WGTPROXY", live.url)
+    stored = [p for p in (tmp_path / "blobs").rglob("*") if p.is_file() and p.read_bytes() == data]
+    assert stored, "the registry's blob of model.safetensors"
+    return stored
+
+
+def _whole_project(tmp_path: Path) -> Path:
+    whole = tmp_path / "whole"
+    whole.mkdir(exist_ok=True)
+    (whole / "wgt.mod").write_text("module example.com/whole\n\nwgt 0.1\n")
+    return whole
+
+
 def test_published_release_read_by_range_from_a_registry(
     files: dict[str, bytes],
     tmp_path: Path,
@@ -423,20 +444,7 @@ def test_published_release_read_by_range_from_a_registry(
     """``wgtpm publish`` puts wgt.tensors.json in the release (h1 locks it); a consumer's
     select FILE#TENSOR reads the tensor by range from the registry, and a byte flipped in
     the registry's stored blob is refused by range (nothing cached)."""
-    pkg = tmp_path / "pkg"
-    pkg.mkdir()
-    (pkg / WEIGHTS).write_bytes(files[WEIGHTS])
-    (pkg / "wgt.mod").write_text(
-        f"module example.com/qwen\n\nwgt 0.1\n\nartifact weights {WEIGHTS}\n"
-    )
-    git(pkg, "init", "-q", "-b", "main")
-    git(pkg, "add", "-A")
-    git(pkg, "commit", "-q", "-m", "weights")
-    monkeypatch.setenv("WGTPM_TOKEN", live.token)
-    r = wgtpm("publish", "--version", "v0.1.0", "--to", live.url, cwd=pkg)
-    assert r.code == 0, r.err
-
-    monkeypatch.setenv("WGTPROXY", live.url)
+    stored = _publish_to(live, files[WEIGHTS], tmp_path, wgtpm, monkeypatch)
     d = project(tmp_path, f"{WEIGHTS}#{EMBED}", module="example.com/qwen")
     r = wgtpm("get", "example.com/qwen@v0.1.0", cwd=d)
     assert r.code == 0, r.err
@@ -446,12 +454,6 @@ def test_published_release_read_by_range_from_a_registry(
     (blob,) = tensor_blobs()
     assert blob.read_bytes() == files[WEIGHTS][start:end]
 
-    stored = [
-        p
-        for p in (tmp_path / "blobs").rglob("*")
-        if p.is_file() and p.read_bytes() == files[WEIGHTS]
-    ]
-    assert stored, "the registry's blob of model.safetensors"
     for p in stored:
         p.chmod(0o644)
         p.write_bytes(flipped(files[WEIGHTS], EMBED))
@@ -462,5 +464,35 @@ def test_published_release_read_by_range_from_a_registry(
     assert r.code != 0 and "checksum mismatch" in r.err, r.err
     assert f"tensor {EMBED} of {WEIGHTS}" in r.err and "example.com/qwen@v0.1.0" in r.err
     assert tensor_blobs() == []
-    # (a whole-file GET may be answered from the registry's fast path, which keeps whole
-    # answers in memory: the refusal of a flipped whole file is the Hub test's above)
+    # A whole-file GET now is answered from the registry's memory, which kept the blob
+    # (checked against its address) when the range request read it before the flip: the
+    # original bytes, a verified copy, never the flipped ones.
+    r = wgtpm("get", "example.com/qwen@v0.1.0", cwd=_whole_project(tmp_path))
+    assert r.code == 0, r.err
+    got = next((cache_root() / "mod").glob("example.com/qwen@*")) / WEIGHTS
+    assert got.read_bytes() == files[WEIGHTS]
+
+
+def test_a_blob_flipped_in_the_registry_is_refused_whole_and_never_kept(
+    files: dict[str, bytes],
+    tmp_path: Path,
+    live: Live,
+    wgtpm,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # type: ignore[no-untyped-def]
+    """A byte flipped in the registry's stored blob before anyone read it: the whole file is
+    refused by the client, and the registry keeps no copy of the bytes it read, so once
+    the operator repairs the blob the file is served right (before the fix, its memory
+    kept the flipped bytes and served them until it restarted)."""
+    stored = _publish_to(live, files[WEIGHTS], tmp_path, wgtpm, monkeypatch)
+    for p in stored:
+        p.chmod(0o644)
+        p.write_bytes(flipped(files[WEIGHTS], EMBED))
+    whole = _whole_project(tmp_path)
+    for _ in range(2):  # the second GET may be answered from memory: the same refusal
+        r = wgtpm("get", "example.com/qwen@v0.1.0", cwd=whole)
+        assert r.code != 0 and "corrupt or tampered" in r.err, r.err
+    for p in stored:
+        p.write_bytes(files[WEIGHTS])
+    r = wgtpm("get", "example.com/qwen@v0.1.0", cwd=whole)
+    assert r.code == 0, r.err

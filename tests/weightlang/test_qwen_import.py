@@ -10,49 +10,26 @@ tensor in the module cache is refused by ``wgtpm build``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.servers import CdnServer
+from tests.conftest import TINY_QWEN3, TINY_QWEN3_VERSION
 from tests.servers.huggingface import HuggingFaceServer
 
 from .conftest import tree_hashes
 
 torch = pytest.importorskip("torch")
 
-MODULE = "hf.co/acme/tiny-qwen3"
-VERSION = "v0.1.0"
+MODULE = TINY_QWEN3
+VERSION = TINY_QWEN3_VERSION
 WEIGHTS = f"{MODULE}/model.safetensors"
-
-
-@pytest.fixture(scope="session")
-def qwen_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
-    pytest.importorskip("transformers")
-    from wgtpm.paw.tiny import make_tiny_qwen3
-
-    d = make_tiny_qwen3(tmp_path_factory.mktemp("qwen"))
-    return {p.name: p.read_bytes() for p in sorted(d.iterdir()) if p.is_file()}
-
-
-@pytest.fixture
-def hub(
-    cdn: CdnServer, qwen_files: dict[str, bytes], monkeypatch: pytest.MonkeyPatch
-) -> Iterator[HuggingFaceServer]:
-    with HuggingFaceServer(cdn) as server:
-        repo = server.repo("acme", "tiny-qwen3")
-        repo.commit(dict(qwen_files))
-        repo.tag(VERSION)
-        monkeypatch.setenv("WGTPROXY", "direct")
-        monkeypatch.setenv("HF_ENDPOINT", server.url)
-        monkeypatch.setenv("WGTPM_HTTP_RETRIES", "0")
-        yield server
 
 
 def source(vocab: int, dim: int = 64) -> str:
@@ -78,7 +55,7 @@ train data=words loss=ce optimizer=adam lr=0.05 epochs=20
 
 
 @pytest.fixture
-def project(tmp_path: Path, wgtpm: Any, hub: HuggingFaceServer) -> Path:
+def project(tmp_path: Path, wgtpm: Any, tiny_qwen3_hub: HuggingFaceServer) -> Path:
     """A new package that requires the tiny Qwen3 and declares ``artifact enc model.wgt``."""
     d = tmp_path / "enc"
     d.mkdir()
@@ -90,8 +67,8 @@ def project(tmp_path: Path, wgtpm: Any, hub: HuggingFaceServer) -> Path:
     return d
 
 
-def _vocab(qwen_files: dict[str, bytes]) -> int:
-    return int(json.loads(qwen_files["config.json"])["vocab_size"])
+def _vocab(tiny_qwen3_files: dict[str, bytes]) -> int:
+    return int(json.loads(tiny_qwen3_files["config.json"])["vocab_size"])
 
 
 def _cached_weights() -> Path:
@@ -106,11 +83,11 @@ def _cached_weights() -> Path:
 
 
 def test_embedding_and_norm_from_tiny_qwen3_build_byte_stably(
-    project: Path, wgtpm: Any, qwen_files: dict[str, bytes], tmp_path: Path
+    project: Path, wgtpm: Any, tiny_qwen3_files: dict[str, bytes], tmp_path: Path
 ) -> None:
     from safetensors.torch import load, load_file
 
-    (project / "model.wgt").write_text(source(_vocab(qwen_files)))
+    (project / "model.wgt").write_text(source(_vocab(tiny_qwen3_files)))
     r = wgtpm("check", "model.wgt", cwd=project)
     assert r.code == 0, r.err
     assert "imports tok.weight, norm.weight" in r.out
@@ -122,7 +99,7 @@ def test_embedding_and_norm_from_tiny_qwen3_build_byte_stably(
     assert r.code == 0, r.err
     assert tree_hashes(project / "build/enc") == tree_hashes(first)
 
-    qwen = load(qwen_files["model.safetensors"])
+    qwen = load(tiny_qwen3_files["model.safetensors"])
     built = load_file(str(first / "weights.safetensors"))
     assert torch.equal(built["tok.weight"], qwen["model.embed_tokens.weight"].float())
     assert torch.equal(built["norm.weight"], qwen["model.norm.weight"].float())
@@ -156,9 +133,9 @@ def test_embedding_and_norm_from_tiny_qwen3_build_byte_stably(
 
 
 def test_wrong_shape_is_refused_by_check_at_the_import(
-    project: Path, wgtpm: Any, qwen_files: dict[str, bytes]
+    project: Path, wgtpm: Any, tiny_qwen3_files: dict[str, bytes]
 ) -> None:
-    vocab = _vocab(qwen_files)
+    vocab = _vocab(tiny_qwen3_files)
     (project / "model.wgt").write_text(source(vocab + 1))
     r = wgtpm("check", "model.wgt", cwd=project)
     assert r.code == 1
@@ -172,11 +149,11 @@ def test_wrong_shape_is_refused_by_check_at_the_import(
 
 
 def test_changed_tensor_in_the_cache_is_refused(
-    project: Path, wgtpm: Any, qwen_files: dict[str, bytes]
+    project: Path, wgtpm: Any, tiny_qwen3_files: dict[str, bytes]
 ) -> None:
     from wgtpm.tensors import compute_table
 
-    (project / "model.wgt").write_text(source(_vocab(qwen_files)))
+    (project / "model.wgt").write_text(source(_vocab(tiny_qwen3_files)))
     assert wgtpm("build", cwd=project).code == 0  # the table is computed and cached
     before = tree_hashes(project / "build/enc")
     path = _cached_weights()
@@ -199,3 +176,24 @@ def test_changed_tensor_in_the_cache_is_refused(
     assert r.err.startswith("wgtpm: model.wgt:9:24: import tok.weight: ")
     assert "Traceback" not in r.err
     assert tree_hashes(project / "build/enc") == before
+
+
+def test_a_sha256_pin_on_a_tensor_import(
+    project: Path, wgtpm: Any, tiny_qwen3_files: dict[str, bytes]
+) -> None:
+    """``import ... FILE#TENSOR freeze sha256=...``: the tensor's sha256 in the tables must be
+    the pin (the right pin builds; another is refused by check at the import)."""
+    from tests.tensors.test_ranged import ranges
+
+    data = tiny_qwen3_files["model.safetensors"]
+    start, end = ranges(data)["model.embed_tokens.weight"]
+    sha = hashlib.sha256(data[start:end]).hexdigest()
+    text = source(_vocab(tiny_qwen3_files))
+    line = "#model.embed_tokens.weight freeze"
+    (project / "model.wgt").write_text(text.replace(line, f"{line} sha256={sha}"))
+    r = wgtpm("build", cwd=project)
+    assert r.code == 0, r.err
+    (project / "model.wgt").write_text(text.replace(line, f"{line} sha256={'0' * 64}"))
+    r = wgtpm("check", "model.wgt", cwd=project)
+    assert r.code == 1
+    assert "model.wgt:9:" in r.err and "sha256 pin mismatch" in r.err and sha in r.err, r.err

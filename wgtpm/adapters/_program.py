@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .._errors import FetchError, NotFoundError, ParseError, ResolveError, UsageError
+from .._errors import UsageError
 from ..deps import ModuleResolver, ResolvedModule
 from ..kinds import PAW, kind_of_source
 from ._adapter import recorded_interpreter
@@ -147,23 +147,11 @@ def load_paw(
 
 
 def _pinned_interpreter(path: Path, meta: object, resolver: ModuleResolver) -> str | None:
-    """``module@version`` of the recorded interpreter when the build list has it at that version.
+    """``module@version`` of the recorded interpreter when the build list has it at that
+    version (:func:`wgtpm.paw.run.pinned_interpreter` refuses another version)."""
+    from ..paw.run import pinned_interpreter
 
-    A build list without the module is left to :func:`~wgtpm.paw.run.load_program`
-    (no interpreter: the SDK, or its one-line error); one with another version is refused.
-    """
     module, version = recorded_interpreter(meta)
     if module is None or version is None:
         return None
-    try:
-        selected = resolver.module(module)
-    except (UsageError, ParseError, ResolveError, NotFoundError, FetchError, OSError):
-        return None  # as wgtpm run: no package here, not in its build list, or unreachable
-    if selected.version != version:
-        shown = f"@{selected.version}" if selected.version else f" ({selected.dir})"
-        raise ResolveError(
-            f"{path}: the program was trained on {module}@{version} (its meta.json records it), "
-            f"but the build list selects {module}{shown}: a program runs only on the interpreter "
-            f"it was trained on; require {module} {version}"
-        )
-    return f"{module}@{version}"
+    return f"{module}@{version}" if pinned_interpreter(path, meta, resolver) else None

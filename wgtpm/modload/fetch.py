@@ -145,3 +145,7 @@ class _LazySource:
     def signature(self, path: str, version: str) -> bytes | None:
         read = getattr(self._get(), "signature", None)
         return read(path, version) if read is not None else None
+
+    def tables(self, path: str, version: str) -> bytes | None:
+        read = getattr(self._get(), "tables", None)
+        return read(path, version) if read is not None else None

@@ -73,6 +73,12 @@ class Project:
         self._fetcher: Fetcher | None = None
         self._closing = ExitStack()  # the fetcher's block, ended by close()
         self.reqs = Reqs(files.modfile, files.root, self._fetch, self._the_cache)
+        #: Read ``select FILE#TENSOR`` tensors by range with tables a checksum database
+        #: logged, where the release locks none (:func:`wgtpm.tensors.logged_tables`);
+        #: ``wgtpm vendor`` turns it off (it vendors such a FILE whole: nothing could prove
+        #: logged tables offline).
+        self.ranged_by_log = True
+        self._ranged: dict[tuple[str, str], bool] = {}
 
     @classmethod
     def load(cls, start: Path | None = None, opts: Options | None = None) -> Project:
@@ -141,17 +147,36 @@ class Project:
         """The main module's ``select`` globs for ``m`` (``None``: every file is wanted).
 
         A ``FILE#TENSOR`` item adds the release's ``wgt.tensors.json`` (the tensors come
-        by range: :meth:`fetch_selected_tensors`), or FILE itself, whole, when the
-        release locks no tables to read it by range.
+        by range: :meth:`fetch_selected_tensors`), or FILE itself, whole, when no tables
+        say where its tensors lie: the release locks none, and no checksum database
+        logged any (:meth:`ranged`).
         """
         pats = self._files.modfile.select_patterns(m.path)
         tensors = self._files.modfile.select_tensors(m.path)
         if pats is None or not tensors:
             return pats
         origin = self.origin(m)
-        if isinstance(origin, Fetched) and self.index(origin).entry(TENSOR_TABLES) is None:
+        if isinstance(origin, Fetched) and not self.ranged(origin):
             pats = pats + sorted({f for f, _ in tensors})
         return pats
+
+    def ranged(self, origin: Fetched) -> bool:
+        """Whether tables say where the tensors of ``origin``'s files lie, so that
+        ``select FILE#TENSOR`` reads them by range: the release's own (h1-locked), or ones
+        a checksum database logged (:func:`wgtpm.tensors.logged_tables`, fetched, proven
+        and kept in the cache the first time)."""
+        key = (origin.path, origin.version)
+        if key not in self._ranged:
+            idx = self.index(origin)
+            if idx.entry(TENSOR_TABLES) is not None:
+                self._ranged[key] = True
+            elif not self.ranged_by_log:
+                self._ranged[key] = False
+            else:
+                from ..tensors import logged_tables
+
+                self._ranged[key] = logged_tables(self._fetch(), idx) is not None
+        return self._ranged[key]
 
     def fetch_selected_tensors(self, m: MV) -> list[tuple[str, TensorInfo, bytes]]:
         """Fetch the tensors that ``select MODULE FILE#TENSOR`` lines name into the cache, by
@@ -159,9 +184,7 @@ class Project:
         bytes)`` each); none without such lines, or when FILE came whole (no tables)."""
         tensors = self._files.modfile.select_tensors(m.path)
         origin = self.origin(m)
-        if not tensors or not isinstance(origin, Fetched):
-            return []
-        if self.index(origin).entry(TENSOR_TABLES) is None:
+        if not tensors or not isinstance(origin, Fetched) or not self.ranged(origin):
             return []
         from ..rangeread import fetch_selected
 

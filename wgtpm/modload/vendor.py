@@ -71,6 +71,7 @@ Manifest = dict[str, dict[str, Any]]  # module path -> its manifest entry
 
 def vendor(project: Project) -> int:
     """Write ``vendor/`` for the project's build list; returns the number of modules."""
+    project.ranged_by_log = False  # a FILE#TENSOR of a release without tables: FILE whole
     build = project.download_all()
     explicit = project.direct()
     dest = project.root / VENDOR

@@ -12,7 +12,9 @@ interpreter's directory, which a bundle cannot carry; it comes from, in order:
    current directory (so ``wgtpm run build/triage.paw`` works in the package).
    A module that is not there (no package, not in the build list, unreachable)
    counts as no interpreter; one whose bytes fail verification (a checksum
-   SECURITY ERROR) stops the run with that error.
+   SECURITY ERROR) stops the run with that error, and so does a build list that
+   selects another version of it than the one the bundle records it was trained
+   on (:func:`pinned_interpreter`).
 
 The bundle is validated first, against the interpreter's own ``config.json``
 shape. ``backend="sdk"`` (or ``"auto"`` when ``llama_cpp`` is installed and no
@@ -37,13 +39,13 @@ from .._errors import (
     UsageError,
     VerifyError,
 )
-from ..deps import ModuleResolver
+from ..deps import ModuleResolver, ResolvedModule
 from .bundle import read_bundle
 from .prompt import fill
 from .shape import HF_MODULE_PATHS, InterpreterShape
 from .validate import ValidProgram, check_bundle
 
-__all__ = ["BACKENDS", "load_program", "run_program"]
+__all__ = ["BACKENDS", "load_program", "pinned_interpreter", "run_program"]
 
 BACKENDS = ("auto", "transformers", "sdk")
 
@@ -79,7 +81,7 @@ def load_program(
     if backend not in BACKENDS:
         raise UsageError(f"backend {backend!r} is not one of {', '.join(BACKENDS)}")
     bundle = read_bundle(path)
-    directory = interpreter or _recorded_interpreter(bundle.meta, resolver)
+    directory = interpreter or _recorded_interpreter(path, bundle.meta, resolver)
     if backend == "sdk" or (backend == "auto" and directory is None and _has_llama_cpp()):
         return _sdk_function(path)
     if directory is None:
@@ -93,24 +95,48 @@ def load_program(
     return _TransformersProgram(program, directory, max_new_tokens)
 
 
-def _recorded_interpreter(meta: Any, resolver: ModuleResolver | None) -> Path | None:
-    build = meta.get("compile_by_training")
+def _recorded_interpreter(path: Path, meta: Any, resolver: ModuleResolver | None) -> Path | None:
+    pinned = pinned_interpreter(path, meta, resolver)
+    return pinned.dir if pinned is not None else None
+
+
+def pinned_interpreter(
+    path: Path, meta: Any, resolver: ModuleResolver | None
+) -> ResolvedModule | None:
+    """The interpreter module a wgtpm-built bundle records, as the build list has it.
+
+    ``None`` when the bundle records none, or the build list cannot give it (no
+    package, not in its build list, unreachable): then there is no interpreter.
+    A bundle that records ``module@version`` runs only where the build list selects
+    that version, the base it was trained on: another one is a
+    :class:`~wgtpm.ResolveError` naming both (``wgtpm run`` and ``wgtpm.load`` alike).
+    """
+    build = meta.get("compile_by_training") if isinstance(meta, dict) else None
     record = build.get("interpreter") if isinstance(build, dict) else None
     module = record.get("module") if isinstance(record, dict) else None
-    if not isinstance(module, str):
+    version = record.get("version") if isinstance(record, dict) else None
+    if not isinstance(module, str) or not module:
         return None
     try:
         if resolver is None:
             from ..modload import open_resolver
 
             resolver = open_resolver(Path.cwd())
-        return resolver.module(module).dir
+        selected = resolver.module(module)
     except VerifyError:
         # Bytes that disagree with wgt.sum (a SECURITY ERROR) or with their index are
         # never "no interpreter": the user must see them as they are.
         raise
     except (UsageError, ParseError, ResolveError, NotFoundError, FetchError, OSError):
         return None  # no package here, the module is not in its build list, or unreachable
+    if isinstance(version, str) and version and selected.version != version:
+        shown = f"@{selected.version}" if selected.version else f" ({selected.dir})"
+        raise ResolveError(
+            f"{path}: the program was trained on {module}@{version} (its meta.json records it), "
+            f"but the build list selects {module}{shown}: a program runs only on the interpreter "
+            f"it was trained on; require {module} {version}"
+        )
+    return selected
 
 
 def _shape_of(directory: Path) -> InterpreterShape:

@@ -26,6 +26,10 @@ example (hashes elided)::
       "files": {"xor/manifest.json": {"artifact": "xor", "kind": "wgt"}, …}
     }
 
+A model saved by :func:`wgtpm.save` and published as files gets, on the artifact
+of its ``manifest.json``, ``"imports"``: each imported tensor's ``tensor``,
+``origin``, ``module``, ``version``, ``file``, ``source_tensor`` and ``sha256``.
+
 ``repository`` says where ``commit`` can be fetched again (``wgtpm verify
 --rebuild``): ``url`` is the URL of the publishing checkout's ``origin``
 remote (else of its only remote; absent when the checkout has no remote) in
@@ -113,6 +117,8 @@ class ArtifactProvenance:
             out.update(_wgt_record(self.outputs))
         elif self.kind == PAW:
             out.update(_paw_record(self.outputs))
+        else:
+            out.update(_saved_record(self.outputs))
         return out
 
 
@@ -144,6 +150,44 @@ def _wgt_record(outputs: Mapping[str, Path]) -> dict[str, Any]:
         "weights_sha256": (m.get("weights") or {}).get("sha256"),
         "imports": imports,
     }
+
+
+#: The ``format`` of a model's manifest that :func:`wgtpm.save` wrote (wgtpm.pinned).
+_SAVED_FORMAT = "wgtpm.torch.artifact"
+
+
+def _saved_record(outputs: Mapping[str, Path]) -> dict[str, Any]:
+    """For a ``manifest.json`` that :func:`wgtpm.save` wrote, published as a file: each
+    imported tensor's origin, ``{"tensor", "origin", "module", "version", "file",
+    "source_tensor", "sha256"}`` by tensor name (nothing for any other file)."""
+    for logical, path in sorted(outputs.items()):
+        if not logical.endswith("manifest.json"):
+            continue
+        try:
+            m = json.loads(path.read_bytes())
+            tensors = m["weights"]["tensors"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if not isinstance(m, dict) or m.get("format") != _SAVED_FORMAT:
+            continue
+        imports = []
+        for name, t in sorted(tensors.items()):
+            src = t.get("source") if isinstance(t, dict) else None
+            if not isinstance(src, dict):
+                continue
+            imports.append(
+                {
+                    "tensor": name,
+                    "origin": t.get("origin"),
+                    "module": src.get("module"),
+                    "version": src.get("version"),
+                    "file": src.get("file"),
+                    "source_tensor": src.get("tensor"),
+                    "sha256": src.get("sha256"),
+                }
+            )
+        return {"imports": imports}
+    return {}
 
 
 def _paw_record(outputs: Mapping[str, Path]) -> dict[str, Any]:

@@ -274,21 +274,23 @@ class ChainSource:
     def signature(self, path: str, version: str) -> bytes | None:
         """The release's signature (:mod:`wgtpm.trust`) from the source that serves the
         version; ``None`` when it has none (or keeps none)."""
-        src = self._serving(path, version)
-        read = getattr(src, "signature", None)
-        if read is None:
-            return None
-        try:
-            data: bytes = read(path, version)
-        except NotFoundError:
-            return None
-        return data
+        return self._beside(path, version, "signature")
 
     def attestation(self, path: str, version: str) -> bytes | None:
         """The release's SLSA statement (:mod:`wgtpm.publish._slsa`) from the source that
         serves the version; ``None`` when it has none (or keeps none)."""
+        return self._beside(path, version, "attestation")
+
+    def tables(self, path: str, version: str) -> bytes | None:
+        """The logged tensor tables (:meth:`ProxySource.tables`) from the source that
+        serves the version; ``None`` when it serves none (a direct source never does)."""
+        return self._beside(path, version, "tables")
+
+    def _beside(self, path: str, version: str, what: str) -> bytes | None:
+        """A file served beside the version's index, read by the serving source's method
+        named ``what``; ``None`` when that source has no such method or no such file."""
         src = self._serving(path, version)
-        read = getattr(src, "attestation", None)
+        read = getattr(src, what, None)
         if read is None:
             return None
         try:

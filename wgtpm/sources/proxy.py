@@ -12,6 +12,7 @@ lower case) and ``$version`` a full version::
     $base/$module/@latest                 the .info of the latest version
     $base/$module/@v/$version.slsa.json   the SLSA provenance statement, if any (not in h1)
     $base/$module/@v/$version.sig         the model-signing bundle signing the index, if any
+    $base/$module/@v/$version.tensors.json  tensor tables a registry computed and logged, if any
 
 A query that is not a version (a branch, a commit) may be asked for as
 ``$base/$module/@v/$query.info``; a proxy that can resolve it answers with
@@ -160,6 +161,13 @@ class ProxySource:
         model-signing bundle, :mod:`wgtpm.trust`); :class:`NotFoundError` when there is
         none. The caller checks it against the index and the main module's trust lines."""
         return self._get(path, version, f"@v/{escape_version(version)}.sig")
+
+    def tables(self, path: str, version: str) -> bytes:
+        """The tensor tables a registry computed for a release that locks none, and logged
+        in its checksum database (``@v/$version.tensors.json``); :class:`NotFoundError`
+        when there are none. The caller checks them against the log
+        (:func:`wgtpm.tensors.logged_tables`)."""
+        return self._get(path, version, f"@v/{escape_version(version)}.tensors.json")
 
     def known_files(self, path: str, version: str) -> Sequence[IndexEntry]:
         return ()  # the index is served whole, as fast as anything about it

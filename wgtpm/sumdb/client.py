@@ -37,7 +37,7 @@ from .._errors import (
 )
 from . import note as _note
 from . import tlog
-from .record import lookup_path
+from .record import TABLES_SUFFIX, lookup_path
 from .tlog import HASH_SIZE, Tile, Tree
 
 __all__ = ["DEFAULT_TILE_HEIGHT", "Client", "ClientOps"]
@@ -134,7 +134,8 @@ class Client:
     def lookup(self, path: str, version: str) -> list[str]:
         """The wgt.sum lines the database holds for ``path`` ``version``, proven to be in its log.
 
-        ``version`` may end in ``/wgt.mod`` for the wgt.mod line. Raises
+        ``version`` may end in ``/wgt.mod`` for the wgt.mod line, or in
+        ``/wgt.tensors.json`` for the line of the version's tables record. Raises
         :class:`~wgtpm.SumdbVerifyError` when the answer cannot be proven,
         :class:`~wgtpm.SumdbSecurityError` when the server forked its log,
         and lets the errors of ``ops.read_remote`` through.
@@ -142,7 +143,9 @@ class Client:
         remote = lookup_path(path, version)
         try:
             self._init()
-            text = self._verified_record(self.name + remote, remote)
+            # the tables record's cache file sits beside M@V's (a file, not a folder)
+            file = self.name + remote.replace(TABLES_SUFFIX, "#" + TABLES_SUFFIX[1:])
+            text = self._verified_record(file, remote)
         except _ForkError as fork:
             self.ops.security_error(fork.report)
             raise SumdbSecurityError(

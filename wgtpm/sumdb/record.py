@@ -7,6 +7,19 @@ ending in a newline::
     github.com/acme/encoder v1.2.0/wgt.mod h1:BBBB...=
 
 (Go's records hold go.sum lines, with ``/go.mod``; the shape is the same.)
+
+A version whose release locks no tensor tables may get a second record, later,
+from a registry that computed the tables of its ``.safetensors`` and ``.gguf``
+files from the verified files (served beside the index as
+``$module/@v/$version.tensors.json``): one line whose ``h1`` is Hash1 over the
+one file ``wgt.tensors.json`` (as the ``/wgt.mod`` line's is over ``wgt.mod``)::
+
+    hf.co/acme/tiny-qwen3 v0.1.0/wgt.tensors.json h1:CCCC...=
+
+found at ``/lookup/M@V/wgt.tensors.json``. It
+is no wgt.sum line: the module's h1 is the same whether it came from the
+registry or not. Go's client never asks for it (its lookup syntax refuses the
+suffix), and verifies trees that hold it as any others.
 The log's record ``n`` is these bytes; its leaf hash is
 ``tlog.record_hash(text)``. A lookup, ``GET $URL/sumdb/$NAME/lookup/M@V``
 with ``M`` and ``V`` escaped as in :func:`wgtpm.module.escape_path`
@@ -31,9 +44,18 @@ from .. import module as _module
 from .. import version as _version
 from .._errors import InvalidPathError, InvalidVersionError
 
-__all__ = ["MOD_SUFFIX", "lookup_path", "parse_lookup_path", "record_text"]
+__all__ = [
+    "MOD_SUFFIX",
+    "TABLES_SUFFIX",
+    "lookup_path",
+    "parse_lookup_path",
+    "record_text",
+    "tables_record_text",
+]
 
 MOD_SUFFIX = "/wgt.mod"
+#: The second record of a version: the tensor tables a registry computed and logged.
+TABLES_SUFFIX = "/wgt.tensors.json"
 
 
 def record_text(path: str, version: str, h1: str, mod_h1: str) -> bytes:
@@ -50,11 +72,23 @@ def record_text(path: str, version: str, h1: str, mod_h1: str) -> bytes:
     return f"{path} {version} {h1}\n{path} {version}{MOD_SUFFIX} {mod_h1}\n".encode()
 
 
+def tables_record_text(path: str, version: str, h1: str) -> bytes:
+    """The tables record of ``path@version``: its one ``V/wgt.tensors.json`` line."""
+    _module.check_path(path)
+    if not _version.is_valid(version):
+        raise InvalidVersionError(path, version, "not a canonical version")
+    return f"{path} {version}{TABLES_SUFFIX} {h1}\n".encode()
+
+
 def lookup_path(path: str, version: str) -> str:
     """``/lookup/ESCAPED_PATH@ESCAPED_VERSION``, under ``$URL/sumdb/$NAME``.
 
-    ``version`` may end in ``/wgt.mod``: both lines live in one record.
+    ``version`` may end in ``/wgt.mod``: both lines live in one record. One that ends
+    in ``/wgt.tensors.json`` asks for the tables record:
+    ``/lookup/ESCAPED_PATH@ESCAPED_VERSION/wgt.tensors.json``.
     """
+    if version.endswith(TABLES_SUFFIX):
+        return lookup_path(path, version.removesuffix(TABLES_SUFFIX)) + TABLES_SUFFIX
     version = version.removesuffix(MOD_SUFFIX)
     if not _version.is_valid(version):
         raise InvalidVersionError(path, version, "not a canonical version")
@@ -66,7 +100,11 @@ def lookup_path(path: str, version: str) -> str:
 
 
 def parse_lookup_path(lookup: str) -> tuple[str, str]:
-    """The module path and version of ``/lookup/M@V`` (escaped), for a server to answer."""
+    """The module path and version of ``/lookup/M@V`` (escaped), for a server to answer;
+    for ``/lookup/M@V/wgt.tensors.json``, the version is ``V/wgt.tensors.json``."""
+    if lookup.endswith(TABLES_SUFFIX):
+        path, version = parse_lookup_path(lookup.removesuffix(TABLES_SUFFIX))
+        return path, version + TABLES_SUFFIX
     rest = lookup.removeprefix("/lookup/")
     escaped_path, at, escaped_version = rest.rpartition("@")
     if rest == lookup or not at:

@@ -61,7 +61,7 @@ from .._errors import (
 )
 from .._fs import FileLock, write_atomic
 from ..sources.hosts import match_private
-from .record import MOD_SUFFIX
+from .record import MOD_SUFFIX, TABLES_SUFFIX
 
 if TYPE_CHECKING:
     from ..cache import Cache
@@ -166,8 +166,14 @@ class SumdbMismatchError(ChecksumMismatchError):
     """A downloaded hash that is not the one the checksum database's log holds: a SECURITY ERROR."""
 
     def __init__(self, path: str, version: str, db: str, want: list[str], got: str) -> None:
-        base = version.removesuffix(MOD_SUFFIX)
-        what = "wgt.mod" if version.endswith(MOD_SUFFIX) else "the release (its index)"
+        base = version.removesuffix(MOD_SUFFIX).removesuffix(TABLES_SUFFIX)
+        what = (
+            "wgt.mod"
+            if version.endswith(MOD_SUFFIX)
+            else "its tensor tables"
+            if version.endswith(TABLES_SUFFIX)
+            else "the release (its index)"
+        )
         self.what, self.want, self.got, self.got_from = what, "\n".join(want), got, "downloaded"
         label = f"checksum database {db}:"
         width = len(label) + 2
@@ -221,7 +227,7 @@ class SumdbCheck:
         if self._fork is not None:
             raise self._fork
         name = self.config.name
-        base = version.removesuffix(MOD_SUFFIX)
+        base = version.removesuffix(MOD_SUFFIX).removesuffix(TABLES_SUFFIX)
         try:
             lines = client.lookup(path, version)
         except SumdbSecurityError as exc:

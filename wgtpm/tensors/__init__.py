@@ -7,6 +7,8 @@ Pure: no numpy, torch, safetensors nor gguf; headers are read here, from bytes.
 - :func:`compute_table`: the table of one file, read once (:mod:`._compute`).
 - :func:`read_tensor_bytes`: one tensor's bytes, checked against its table.
 - :func:`tables_for`: a module's tables, the release's or computed and cached (:mod:`._module`).
+- :func:`logged_tables`: tables a registry computed and logged for a release that locks
+  none, proven against its checksum database (:mod:`._logged`).
 - :func:`read_gguf_file`: a GGUF file's header (key-values, tensors) (:mod:`._gguf`).
 """
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 from ._compute import check_tensor_bytes, compute_table, format_of, read_tensor_bytes
 from ._errors import TensorError, TensorFormatError, TensorNotFoundError
 from ._gguf import GgufArray, GgufFile, read_gguf_file
+from ._logged import logged_tables
 from ._module import release_index, tables_for
 from ._table import (
     TABLES_FILE,
@@ -39,6 +42,7 @@ __all__ = [
     "compute_table",
     "dump_tables",
     "format_of",
+    "logged_tables",
     "parse_tables",
     "read_gguf_file",
     "read_tensor_bytes",

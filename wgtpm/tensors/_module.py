@@ -14,7 +14,10 @@ path has verified against wgt.sum:
 
    keyed by the file's content, so the same blob in two modules is read once. A
    cache entry that does not parse or describes another file is computed anew.
-   Tables are never taken from a source that is not h1-locked.
+   A weights file a ``select FILE#TENSOR`` line left out gets the table a checksum
+   database logged for it, if the cache keeps one (:mod:`._logged`: fetched and
+   proven against the log when the module was downloaded). Tables are never taken
+   from a source that neither h1 nor a checksum database's log vouches for.
 
 A local directory replacement (no version, no release) has its tables computed
 from the files on disk, every time, and cached nowhere.
@@ -119,12 +122,30 @@ def tables_for(
             _check_against_files(module, label, tables)
         return tables
     files: dict[str, FileTable] = {}
+    logged: TensorTables | None = None
     for e in index.files:
         path = module.dir / e.path
-        if format_of(e.path) is None or not path.is_file():
-            continue  # not a weights file, or not selected (select lines) so not here
-        files[e.path] = _computed(path, e.path, e.sha256, e.size, f"{label}: {e.path}", cache_dir)
+        if format_of(e.path) is None:
+            continue
+        if path.is_file():
+            files[e.path] = _computed(
+                path, e.path, e.sha256, e.size, f"{label}: {e.path}", cache_dir
+            )
+            continue
+        # not selected (select FILE#TENSOR lines): a checksum database's proven tables
+        if logged is None:
+            logged = _kept(index, cache_dir)
+        if e.path in logged.files:
+            files[e.path] = logged.files[e.path]
     return TensorTables(files)
+
+
+def _kept(index: ReleaseIndex, cache_dir: Path | None) -> TensorTables:
+    """The logged tables the cache keeps for ``index``'s version (:mod:`._logged`)."""
+    from ..cache import Cache
+    from ._logged import kept_tables
+
+    return kept_tables(Cache(cache_dir), index) or TensorTables()
 
 
 def _released(module: ResolvedModule, label: str, index: ReleaseIndex) -> TensorTables:
