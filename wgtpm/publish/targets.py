@@ -3,6 +3,7 @@
 ================================  ==========================================
 ``--dry-run`` / ``-o DIR``        :class:`DirectoryTarget` (``dist/`` or DIR)
 ``--to https://reg.example``      :class:`RegistryTarget` (``WGTPM_TOKEN``)
+``--to oci://HOST/NAMESPACE``     ``wgtpm.publish.oci:OciTarget`` (an OCI registry)
 ``github.com/OWNER/REPO[/DIR]``   ``wgtpm.publish.github:GitHubTarget``
 ``hf.co/OWNER/REPO``              ``wgtpm.publish.huggingface:HuggingFaceTarget``
 anything else                     an error: say where with ``--to URL``
@@ -68,7 +69,8 @@ def select_target(
     if target is None:
         raise UsageError(
             f"{module} is not hosted on GitHub or Hugging Face: say where to publish it "
-            "with --to https://REGISTRY (or write a proxy tree with --dry-run or -o DIR)"
+            "with --to https://REGISTRY or --to oci://REGISTRY/NAMESPACE (or write a proxy "
+            "tree with --dry-run or -o DIR)"
         )
     return target
 
@@ -76,9 +78,14 @@ def select_target(
 def _real_target(module: str, to: str | None, http: HttpClient) -> PublishTarget | None:
     """The registry of ``--to``, else the hosted target of the module path, else ``None``."""
     if to:
+        if to.startswith("oci://"):
+            from .oci import OciTarget
+
+            return OciTarget(to, http, os.environ)
         if not to.startswith(("https://", "http://")):
             raise UsageError(
-                f"--to {redact_url(to)}: want the registry's URL (https://registry.example)"
+                f"--to {redact_url(to)}: want the registry's URL (https://registry.example, "
+                "or oci://REGISTRY/NAMESPACE for an OCI registry)"
             )
         return RegistryTarget(to, http)
     kind = source_kind(module)
