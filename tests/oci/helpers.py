@@ -1,0 +1,99 @@
+"""Pushing to the test registries with plain httpx, apart from the code under test."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import httpx
+
+from wgtpm.oci import manifest as oci_manifest
+
+from .conftest import SERVICE, OciRegistry
+
+
+def _headers(reg: OciRegistry, repo: str) -> dict[str, str]:
+    if reg.token_server is not None:
+        r = httpx.get(
+            f"{reg.token_server.url}/token",
+            params={"service": SERVICE, "scope": f"repository:{repo}:pull,push"},
+            auth=(reg.user or "", reg.password or ""),
+        )
+        r.raise_for_status()
+        return {"Authorization": "Bearer " + r.json()["token"]}
+    if reg.user is not None:
+        return {"Authorization": httpx.BasicAuth(reg.user, reg.password or "")._auth_header}
+    return {}
+
+
+def push_blob(reg: OciRegistry, repo: str, data: bytes) -> str:
+    """Upload ``data`` (monolithic POST then PUT); returns its digest."""
+    digest = "sha256:" + hashlib.sha256(data).hexdigest()
+    h = _headers(reg, repo)
+    r = httpx.post(f"{reg.url}/v2/{repo}/blobs/uploads/", headers=h)
+    assert r.status_code == 202, r.text
+    loc = httpx.URL(reg.url).join(r.headers["location"])
+    r = httpx.put(
+        loc.copy_merge_params({"digest": digest}),
+        content=data,
+        headers={**h, "Content-Type": "application/octet-stream"},
+    )
+    assert r.status_code == 201, r.text
+    return digest
+
+
+def push_manifest(
+    reg: OciRegistry,
+    repo: str,
+    ref: str,
+    data: bytes,
+    media_type: str = oci_manifest.MANIFEST_TYPE,
+) -> str:
+    h = _headers(reg, repo)
+    r = httpx.put(
+        f"{reg.url}/v2/{repo}/manifests/{ref}",
+        content=data,
+        headers={**h, "Content-Type": media_type},
+    )
+    assert r.status_code == 201, r.text
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def push_artifact(
+    reg: OciRegistry,
+    repo: str,
+    tag: str,
+    files: dict[str, bytes],
+    *,
+    artifact_type: str = "application/vnd.example+type",
+    layer_type: str = "application/octet-stream",
+    annotations: dict[str, str] | None = None,
+) -> str:
+    """An artifact as ``oras push`` makes one: empty config, one titled layer per file."""
+    config = b"{}"
+    push_blob(reg, repo, config)
+    layers: list[dict[str, Any]] = []
+    for name, data in files.items():
+        layers.append(
+            {
+                "mediaType": layer_type,
+                "digest": push_blob(reg, repo, data),
+                "size": len(data),
+                "annotations": {oci_manifest.TITLE: name},
+            }
+        )
+    doc: dict[str, Any] = {
+        "schemaVersion": 2,
+        "mediaType": oci_manifest.MANIFEST_TYPE,
+        "artifactType": artifact_type,
+        "config": {
+            "mediaType": "application/vnd.oci.empty.v1+json",
+            "digest": "sha256:" + hashlib.sha256(config).hexdigest(),
+            "size": len(config),
+        },
+        "layers": layers,
+    }
+    if annotations:
+        doc["annotations"] = annotations
+    return push_manifest(reg, repo, tag, json.dumps(doc).encode())
