@@ -11,7 +11,6 @@ helpers here are shared with test_referrers.py.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 from collections.abc import Callable, Iterator
@@ -115,15 +114,6 @@ def raw(reg: OciRegistry, path: str, **headers: str) -> httpx.Response:
     """``GET /v2/PATH`` of the registry, as any HTTP client would (its user's credentials)."""
     auth = (reg.user, reg.password) if reg.user and reg.password else None
     return httpx.get(f"{reg.url}/v2/{path}", headers=headers, auth=auth, timeout=10)
-
-
-def docker_config(tmp: Path, reg: OciRegistry, password: str | None = None) -> dict[str, str]:
-    """An environment whose Docker config.json holds ``reg``'s user and ``password``."""
-    d = tmp / "docker"
-    d.mkdir(exist_ok=True)
-    secret = base64.b64encode(f"{reg.user}:{password or reg.password}".encode()).decode()
-    (d / "config.json").write_text(json.dumps({"auths": {reg.host: {"auth": secret}}}))
-    return {"DOCKER_CONFIG": str(d), "NETRC": str(tmp / "no-netrc")}
 
 
 @pytest.fixture

@@ -73,7 +73,9 @@ def test_attachments_go_under_the_tag_schema_without_a_referrers_api(
         m, digest = _manifest(oci_registry, repo, d["digest"])
         assert digest == d["digest"] and m["artifactType"] == d["artifactType"]
         assert m["subject"]["digest"] == subject  # type: ignore[index]
-        (layer,) = m["layers"]  # type: ignore[misc]
+        layers = m["layers"]
+        assert isinstance(layers, list) and len(layers) == 1
+        layer = layers[0]
         assert layer["annotations"]["org.opencontainers.image.title"] == title
         assert raw(oci_registry, f"{repo}/blobs/{layer['digest']}").content == data
 
@@ -140,8 +142,8 @@ class ReferrersApi:
             headers = {"Content-Type": IMAGE_INDEX_TYPE}
             if want:
                 headers["OCI-Filters-Applied"] = "artifactType"
-            body = {"schemaVersion": 2, "mediaType": IMAGE_INDEX_TYPE, "manifests": found}
-            return httpx.Response(200, headers=headers, content=json.dumps(body).encode())
+            index = {"schemaVersion": 2, "mediaType": IMAGE_INDEX_TYPE, "manifests": found}
+            return httpx.Response(200, headers=headers, content=json.dumps(index).encode())
         if request.method == "PUT" and "/manifests/" in path:
             body = request.read()
             doc = json.loads(body)

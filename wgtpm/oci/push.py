@@ -45,6 +45,7 @@ from .._errors import WgtpmError
 from .._retry import Backoff
 from ..httpclient import HTTPStatusError, TransportError, redact
 from .client import OciError
+from .manifest import MANIFEST_TYPE
 
 if TYPE_CHECKING:
     import httpx
@@ -68,7 +69,6 @@ __all__ = [
     "referrers_tag",
 ]
 
-MANIFEST_TYPE = "application/vnd.oci.image.manifest.v1+json"
 IMAGE_INDEX_TYPE = "application/vnd.oci.image.index.v1+json"
 #: The artifact type of a release's signature: a Sigstore bundle in OpenSSF
 #: model-signing's format (``wgtpm.trust``; what cosign attaches bundles as).
