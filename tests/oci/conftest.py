@@ -303,6 +303,14 @@ def oci_registry_token(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Oci
         yield from _start(tmp_path_factory.mktemp("oci-token"), basic_auth=False, token=token)
 
 
+@pytest.fixture(autouse=True)
+def _no_registry_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No config.json or auth file of the machine running the tests is read."""
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "no-docker-config"))
+    for var in ("REGISTRY_AUTH_FILE", "WGTOCI", "WGTOCI_INSECURE"):
+        monkeypatch.delenv(var, raising=False)
+
+
 _names = iter(range(1 << 30))
 
 

@@ -12,10 +12,13 @@ from wgtpm.oci import manifest as oci_manifest
 
 from .conftest import SERVICE, OciRegistry
 
+#: One client for every push (a client per request costs tens of ms of TLS setup).
+_client = httpx.Client(timeout=30)
+
 
 def _headers(reg: OciRegistry, repo: str) -> dict[str, str]:
     if reg.token_server is not None:
-        r = httpx.get(
+        r = _client.get(
             f"{reg.token_server.url}/token",
             params={"service": SERVICE, "scope": f"repository:{repo}:pull,push"},
             auth=(reg.user or "", reg.password or ""),
@@ -31,10 +34,10 @@ def push_blob(reg: OciRegistry, repo: str, data: bytes) -> str:
     """Upload ``data`` (monolithic POST then PUT); returns its digest."""
     digest = "sha256:" + hashlib.sha256(data).hexdigest()
     h = _headers(reg, repo)
-    r = httpx.post(f"{reg.url}/v2/{repo}/blobs/uploads/", headers=h)
+    r = _client.post(f"{reg.url}/v2/{repo}/blobs/uploads/", headers=h)
     assert r.status_code == 202, r.text
     loc = httpx.URL(reg.url).join(r.headers["location"])
-    r = httpx.put(
+    r = _client.put(
         loc.copy_merge_params({"digest": digest}),
         content=data,
         headers={**h, "Content-Type": "application/octet-stream"},
@@ -51,7 +54,7 @@ def push_manifest(
     media_type: str = oci_manifest.MANIFEST_TYPE,
 ) -> str:
     h = _headers(reg, repo)
-    r = httpx.put(
+    r = _client.put(
         f"{reg.url}/v2/{repo}/manifests/{ref}",
         content=data,
         headers={**h, "Content-Type": media_type},
@@ -97,3 +100,32 @@ def push_artifact(
     if annotations:
         doc["annotations"] = annotations
     return push_manifest(reg, repo, tag, json.dumps(doc).encode())
+
+
+def release(
+    module: str, version: str, files: dict[str, bytes], *, time: str | None = None
+) -> tuple[bytes, oci_manifest.Built]:
+    """The index bytes and the built manifest of a wgtpm release of ``files``."""
+    from wgtpm.index import IndexEntry, build_index
+
+    entries = [IndexEntry(p, len(b), hashlib.sha256(b).hexdigest()) for p, b in files.items()]
+    idx = build_index(module, version, entries, time=time)
+    data = idx.to_json()
+    return data, oci_manifest.build(idx, data)
+
+
+def push_release(
+    reg: OciRegistry,
+    repo: str,
+    module: str,
+    version: str,
+    files: dict[str, bytes],
+    *,
+    time: str | None = None,
+) -> str:
+    """Push a wgtpm release (its files, index and config as blobs, then the manifest tagged
+    with the version) as :mod:`wgtpm.oci.manifest` lays it out; returns the manifest digest."""
+    index_bytes, built = release(module, version, files, time=time)
+    for data in [*files.values(), index_bytes, built.config]:
+        push_blob(reg, repo, data)
+    return push_manifest(reg, repo, version.replace("+", "_"), built.manifest)

@@ -151,6 +151,7 @@ class OciClient:
         self._lock = threading.Lock()
         self._tokens: dict[str, _Token] = {}
         self._basic = False  # the registry asked for Basic once: send it up front
+        self._open: set[str] = set()  # scopes answered without any Authorization
 
     # ---- auth ---------------------------------------------------------------------
 
@@ -287,6 +288,9 @@ class OciClient:
         held = self._held(scope)
         if held:
             return {"Authorization": held}
+        with self._lock:
+            if scope in self._open:
+                return {}
         resp = self.request("GET", repository, "tags/list?n=1", actions=actions)
         held = self._held(scope)
         if resp.status_code in (401, 403):
@@ -351,10 +355,14 @@ class OciClient:
         if stream:
             return self._stream(url, repository, actions, headers or {})
         scope = self.scope(repository, actions)
-        resp = self._once(method, url, scope, headers, content)
+        held = self._held(scope)
+        resp = self._once(method, url, scope, headers, content, held)
         if resp.status_code == 401 and "www-authenticate" in resp.headers:
             auth = self._answer(resp.headers["www-authenticate"], scope, url)
             resp = self._once(method, url, scope, headers, content, auth)
+        elif held is None and resp.status_code != 403 and self._own(url):
+            with self._lock:
+                self._open.add(scope)  # answered without credentials
         return resp
 
     def _own(self, url: str) -> bool:

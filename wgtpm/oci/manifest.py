@@ -13,7 +13,7 @@ names the file) and ``org.cncf.model.filepath`` = its path, media type by kind
 
 Readers (:func:`parse`) accept any image manifest: a wgtpm release (it has an
 index layer) or an artifact pushed by ORAS, KitOps or a ModelPack tool, whose
-index :func:`synthesise_index` makes from the layers' names and digests.
+index is made from :func:`synthesised_files` from the layers' names and digests.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._errors import WgtpmError
 from .._fs import canonical_json
 from ..index import IndexEntry, ReleaseIndex, check_file_path
 
@@ -41,7 +40,7 @@ __all__ = [
     "build",
     "media_type_for",
     "parse",
-    "synthesise_index",
+    "synthesised_files",
 ]
 
 MANIFEST_TYPE = "application/vnd.oci.image.manifest.v1+json"
@@ -297,14 +296,12 @@ def build(index: ReleaseIndex, index_bytes: bytes) -> Built:
     return Built(canonical_json(doc), config, config_desc, index_desc, tuple(layers))
 
 
-def synthesise_index(module: str, version: str, m: Manifest) -> ReleaseIndex:
-    """The index of an artifact that has none (pushed by ``oras push``, KitOps, a ModelPack
-    tool): one file per layer, named by its title (``org.opencontainers.image.title`` or
-    ``org.cncf.model.filepath``), its sha256 and size those the manifest states. A layer
+def synthesised_files(m: Manifest) -> list[IndexEntry]:
+    """The files of an artifact that has no index (pushed by ``oras push``, KitOps, a
+    ModelPack tool): one per layer, named by its title (``org.opencontainers.image.title``
+    or ``org.cncf.model.filepath``), its sha256 and size those the manifest states. A layer
     without a name is not a file anyone could ask for and is left out. :class:`ManifestError`
     when two layers name the same path or a name is not a safe relative path."""
-    from ..index import build_index
-
     files: list[IndexEntry] = []
     seen: dict[str, str] = {}
     for i, layer in enumerate(m.layers):
@@ -324,11 +321,7 @@ def synthesise_index(module: str, version: str, m: Manifest) -> ReleaseIndex:
             "no layer has a file name (org.opencontainers.image.title or "
             "org.cncf.model.filepath): nothing to make a module of"
         )
-    created = m.annotations.get(CREATED)
-    try:
-        return build_index(module, version, files, time=created if created else None)
-    except WgtpmError as exc:
-        raise ManifestError(str(exc)) from None
+    return files
 
 
 def layer_paths(m: Manifest) -> Sequence[str]:

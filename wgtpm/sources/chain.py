@@ -7,10 +7,13 @@
 
 After ``,`` the next entry is tried only when this one says the module or
 version does not exist (404/410); after ``|`` it is tried after any error.
-``direct`` talks to GitHub, Hugging Face and the PAW hub themselves; ``off``
-forbids the network (only what is in the cache can be used). The default is
-``direct``. Modules matching ``WGTPRIVATE`` (or ``WGTNOPROXY``) patterns skip
-every proxy and go ``direct``.
+``direct`` talks to GitHub, Hugging Face and the PAW hub themselves, and to
+the OCI registries that ``WGTOCI`` names (:class:`wgtpm.sources.oci.OciDirect`);
+``oci://HOST[:PORT]/NAMESPACE`` is an OCI registry holding modules
+(:mod:`wgtpm.sources.oci`; plain HTTP only for loopback or a registry that
+``WGTOCI_INSECURE`` names); ``off`` forbids the network (only what is in the
+cache can be used). The default is ``direct``. Modules matching
+``WGTPRIVATE`` (or ``WGTNOPROXY``) patterns skip every proxy and go ``direct``.
 """
 
 from __future__ import annotations
@@ -62,13 +65,20 @@ def parse_proxy_list(value: str) -> list[Entry]:
             if not url:
                 raise UsageError(f"WGTPROXY={_redact(value)!r}: empty entry")
             if url not in ("direct", "off") and not url.startswith(
-                ("http://", "https://", "file://")
+                ("http://", "https://", "file://", "oci://")
             ):
                 raise UsageError(
                     f"WGTPROXY={_redact(value)!r}: {_redact(url)!r} is not a URL "
-                    "(http://, https://, file://), 'direct' or 'off'"
+                    "(http://, https://, file://, oci://), 'direct' or 'off'"
                 )
-            if url not in ("direct", "off"):
+            if url.startswith("oci://"):
+                from .oci import parse_oci_url
+
+                try:
+                    parse_oci_url(url)
+                except UsageError as exc:
+                    raise UsageError(f"WGTPROXY={_redact(value)!r}: {exc}") from None
+            elif url not in ("direct", "off"):
                 try:
                     parts = urlsplit(url)
                     parts.port  # noqa: B018 - raises on a malformed port
@@ -135,8 +145,12 @@ class ChainSource:
         make_direct: Callable[[], Source] | None = None,
         *,
         meta_cache: MetaCache | None = None,
+        oci: str = "",
+        oci_insecure: str = "",
     ) -> None:
         self.entries = entries
+        self.oci = oci  # WGTOCI: module paths that name an OCI registry ('direct' serves them)
+        self.oci_insecure = oci_insecure  # WGTOCI_INSECURE: registries allowed plain HTTP
         self.private = private
         self.name = ",".join(redact_url(e.url) for e in entries)
         self._http = http
@@ -174,6 +188,21 @@ class ChainSource:
                         from .direct import DirectSource  # hosts load only when used
 
                         src = DirectSource(self._client(), meta_cache=self.meta_cache)
+                    if self.oci:
+                        from .oci import OciDirect
+
+                        src = OciDirect(
+                            src, self.oci, self._client, insecure_patterns=self.oci_insecure
+                        )
+                elif url.startswith("oci://"):
+                    from .oci import OciSource, insecure, parse_oci_url
+
+                    reg = parse_oci_url(url)[0]
+                    src = OciSource.from_url(
+                        url,
+                        self._client(),
+                        plain_http=True if insecure(self.oci_insecure, reg) else None,
+                    )
                 else:
                     from .proxy import ProxySource
 
@@ -281,7 +310,7 @@ def from_env(
     environ: Mapping[str, str] | None = None,
     cache: Any = None,
 ) -> ChainSource:
-    """The chain that ``WGTPROXY`` and ``WGTPRIVATE``/``WGTNOPROXY`` describe.
+    """The chain that ``WGTPROXY``, ``WGTPRIVATE``/``WGTNOPROXY`` and ``WGTOCI`` describe.
 
     ``http`` is the command's one HTTP client; ``cache`` the module cache
     (:class:`wgtpm.cache.Cache`) whose ETag store the direct sources use. A
@@ -295,4 +324,11 @@ def from_env(
         from ..cache import Cache
 
         cache = Cache()
-    return ChainSource(entries, private, http, meta_cache=CacheMetaStore(cache))
+    return ChainSource(
+        entries,
+        private,
+        http,
+        meta_cache=CacheMetaStore(cache),
+        oci=env.get("WGTOCI", ""),
+        oci_insecure=env.get("WGTOCI_INSECURE", ""),
+    )
