@@ -32,8 +32,9 @@ reaches if the version is never published. A tag that appeared between the
 check and the end (another publisher) is checked once more before tagging.
 
 Credentials and plain HTTP are the OCI client's (:mod:`wgtpm.oci.client`,
-:mod:`wgtpm.oci.auth`): Docker's ``config.json`` and credential helpers,
-``~/.netrc``; HTTPS except for a loopback registry.
+:mod:`wgtpm.oci.auth`), as for the source: Docker's ``config.json`` and
+credential helpers, ``~/.netrc``; HTTPS except for a loopback registry or one
+``WGTOCI_INSECURE`` names.
 """
 
 from __future__ import annotations
@@ -62,27 +63,12 @@ if TYPE_CHECKING:
     from ..httpclient import HttpClient
     from ..oci.client import OciClient
 
-__all__ = ["SCHEME", "OciTarget", "parse_url"]
+__all__ = ["OciTarget"]
 
-SCHEME = "oci://"
 #: The most dependencies' repositories asked for a blob before it is uploaded instead.
 MOUNT_CANDIDATES = 8
 #: Blobs smaller than this are uploaded rather than looked for elsewhere to mount.
 MOUNT_FROM_SIZE = 1 << 20
-
-
-def parse_url(url: str) -> tuple[str, str]:
-    """``oci://HOST[:PORT]/NAMESPACE`` -> (``HOST[:PORT]``, ``NAMESPACE``);
-    :class:`UsageError` for anything else."""
-    rest = url[len(SCHEME) :] if url.startswith(SCHEME) else ""
-    host, _, namespace = rest.partition("/")
-    if not host or "@" in host or any(c in host for c in "?#\\ "):
-        shown = url if "@" not in url else SCHEME + "…@" + url.rsplit("@", 1)[-1]
-        raise UsageError(
-            f"--to {shown}: want oci://REGISTRY[:PORT]/NAMESPACE (credentials come from "
-            "docker login or ~/.netrc, never the URL)"
-        )
-    return host.lower(), naming.check_namespace(namespace, url)
 
 
 class OciTarget:
@@ -102,10 +88,14 @@ class OciTarget:
         credentials ``environ`` leads to."""
         from ..oci.auth import Keychain
         from ..oci.client import OciClient
+        from ..sources.oci import insecure, parse_oci_url
 
         self.url = url.rstrip("/")
-        self.registry, self.namespace = parse_url(self.url)
-        self.client = client or OciClient(http, self.registry, auth=Keychain(environ))
+        self.registry, self.namespace = parse_oci_url(self.url)
+        plain = True if insecure(environ.get("WGTOCI_INSECURE", ""), self.registry) else None
+        self.client = client or OciClient(
+            http, self.registry, plain_http=plain, auth=Keychain(environ)
+        )
 
     @property
     def name(self) -> str:
