@@ -65,6 +65,32 @@ def test_oras_pull_gets_a_release_with_its_paths_and_digests(
     assert (out / "wgt.index.json").read_bytes() == index
 
 
+def test_wgtpm_get_from_the_registry_gets_every_byte_of_the_release(
+    wgtpm,  # type: ignore[no-untyped-def]
+    published: tuple[Path, str],
+    project: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pkg, to = published
+    dist = pkg / "dist" / MODULE / "@v"
+    monkeypatch.setenv("WGTPROXY", to)
+    r = wgtpm("get", "-json", f"{MODULE}@v0.1.0", cwd=project)
+    assert r.code == 0, r.err
+    (got,) = [m for m in json.loads(r.out)["build"] if m["path"] == MODULE]
+    tree = Path(got["dir"])
+    want = _index_files(pkg)
+    have = {p.relative_to(tree).as_posix() for p in tree.rglob("*") if p.is_file()}
+    assert have == set(want)
+    for path in want:
+        assert (tree / path).read_bytes() == (dist / "v0.1.0" / path).read_bytes(), path
+    sums = (project / "wgt.sum").read_text().splitlines()
+    h1 = next(ln for ln in sums if ln.startswith(f"{MODULE} v0.1.0 "))
+    from wgtpm.index import parse
+
+    index = parse((dist / "v0.1.0.index.json").read_bytes(), MODULE, "v0.1.0")
+    assert h1.endswith(index.h1())
+
+
 def test_publishing_the_same_commit_again_is_a_no_op_and_another_is_refused(
     wgtpm,  # type: ignore[no-untyped-def]
     published: tuple[Path, str],
