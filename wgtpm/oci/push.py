@@ -196,7 +196,7 @@ class Pusher:
 
     # ---- the wire ---------------------------------------------------------------
 
-    def _send(
+    def send(
         self,
         method: str,
         path: str,
@@ -224,7 +224,7 @@ class Pusher:
         except TransportError as exc:
             raise PushError(f"{what}: {exc}", transient=True) from exc
 
-    def _refused(self, what: str, resp: httpx.Response) -> PushError:
+    def refused(self, what: str, resp: httpx.Response) -> PushError:
         return PushError(f"{what}: {_where(resp)}", transient=_transient(resp.status_code))
 
     @staticmethod
@@ -240,7 +240,7 @@ class Pusher:
     def has_blob(self, digest: str, repository: str | None = None) -> bool:
         """Whether ``repository`` (this one by default) has the blob ``digest``."""
         repo = repository or self.repository
-        resp = self._send(
+        resp = self.send(
             "HEAD",
             f"blobs/{digest}",
             f"HEAD blob {digest[:19]} in {repo}",
@@ -253,7 +253,7 @@ class Pusher:
             return False  # another repository we may not read is one we cannot mount from
         if resp.status_code == 404:
             return False
-        raise self._refused(f"HEAD blob {digest[:19]} in {repo}", resp)
+        raise self.refused(f"HEAD blob {digest[:19]} in {repo}", resp)
 
     def push_blob(self, blob: Blob, mount_from: Sequence[str] = ()) -> str:
         """Put ``blob`` in the repository: ``"present"`` (it was there), ``"mounted"`` (from
@@ -275,12 +275,12 @@ class Pusher:
         path = "blobs/uploads/"
         if source is not None:
             path += f"?mount={quote(blob.digest)}&from={quote(source, safe='/')}"
-        resp = self._send("POST", path, what, headers={"Content-Length": "0"}, content=b"")
+        resp = self.send("POST", path, what, headers={"Content-Length": "0"}, content=b"")
         if resp.status_code == 201 and source is not None:
             self._check_digest(resp, blob.digest, what)
             return "mounted"
         if resp.status_code != 202:
-            raise self._refused(what, resp)
+            raise self.refused(what, resp)
         session = self._session(resp.headers.get("Location"), what)
         try:
             chunk = max(self.chunk_size, _int(resp.headers.get("OCI-Chunk-Min-Length")))
@@ -290,7 +290,7 @@ class Pusher:
                 size = 0
             else:
                 body, size = blob.body(), blob.size
-            done = self._send(
+            done = self.send(
                 "PUT",
                 _with_query(session, f"digest={quote(blob.digest)}"),
                 what,
@@ -298,7 +298,7 @@ class Pusher:
                 content=body,
             )
             if done.status_code != 201:
-                raise self._refused(what, done)
+                raise self.refused(what, done)
             self._check_digest(done, blob.digest, what)
         except BaseException:
             self._cancel(session)
@@ -310,7 +310,7 @@ class Pusher:
         offset = 0
         while offset < blob.size:
             end = min(blob.size, offset + chunk)
-            resp = self._send(
+            resp = self.send(
                 "PATCH",
                 session,
                 what,
@@ -329,14 +329,14 @@ class Pusher:
                     raise PushError(f"{what}: the registry holds {got} bytes after {end} were sent")
                 offset = end
             else:
-                raise self._refused(what, resp)
+                raise self.refused(what, resp)
             session = self._session(resp.headers.get("Location") or None, what)
         return session
 
     def _cancel(self, session: str) -> None:
         """Cancel an upload that failed (the spec's SHOULD); the registry expires it anyway."""
         try:
-            self._send("DELETE", session, "cancel upload")
+            self.send("DELETE", session, "cancel upload")
         except PushError:
             pass
 
@@ -352,9 +352,9 @@ class Pusher:
         what = f"GET blob {digest[:19]} of {self.repository}"
         if size > limit:
             raise PushError(f"{what}: {size} bytes, more than {limit}")
-        resp = self._send("GET", f"blobs/{digest}", what, actions=("pull",))
+        resp = self.send("GET", f"blobs/{digest}", what, actions=("pull",))
         if resp.status_code != 200:
-            raise self._refused(what, resp)
+            raise self.refused(what, resp)
         if len(resp.content) != size or sha256_digest(resp.content) != digest:
             raise PushError(f"{what}: the registry answered other bytes than {digest}")
         return resp.content
@@ -369,11 +369,11 @@ class Pusher:
     def get_manifest(self, reference: str, limit: int = MAX_ATTACHMENT) -> tuple[bytes, str] | None:
         """The bytes and media type of the manifest ``reference`` names; ``None`` on 404."""
         what = f"GET manifest {reference} of {self.repository}"
-        resp = self._send("GET", f"manifests/{reference}", what, actions=("pull",), headers=_ACCEPT)
+        resp = self.send("GET", f"manifests/{reference}", what, actions=("pull",), headers=_ACCEPT)
         if resp.status_code == 404:
             return None
         if resp.status_code != 200:
-            raise self._refused(what, resp)
+            raise self.refused(what, resp)
         if len(resp.content) > limit:
             raise PushError(f"{what}: {len(resp.content)} bytes, more than {limit}")
         if reference.startswith("sha256:") and sha256_digest(resp.content) != reference:
@@ -383,7 +383,7 @@ class Pusher:
     def put_manifest(self, reference: str, body: bytes, media_type: str) -> httpx.Response:
         """Push the manifest ``body`` under ``reference`` (its digest, or a tag)."""
         what = f"push of manifest {reference} to {self.repository}"
-        resp = self._send(
+        resp = self.send(
             "PUT",
             f"manifests/{reference}",
             what,
@@ -391,7 +391,7 @@ class Pusher:
             content=body,
         )
         if resp.status_code not in (200, 201):
-            raise self._refused(what, resp)
+            raise self.refused(what, resp)
         self._check_digest(resp, sha256_digest(body), what)
         return resp
 
@@ -491,12 +491,12 @@ def referrers(
     if artifact_type:
         path += f"?artifactType={quote(artifact_type, safe='')}"
     what = f"GET referrers of {subject[:19]} in {repository}"
-    resp = pusher._send("GET", path, what, actions=("pull",))
+    resp = pusher.send("GET", path, what, actions=("pull",))
     found: list[dict[str, Any]] = []
     if resp.status_code == 200 and "json" in resp.headers.get("Content-Type", ""):
         found = _index_manifests(resp.content, f"the referrers of {subject} in {repository}")
     elif resp.status_code not in (404, 400, 405):
-        raise pusher._refused(what, resp)
+        raise pusher.refused(what, resp)
     if not found:
         found = _fallback_list(pusher, subject)
     if artifact_type:
