@@ -87,16 +87,16 @@ def test_a_wrong_password_is_refused_in_one_line_without_it(
             t.check(r)
             t.publish(r, SILENT)
     msg = str(err.value)
-    assert "\n" not in msg and wrong not in msg and locked.host in msg, msg
+    assert "\n" not in msg and wrong not in msg and f"docker login {locked.host}" in msg, msg
     assert not any(m in ("PUT", "PATCH") for m, _ in wire.seen)
 
 
 def test_no_credentials_for_a_locked_registry_says_how_to_log_in(
-    oci_registry_auth: OciRegistry, oci_namespace: str, tmp_path: Path
+    locked: OciRegistry, oci_namespace: str, tmp_path: Path
 ) -> None:
     env = {"DOCKER_CONFIG": str(tmp_path / "none"), "NETRC": str(tmp_path / "no-netrc")}
     with client() as http:
-        t = OciTarget(oci_registry_auth.oci(oci_namespace), http, env)
+        t = OciTarget(locked.oci(oci_namespace), http, env)
         with pytest.raises(WgtpmError, match="docker login") as err:
             t.publish(release(tmp_path / "r", REPO, FILES), SILENT)
     assert "\n" not in str(err.value)

@@ -225,7 +225,17 @@ class Pusher:
             raise PushError(f"{what}: {exc}", transient=True) from exc
 
     def refused(self, what: str, resp: httpx.Response) -> PushError:
-        return PushError(f"{what}: {_where(resp)}", transient=_transient(resp.status_code))
+        """The registry's refusal of ``what``; for 401 and 403, whose credentials it refused
+        and how to give it others."""
+        hint = ""
+        if resp.status_code in (401, 403):
+            creds = self.client.credentials()
+            who = f"the credentials from {creds.source}" if creds else "no credentials"
+            hint = (
+                f"; refused with {who}: log in as a user who may push to {self.repository} "
+                f"(docker login {self.client.registry}, or ~/.netrc)"
+            )
+        return PushError(f"{what}: {_where(resp)}{hint}", transient=_transient(resp.status_code))
 
     @staticmethod
     def _session(location: str | None, what: str) -> str:
