@@ -109,6 +109,14 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
     ("HF_TOKEN_PATH", "the file of that saved Hugging Face token"),
     ("XDG_CACHE_HOME", "the base of the default HF_HOME (~/.cache)"),
     ("NETRC", "the netrc file with credentials for proxies (default ~/.netrc)"),
+    (
+        "WGTOCI",
+        "module path globs whose host is an OCI registry, fetched there by 'direct'; "
+        "PATTERN=HOST[:PORT] names the registry (e.g. oci.acme.internal)",
+    ),
+    ("WGTOCI_INSECURE", "OCI registries (HOST[:PORT] globs) spoken to over plain HTTP"),
+    ("DOCKER_CONFIG", "the folder of Docker's config.json: OCI registry credentials (~/.docker)"),
+    ("REGISTRY_AUTH_FILE", "OCI registry credentials read before config.json (podman's)"),
 )
 
 

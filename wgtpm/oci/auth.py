@@ -39,6 +39,8 @@ from ..httpclient import Credential
 
 __all__ = ["Credentials", "Keychain", "normalise_host"]
 
+#: The variable a credential helper is looked for along (the shell's, not a wgtpm setting).
+_SEARCH_PATH = "PATH"
 #: How long a credential helper may take to answer.
 HELPER_TIMEOUT = 30.0
 
@@ -208,7 +210,7 @@ class Keychain:
             if isinstance(helpers, dict):
                 for key, name in helpers.items():
                     if normalise_host(str(key)) == host and isinstance(name, str) and name:
-                        return _helper(name, host, str(path), self.environ.get("PATH"))
+                        return _helper(name, host, str(path), self.environ.get(_SEARCH_PATH))
             auths = doc.get("auths")
             if isinstance(auths, dict):
                 for key, entry in auths.items():
@@ -218,7 +220,7 @@ class Keychain:
                             return creds
             store = doc.get("credsStore")
             if isinstance(store, str) and store:
-                creds = _helper(store, host, str(path), self.environ.get("PATH"))
+                creds = _helper(store, host, str(path), self.environ.get(_SEARCH_PATH))
                 if creds is not None:
                     return creds
         return _netrc(host, self.environ)

@@ -1,0 +1,185 @@
+"""The OCI source's settings (oci:// URLs, WGTOCI, WGTOCI_INSECURE) and what it sends where:
+credentials never to blob storage, downloads resumed after a cut."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.servers import CdnServer, Fault, Request, Response
+from tests.sources.test_conformance import RegistryFront
+from wgtpm._errors import NotFoundError, UsageError
+from wgtpm.httpclient import HttpClient
+from wgtpm.sources.chain import from_env, parse_proxy_list
+from wgtpm.sources.oci import OciDirect, OciSource, parse_oci_url, parse_wgtoci
+
+from .conftest import PASSWORD, USER, OciRegistry
+from .helpers import push_release
+
+
+def test_oci_urls() -> None:
+    assert parse_oci_url("oci://Reg.Example:5000/team/models/") == (
+        "reg.example:5000",
+        "team/models",
+    )
+    assert parse_oci_url("oci://reg.example") == ("reg.example", "")
+    with pytest.raises(UsageError, match="carry no credentials"):
+        parse_oci_url("oci://user:pw@reg.example/ns")
+    with pytest.raises(UsageError, match="not an OCI repository name"):
+        parse_oci_url("oci://reg.example/Team")
+    with pytest.raises(UsageError, match="oci://HOST"):
+        parse_oci_url("oci:///ns")
+    entries = parse_proxy_list("oci://reg.example/ns,direct")
+    assert [e.url for e in entries] == ["oci://reg.example/ns", "direct"]
+    with pytest.raises(UsageError, match=r"WGTPROXY=.*carry no credentials"):
+        parse_proxy_list("oci://u:secret-pw@reg.example/ns")
+
+
+def test_wgtoci_patterns() -> None:
+    assert parse_wgtoci("oci.acme.internal, *.reg.example=reg.example:5000 ,") == [
+        ("oci.acme.internal", None),
+        ("*.reg.example", "reg.example:5000"),
+    ]
+    for bad in ("a.example=", "=x", "a.example=x/y", "a.example=h:port"):
+        with pytest.raises(UsageError, match="WGTOCI="):
+            parse_wgtoci(bad)
+
+
+class _Inner:
+    name = "inner"
+
+    def versions(self, path: str) -> list[str]:
+        return ["from-inner"]
+
+
+def test_direct_dispatch_and_plain_http_only_where_allowed() -> None:
+    with HttpClient() as http:
+        d = OciDirect(
+            _Inner(),  # type: ignore[arg-type]
+            "oci.acme.internal,*.corp.example=10.1.2.3:5000,lo.example=127.0.0.1:5000",
+            lambda: http,
+            insecure_patterns="10.1.2.3:*",
+        )
+        assert d.versions("github.com/acme/xor") == ["from-inner"]
+        src = d.source_for("oci.acme.internal/models/Xor")
+        assert isinstance(src, OciSource)
+        assert src.client.base == "https://oci.acme.internal"  # not loopback, not listed
+        assert src.repository("oci.acme.internal/models/Xor") == "models/x__xor"
+        corp = d.source_for("m.corp.example/team/m")
+        assert isinstance(corp, OciSource)
+        assert corp.client.base == "http://10.1.2.3:5000"  # WGTOCI_INSECURE
+        lo = d.source_for("lo.example/m")
+        assert isinstance(lo, OciSource) and lo.client.base == "http://127.0.0.1:5000"
+        with pytest.raises(NotFoundError):
+            d.source_for("oci.acme.internal").versions("oci.acme.internal")
+
+
+def test_chain_builds_oci_sources_from_the_environment(tmp_path: Path) -> None:
+    env = {
+        "WGTPROXY": "oci://reg.example/ns,oci://insecure.example:5000/ns,direct",
+        "WGTOCI": "oci.acme.internal",
+        "WGTOCI_INSECURE": "insecure.example:5000",
+    }
+    from wgtpm.cache import Cache
+
+    with HttpClient() as http:
+        chain = from_env(http, env, Cache(tmp_path / "cache"))
+        src = chain._source("oci://reg.example/ns")
+        assert isinstance(src, OciSource) and src.client.base == "https://reg.example"
+        assert src.repository("example.com/acme/m") == "ns/example.com/acme/m"
+        plain = chain._source("oci://insecure.example:5000/ns")
+        assert isinstance(plain, OciSource) and plain.client.base == "http://insecure.example:5000"
+        direct = chain._source("direct")
+        assert isinstance(direct, OciDirect)
+        assert isinstance(direct.source_for("oci.acme.internal/m"), OciSource)
+
+
+def _cache_blobs() -> set[str]:
+    root = Path(os.environ["WGTPM_CACHE"])
+    return {p.name for p in root.rglob("*") if p.is_file() and len(p.name) == 64}
+
+
+def test_credentials_never_follow_a_redirect_to_blob_storage(
+    wgtpm: Callable[..., object],
+    project: Path,
+    oci_registry_token: OciRegistry,
+    oci_namespace: str,
+    cdn: CdnServer,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    """The registry answers blob GETs with a redirect to storage on another origin (as S3
+    or a CDN behind Harbor, ECR or GHCR does); that storage refuses any request that
+    carries credentials, as S3 does a pre-signed URL with a second credential."""
+    path = "example.com/acme/cdn"
+    weights = os.urandom(200_000)
+    files = {"wgt.mod": f"module {path}\n".encode(), "w.bin": weights}
+    repo = f"{oci_namespace}/{path}"
+    push_release(oci_registry_token, repo, path, "v1.0.0", files)
+
+    class ToCdn(RegistryFront):
+        def handle(self, req: Request) -> Response:
+            resp = super().handle(req)
+            if "/blobs/sha256:" in req.path and req.method == "GET" and resp.status == 200:
+                digest = req.path.rsplit(":", 1)[1]
+                return Response.redirect(cdn.put(resp.body, "blob", digest=digest), 307)
+            return resp
+
+    front = ToCdn(oci_registry_token.url).start()
+    try:
+        docker = tmp_path / "docker"
+        docker.mkdir()
+        auth = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+        cfg = {"auths": {f"127.0.0.1:{front.port}": {"auth": auth}}}
+        (docker / "config.json").write_text(json.dumps(cfg))
+        monkeypatch.setenv("DOCKER_CONFIG", str(docker))
+        monkeypatch.setenv("WGTPROXY", f"oci://127.0.0.1:{front.port}/{oci_namespace}")
+        r = wgtpm("get", f"{path}@v1.0.0", cwd=project)  # type: ignore[operator]
+    finally:
+        front.stop()
+    assert r.code == 0, r.err  # type: ignore[attr-defined]
+    assert hashlib.sha256(weights).hexdigest() in _cache_blobs()
+    to_cdn = cdn.log.where(server="cdn")
+    assert to_cdn, "the blobs came from storage"
+    assert all(s.header("authorization") is None for s in to_cdn)
+    # the registry itself was sent the bearer token, and the token service the password
+    assert front.log.where(path="/v2/*/blobs/*", header="authorization")
+    token = oci_registry_token.token_server
+    assert token is not None and token.log.where(path="/token*", header="authorization")
+
+
+def test_a_cut_download_resumes_with_range(
+    wgtpm: Callable[..., object],
+    project: Path,
+    oci_registry: OciRegistry,
+    oci_namespace: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    path = "example.com/acme/cut"
+    weights = os.urandom(400_000)
+    files = {"wgt.mod": f"module {path}\n".encode(), "w.bin": weights}
+    push_release(oci_registry, f"{oci_namespace}/{path}", path, "v1.0.0", files)
+    blob = f"/v2/{oci_namespace}/{path}/blobs/sha256:{hashlib.sha256(weights).hexdigest()}"
+    front = RegistryFront(oci_registry.url).start()
+    try:
+        front.inject(Fault.reset(blob, at=0.5))
+        monkeypatch.setenv("WGTPROXY", f"oci://127.0.0.1:{front.port}/{oci_namespace}")
+        r = wgtpm("get", f"{path}@v1.0.0", cwd=project)  # type: ignore[operator]
+    finally:
+        front.stop()
+    assert r.code == 0, r.err  # type: ignore[attr-defined]
+    assert hashlib.sha256(weights).hexdigest() in _cache_blobs()
+    gets = front.log.where(method="GET", path=blob)
+    assert (
+        len(gets) == 2
+        and gets[1].header(
+            "range",
+        )
+        is not None
+    ), gets
