@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 
 from wgtpm._errors import WgtpmError
 from wgtpm._fs import is_hex64
+from wgtpm._retry import Backoff
 from wgtpm.httpclient import HttpClient
 
 from ._errors import BadRequestError, BlobNotFoundError, StoreError
@@ -51,6 +52,8 @@ __all__ = ["ARTIFACT_TYPE", "OciBlobStore"]
 #: The artifact type of the manifest that keeps one blob.
 ARTIFACT_TYPE = "application/vnd.wgtpm.registry.blob.v1"
 TAG_PREFIX = "blob-"
+#: Tries of one blob's write (each after checking whether another writer stored it).
+WRITE_RETRY = Backoff(attempts=3, base=0.2, cap=2.0)
 _CREATED = "org.opencontainers.image.created"
 
 
@@ -187,12 +190,20 @@ class OciBlobStore(BlobStore):
         }
         body = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
         pusher = self._pusher()
-        try:
-            pusher.push_blob(Blob.of(EMPTY_JSON))
-            pusher.push_blob(Blob(digest, size, path=spooled))
-            pusher.put_manifest(TAG_PREFIX + sha256, body, MANIFEST_TYPE)
-        except PushError as exc:
-            raise StoreError(f"storing blob {sha256} in {self.url}: {exc}") from exc
+        for attempt in WRITE_RETRY.attempts_range():
+            try:
+                pusher.push_blob(Blob.of(EMPTY_JSON))
+                pusher.push_blob(Blob(digest, size, path=spooled))
+                pusher.put_manifest(TAG_PREFIX + sha256, body, MANIFEST_TYPE)
+                return
+            except PushError as exc:
+                # Writers of the same blob race inside the registry (the distribution
+                # registry answers one of them DIGEST_INVALID): the blob is stored if any won.
+                if self._entry(sha256) is not None:
+                    return
+                if WRITE_RETRY.last(attempt):
+                    raise StoreError(f"storing blob {sha256} in {self.url}: {exc}") from exc
+            WRITE_RETRY.sleep(attempt)
 
     def list_blobs(self) -> Iterator[BlobInfo]:
         from wgtpm.oci.client import OciNotFoundError
