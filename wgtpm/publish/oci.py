@@ -14,9 +14,9 @@ The flow, all or nothing
 1. **check**: the tag is free, or names exactly the manifest this release
    makes (then the publish is a no-op); a tag naming another manifest is
    refused, naming both h1s: a published version never changes.
-2. **blobs**: every file of the index, the index, the config; each sent only
-   when the repository lacks it, mounted from the repository of one of the
-   build's dependencies in the same namespace when that has it.
+2. **blobs**: every file of the index, the index, the config, four at a time;
+   each sent only when the repository lacks it, mounted from the repository of
+   one of the build's dependencies in the same namespace when that has it.
 3. **the manifest**, by its digest: in the registry, but named by no tag.
 4. **the referrers**: the signature and the SLSA statement, each a
    manifest whose ``subject`` is the release's (the first of each type
@@ -67,6 +67,8 @@ __all__ = ["OciTarget"]
 
 #: The most dependencies' repositories asked for a blob before it is uploaded instead.
 MOUNT_CANDIDATES = 8
+#: Blobs pushed at once (each its own HEAD, POST and PUT or PATCHes).
+PUSHES_AT_ONCE = 4
 #: Blobs smaller than this are uploaded rather than looked for elsewhere to mount.
 MOUNT_FROM_SIZE = 1 << 20
 
@@ -137,12 +139,7 @@ class OciTarget:
             if self._existing(release, pusher, digest) is not None:
                 reporter.notice(f"{release.module}@{release.version} is already at {where}")
                 return Published(where, False)
-            blobs = self._blobs(release, built)
-            mounts = self._mount_candidates(release, repo)
-            for i, blob in enumerate(blobs, 1):
-                what = pusher.push_blob(blob, mounts if blob.size >= MOUNT_FROM_SIZE else ())
-                if what != "present":
-                    reporter.notice(f"{what} blob {i}/{len(blobs)} ({blob.size} bytes)")
+            self._push_blobs(pusher, self._blobs(release, built), release, repo, reporter)
             pusher.put_manifest(digest, built.manifest, _manifest.MANIFEST_TYPE)
             subject = {
                 "mediaType": _manifest.MANIFEST_TYPE,
@@ -172,6 +169,30 @@ class OciTarget:
                 ),
             ) from exc
         return Published(where, True)
+
+    def _push_blobs(
+        self, pusher: Pusher, blobs: list[Blob], release: Release, repo: str, reporter: Reporter
+    ) -> None:
+        """Push ``blobs``, :data:`PUSHES_AT_ONCE` at a time; progress is said from this
+        thread as each is done. The first failure (or Ctrl-C) cancels those not started and
+        waits for those under way."""
+        from concurrent.futures import ThreadPoolExecutor, as_completed
+
+        mounts = self._mount_candidates(release, repo)
+        with ThreadPoolExecutor(min(PUSHES_AT_ONCE, len(blobs))) as pool:
+            futures = {
+                pool.submit(pusher.push_blob, b, mounts if b.size >= MOUNT_FROM_SIZE else ()): b
+                for b in blobs
+            }
+            try:
+                for i, done in enumerate(as_completed(futures), 1):
+                    what, blob = done.result(), futures[done]
+                    if what != "present":
+                        reporter.notice(f"{what} blob {i}/{len(blobs)} ({blob.size} bytes)")
+            except BaseException:
+                for f in futures:
+                    f.cancel()
+                raise
 
     def _existing(self, release: Release, pusher: Pusher, digest: str | None = None) -> str | None:
         """The digest of the manifest the version's tag names (``None``: no tag). Another
