@@ -356,3 +356,36 @@ def test_a_push_that_fails_leaves_no_tag_and_the_next_completes_it(
             ("PUT", f"/v2/{repo}/manifests/{digest}"),
             ("PUT", f"/v2/{repo}/manifests/{V}"),
         ]
+
+
+# ---- a module path that names its registry (WGTOCI) ---------------------------------------
+
+
+def test_a_path_wgtoci_names_is_published_to_its_registry_and_got_direct(
+    oci_registry: OciRegistry,
+    oci_namespace: str,
+    http: HttpClient,
+    tmp_path: Path,
+    no_docker_config: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    wgtpm,  # type: ignore[no-untyped-def]
+    project: Path,
+) -> None:
+    """``oci.acme.internal/NAME/Xor`` with ``WGTOCI=oci.acme.internal=HOST:PORT``: the
+    publish needs no --to, and lands in the repository ``NAME/x__xor`` that ``direct``
+    reads."""
+    from wgtpm.publish.targets import select_target
+
+    name = oci_namespace  # a repository no other test uses
+    module = f"oci.acme.internal/{name}/Xor"
+    monkeypatch.setenv("WGTOCI", f"oci.acme.internal={oci_registry.host}")
+    t = select_target(module, tmp_path, http, to=None, dry_run=False, out=None)
+    assert t.name == f"OCI registry oci://{oci_registry.host}"
+    r = release(tmp_path / "r", module, FILES)
+    assert t.publish(r, SILENT).created
+    assert V in _tags(oci_registry, f"{name}/x__xor")
+    monkeypatch.setenv("WGTPROXY", "direct")
+    got = wgtpm("get", f"{module}@{V}", cwd=project)
+    assert got.code == 0, got.err
+    sums = [ln for ln in (project / "wgt.sum").read_text().splitlines() if module in ln]
+    assert sums == r.sum_lines()

@@ -84,15 +84,18 @@ class OciTarget:
         environ: Mapping[str, str],
         *,
         client: OciClient | None = None,
+        direct: bool = False,
     ) -> None:
         """``url`` is ``oci://HOST[:PORT]/NAMESPACE``; ``http`` is the caller's, who closes it.
         ``client``: the OCI client to use (tests); else one over ``http`` with the
-        credentials ``environ`` leads to."""
+        credentials ``environ`` leads to. ``direct``: the module path names the registry
+        (``WGTOCI``), so its repository is the rest of the path, as the source reads it."""
         from ..oci.auth import Keychain
         from ..oci.client import OciClient
         from ..sources.oci import insecure, parse_oci_url
 
         self.url = url.rstrip("/")
+        self.direct = direct
         self.registry, self.namespace = parse_oci_url(self.url)
         plain = True if insecure(environ.get("WGTOCI_INSECURE", ""), self.registry) else None
         self.client = client or OciClient(
@@ -104,6 +107,8 @@ class OciTarget:
         return f"OCI registry {self.url}"
 
     def repository(self, module: str) -> str:
+        if self.direct:  # as wgtpm.sources.oci.OciSource(direct=True) names it
+            return "/".join(naming.repository_element(e) for e in module.split("/")[1:])
         return naming.repository(self.namespace, module)
 
     def ready(self) -> None:

@@ -6,6 +6,7 @@
 ``--to oci://HOST/NAMESPACE``     ``wgtpm.publish.oci:OciTarget`` (an OCI registry)
 ``github.com/OWNER/REPO[/DIR]``   ``wgtpm.publish.github:GitHubTarget``
 ``hf.co/OWNER/REPO``              ``wgtpm.publish.huggingface:HuggingFaceTarget``
+a path ``WGTOCI`` names           ``wgtpm.publish.oci:OciTarget`` (its registry, direct)
 anything else                     an error: say where with ``--to URL``
 ================================  ==========================================
 
@@ -68,9 +69,9 @@ def select_target(
     target = _real_target(module, to, http)
     if target is None:
         raise UsageError(
-            f"{module} is not hosted on GitHub or Hugging Face: say where to publish it "
-            "with --to https://REGISTRY or --to oci://REGISTRY/NAMESPACE (or write a proxy "
-            "tree with --dry-run or -o DIR)"
+            f"{module} is not hosted on GitHub or Hugging Face, nor named by WGTOCI: say "
+            "where to publish it with --to https://REGISTRY or --to oci://REGISTRY/NAMESPACE "
+            "(or write a proxy tree with --dry-run or -o DIR)"
         )
     return target
 
@@ -89,4 +90,24 @@ def _real_target(module: str, to: str | None, http: HttpClient) -> PublishTarget
             )
         return RegistryTarget(to, http)
     kind = source_kind(module)
-    return hosted_target(kind, module, http) if kind in HOSTED else None
+    if kind in HOSTED:
+        return hosted_target(kind, module, http)
+    return _wgtoci_target(module, http)
+
+
+def _wgtoci_target(module: str, http: HttpClient) -> PublishTarget | None:
+    """The OCI registry a module path names through ``WGTOCI`` (as ``direct`` reads it:
+    the first element, or the ``PATTERN=HOST[:PORT]`` registry), else ``None``."""
+    wgtoci = os.environ.get("WGTOCI", "")
+    if not wgtoci:
+        return None
+    from ..module import match_patterns
+    from ..sources.oci import parse_wgtoci
+
+    for pattern, registry in parse_wgtoci(wgtoci):
+        if match_patterns(pattern, module):
+            from .oci import OciTarget
+
+            where = registry or module.split("/", 1)[0]
+            return OciTarget(f"oci://{where}", http, os.environ, direct=True)
+    return None
