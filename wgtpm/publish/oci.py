@@ -62,6 +62,7 @@ from ._target import Published, Release
 if TYPE_CHECKING:
     from ..httpclient import HttpClient
     from ..oci.client import OciClient
+    from ..oci.manifest import Built
 
 __all__ = ["OciTarget"]
 
@@ -246,11 +247,8 @@ class OciTarget:
         except (PushError, ModuleError) as exc:
             return f"its index unreadable: {exc}"
 
-    def _blobs(self, release: Release, built: object) -> list[Blob]:
+    def _blobs(self, release: Release, built: Built) -> list[Blob]:
         """The blobs of the release's manifest: every file, the index, the config."""
-        from ..oci.manifest import Built
-
-        assert isinstance(built, Built)
         shas = {e["path"]: e for e in json.loads(release.index)["files"]}
         out = [
             Blob("sha256:" + shas[p]["sha256"], int(shas[p]["size"]), path=f)
@@ -278,6 +276,8 @@ class OciTarget:
             if not isinstance(uri, str) or not uri.startswith("wgt:"):
                 continue
             module = uri[4:].rsplit("@", 1)[0]
+            if self.direct and module.split("/", 1)[0] != release.module.split("/", 1)[0]:
+                continue  # a module of another host is in no repository of this registry
             try:
                 name = self.repository(module)
             except UsageError:
