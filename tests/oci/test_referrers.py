@@ -210,3 +210,33 @@ def test_an_attachment_with_other_bytes_than_its_digest_is_refused(
     wire.answer = tamper
     with pytest.raises(PushError, match="other bytes"):
         read_attachment(oci_client(oci_registry, http), repo, subject, SIGNATURE_TYPE)
+
+
+def test_a_referrers_list_overwritten_by_another_writer_is_written_again(
+    oci_registry: OciRegistry,
+    oci_namespace: str,
+    http: HttpClient,
+    wire: Wire,
+    tmp_path: Path,
+    no_docker_config: dict[str, str],
+) -> None:
+    """The tag schema's list is last-writer-wins: a client that appended at the same time
+    may overwrite ours. Here the first write of the list is lost (another writer's list
+    without ours replaced it); the list is read back and written again."""
+    lost: list[str] = []
+
+    def lose_first_list(request: httpx.Request) -> httpx.Response | None:
+        if request.method == "PUT" and "/manifests/sha256-" in request.url.path and not lost:
+            lost.append(request.url.path)
+            return httpx.Response(201)
+        return None
+
+    wire.answer = lose_first_list
+    r = signed(release(tmp_path / "r", REPO, FILES))
+    assert target(oci_registry, oci_namespace, http, no_docker_config).publish(r, SILENT).created
+    assert lost
+    repo = f"{oci_namespace}/{REPO}"
+    _, subject = _manifest(oci_registry, repo, V)
+    oci = oci_client(oci_registry, http)
+    assert read_attachment(oci, repo, subject, SIGNATURE_TYPE) == r.signature
+    assert read_attachment(oci, repo, subject, STATEMENT_TYPE) == r.attestation

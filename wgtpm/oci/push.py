@@ -89,6 +89,8 @@ CHUNKED_FROM = 64 << 20
 CHUNK_SIZE = 32 << 20
 #: The most an attachment (a signature, a statement) or a referrers list may be.
 MAX_ATTACHMENT = 16 << 20
+#: Writes of a referrers list (tag schema) before giving up on others overwriting it.
+APPEND_TRIES = 5
 #: Tries of one blob's upload when it fails on the way (network, 5xx, 429).
 BLOB_RETRY = Backoff(attempts=3, base=0.5, cap=5.0)
 
@@ -458,13 +460,24 @@ class Pusher:
         return digest, True
 
     def _append_referrer(self, subject: str, desc: dict[str, Any]) -> None:
+        """Add ``desc`` to the tag schema's list of ``subject``. A tag is last-writer-wins,
+        so another client appending at the same time could drop ours: the list is read
+        back, and written again (merged) until it holds ``desc``."""
         tag = referrers_tag(subject)
-        listed = _fallback_list(self, subject)
-        if any(m.get("digest") == desc["digest"] for m in listed):
-            return
-        index = {"schemaVersion": 2, "mediaType": IMAGE_INDEX_TYPE, "manifests": [*listed, desc]}
-        body = json.dumps(index, sort_keys=True, separators=(",", ":")).encode()
-        self.put_manifest(tag, body, IMAGE_INDEX_TYPE)
+        for tries in range(APPEND_TRIES + 1):
+            listed = _fallback_list(self, subject)
+            if any(m.get("digest") == desc["digest"] for m in listed):
+                return
+            if tries == APPEND_TRIES:
+                break
+            manifests = [*listed, desc]
+            index = {"schemaVersion": 2, "mediaType": IMAGE_INDEX_TYPE, "manifests": manifests}
+            body = json.dumps(index, sort_keys=True, separators=(",", ":")).encode()
+            self.put_manifest(tag, body, IMAGE_INDEX_TYPE)
+        raise PushError(
+            f"the referrers list {tag} of {self.repository} kept losing {desc['digest']} to "
+            "other writers"
+        )
 
 
 def _fallback_list(pusher: Pusher, subject: str) -> list[dict[str, Any]]:
