@@ -255,6 +255,40 @@ def test_a_small_blob_goes_up_in_one_put_a_large_one_in_chunks(
     assert wire.writes() == []
 
 
+def test_a_chunk_that_fails_on_the_way_resumes_where_the_registry_stands(
+    oci_registry: OciRegistry, oci_namespace: str, http: HttpClient, wire: Wire
+) -> None:
+    """The second PATCH is answered 503 by the network (the registry never saw it): the
+    upload asks the registry how much it holds and goes on from there, in the same
+    session, sending no chunk twice that arrived."""
+    from wgtpm._retry import Backoff
+    from wgtpm.oci.push import Blob, Pusher
+
+    patches: list[str] = []
+
+    def drop_second_patch(request: httpx.Request) -> httpx.Response | None:
+        if request.method == "PATCH":
+            patches.append(request.headers["Content-Range"])
+            if len(patches) == 2:
+                return httpx.Response(503, text="bad gateway")
+        return None
+
+    wire.answer = drop_second_patch
+    repo = f"{oci_namespace}/resume"
+    p = Pusher(
+        oci_client(oci_registry, http),
+        repo,
+        chunked_from=8000,
+        chunk_size=3000,
+        retry=Backoff(attempts=3, base=0.0),
+    )
+    blob = Blob.of(bytes(range(256)) * 40)  # 10240 bytes
+    assert p.push_blob(blob) == "uploaded"
+    assert patches == ["0-2999", "3000-5999", "3000-5999", "6000-8999", "9000-10239"]
+    assert wire.count("POST", "/blobs/uploads/") == 1  # one session, resumed
+    assert raw(oci_registry, f"{repo}/blobs/{blob.digest}").content == blob.data
+
+
 def test_a_file_on_disk_goes_up_in_chunks_from_its_bytes(
     oci_registry: OciRegistry, oci_namespace: str, http: HttpClient, wire: Wire, tmp_path: Path
 ) -> None:

@@ -12,7 +12,9 @@ registry's 401 challenges and keeps credentials to the registry's origin):
   used); otherwise the bytes go up in one ``PUT`` (a blob under
   :data:`CHUNKED_FROM`) or in ``PATCH`` chunks of :data:`CHUNK_SIZE` (at least
   the ``OCI-Chunk-Min-Length`` the registry asks for), each to the
-  ``Location`` the previous answer named, closed by a ``PUT ?digest=``. The
+  ``Location`` the previous answer named, closed by a ``PUT ?digest=``; a
+  chunk that fails on the way resumes where the registry says the upload
+  stands (``GET`` of the session). The
   registry checks the digest; an upload that fails is cancelled
   (``DELETE``), and a transient failure (network, 5xx, 429) is tried again
   from a new session after checking the blob did not arrive after all.
@@ -89,6 +91,8 @@ CHUNKED_FROM = 64 << 20
 CHUNK_SIZE = 32 << 20
 #: The most an attachment (a signature, a statement) or a referrers list may be.
 MAX_ATTACHMENT = 16 << 20
+#: Times a chunked upload resumes after a chunk failed on the way.
+PATCH_RESUMES = 3
 #: Writes of a referrers list (tag schema) before giving up on others overwriting it.
 APPEND_TRIES = 5
 #: Tries of one blob's upload when it fails on the way (network, 5xx, 429).
@@ -318,21 +322,33 @@ class Pusher:
         return "uploaded"
 
     def _patch_all(self, session: str, blob: Blob, chunk: int, what: str) -> str:
-        """Send ``blob`` in PATCH chunks to ``session``; the session to close it at."""
-        offset = 0
+        """Send ``blob`` in PATCH chunks to ``session``; the session to close it at. A chunk
+        that fails on the way (network, 5xx, 429) is resumed from where the registry says
+        the upload stands (``GET`` of the session), at most :data:`PATCH_RESUMES` times."""
+        offset, resumes = 0, 0
         while offset < blob.size:
             end = min(blob.size, offset + chunk)
-            resp = self.send(
-                "PATCH",
-                session,
-                what,
-                headers={
-                    "Content-Type": _OCTETS,
-                    "Content-Range": f"{offset}-{end - 1}",
-                    "Content-Length": str(end - offset),
-                },
-                content=blob.body(offset, end),
-            )
+            try:
+                resp = self.send(
+                    "PATCH",
+                    session,
+                    what,
+                    headers={
+                        "Content-Type": _OCTETS,
+                        "Content-Range": f"{offset}-{end - 1}",
+                        "Content-Length": str(end - offset),
+                    },
+                    content=blob.body(offset, end),
+                )
+                if _transient(resp.status_code):
+                    raise self.refused(what, resp)
+            except PushError as exc:
+                if not exc.transient or resumes >= PATCH_RESUMES:
+                    raise
+                self.retry.sleep(resumes)
+                resumes += 1
+                offset, session = self._upload_status(session, what)
+                continue
             if resp.status_code == 416:  # not where the registry is: resume where it says
                 offset = _range_end(resp.headers.get("Range"), what)
             elif resp.status_code == 202:
@@ -344,6 +360,18 @@ class Pusher:
                 raise self.refused(what, resp)
             session = self._session(resp.headers.get("Location") or None, what)
         return session
+
+    def _upload_status(self, session: str, what: str) -> tuple[int, str]:
+        """Where the upload ``session`` stands: the bytes the registry holds, and the
+        session's URL now. A transient failure when the registry cannot say (its ``0-0``
+        means none or one byte) starts the blob again."""
+        resp = self.send("GET", session, what)
+        if resp.status_code not in (200, 204):
+            raise self.refused(f"{what} (its status)", resp)
+        rng = (resp.headers.get("Range") or "").removeprefix("bytes=").strip()
+        if rng in ("", "0-0"):
+            raise PushError(f"{what}: the registry cannot say how much it holds", transient=True)
+        return _range_end(rng, what), self._session(resp.headers.get("Location"), what)
 
     def _cancel(self, session: str) -> None:
         """Cancel an upload that failed (the spec's SHOULD); the registry expires it anyway."""
