@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterator
 
 import httpx
 import pytest
 
-from tests.servers import LoopbackServer, Request, Response
+from tests.servers import Fault, LoopbackServer, Request, Response
 from wgtpm.httpclient import HttpClient, HttpOptions, redact
 from wgtpm.oci.auth import Credentials
 from wgtpm.oci.client import (
@@ -203,3 +204,29 @@ def test_manifest_json_roundtrip_through_registry(
     assert (
         OciClient(http, oci_registry.host, auth=Credentials()).manifest(repo, "v0.0.1").digest == d
     )
+
+
+class _NoRanges(LoopbackServer):
+    """Serves one blob whole (200) whatever the Range asked for."""
+
+    name = "no-ranges"
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__()
+        self.data = data
+
+    def route(self, req: Request) -> Response:
+        return Response(200, {"Content-Type": "application/octet-stream"}, self.data)
+
+
+def test_blob_stream_resumed_from_a_registry_that_ignores_range(http: HttpClient) -> None:
+    """A cut, then a 200 with the whole blob to the Range request: the bytes the caller
+    already has are not handed out again."""
+    data = os.urandom(200_000)
+    digest = "sha256:" + hashlib.sha256(data).hexdigest()
+    with _NoRanges(data) as srv:
+        srv.inject(Fault.reset("/v2/*", at=0.5))
+        client = OciClient(http, f"127.0.0.1:{srv.port}", auth=Credentials())
+        assert b"".join(client.blob_chunks("a/b", digest, len(data))) == data
+        gets = srv.log.where(path="/v2/*")
+        assert len(gets) == 2 and gets[1].header("range") is not None

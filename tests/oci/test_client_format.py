@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 
 from wgtpm._errors import UsageError
 from wgtpm.index import IndexEntry, build_index
+from wgtpm.index import parse as parse_index
 from wgtpm.oci import manifest as m
 from wgtpm.oci.naming import (
     check_namespace,
@@ -223,3 +225,20 @@ def test_synthesised_files_from_titles_and_modelpack_paths() -> None:
 def test_synthesise_refuses(layers: list[dict[str, object]], why: str) -> None:
     with pytest.raises(m.ManifestError, match=why):
         m.synthesised_files(_foreign(layers))
+
+
+TESTDATA = Path(__file__).parent / "testdata"
+
+
+def test_manifest_golden() -> None:
+    """The exact bytes of a release's manifest and config (testdata/release.*.json).
+
+    They are what a registry stores under the version's tag: a change makes the same
+    release a different manifest, which publishing then refuses as a moved tag. Change
+    them only with a new format (and say so in docs/guides/oci.md)."""
+    index_bytes = (TESTDATA / "release.index.json").read_bytes()
+    idx = parse_index(index_bytes, "example.com/Acme/xor", "v1.0.0")
+    built = m.build(idx, index_bytes)
+    assert built.manifest == (TESTDATA / "release.manifest.json").read_bytes()
+    assert built.config == (TESTDATA / "release.config.json").read_bytes()
+    assert m.parse(built.manifest).config.digest == built.config_descriptor.digest

@@ -10,17 +10,19 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.servers import CdnServer, Fault, Request, Response
 from tests.sources.test_conformance import RegistryFront
-from wgtpm._errors import NotFoundError, UsageError
+from wgtpm._errors import FetchError, NotFoundError, UsageError
 from wgtpm.httpclient import HttpClient
+from wgtpm.oci import manifest as oci_manifest
 from wgtpm.sources.chain import from_env, parse_proxy_list
 from wgtpm.sources.oci import OciDirect, OciSource, parse_oci_url, parse_wgtoci
 
 from .conftest import PASSWORD, USER, OciRegistry
-from .helpers import push_release
+from .helpers import push_artifact, push_manifest, push_release
 
 
 def test_oci_urls() -> None:
@@ -183,3 +185,114 @@ def test_a_cut_download_resumes_with_range(
         )
         is not None
     ), gets
+
+
+def test_a_huge_stated_wgt_mod_is_refused_before_any_download(
+    oci_registry: OciRegistry, oci_namespace: str
+) -> None:
+    """wgt.mod and the index are read whole: a manifest stating gigabytes for one is
+    refused without a request for its blob."""
+    path = "example.com/acme/huge"
+    files = {"wgt.mod": f"module {path}\n".encode(), "w.bin": b"w"}
+    push_release(oci_registry, f"{oci_namespace}/{path}", path, "v1.0.0", files)
+
+    class Huge(RegistryFront):
+        def handle(self, req: Request) -> Response:
+            resp = super().handle(req)
+            if "/manifests/" in req.path and resp.status == 200:
+                doc = json.loads(resp.body)
+                for layer in doc["layers"]:
+                    if layer["annotations"][oci_manifest.TITLE] == "wgt.mod":
+                        layer["size"] = 1 << 40
+                resp.body = json.dumps(doc).encode()
+                resp.headers = {
+                    k: v for k, v in resp.headers.items() if k.lower() != "docker-content-digest"
+                }
+            return resp
+
+    front = Huge(oci_registry.url).start()
+    try:
+        with HttpClient() as http:
+            src = OciSource(http, f"127.0.0.1:{front.port}", oci_namespace)
+            with pytest.raises(FetchError, match=r"states 1099511627776 bytes for wgt.mod"):
+                src.mod(path, "v1.0.0")
+        assert not front.log.where(path="/v2/*/blobs/*")
+    finally:
+        front.stop()
+
+
+def test_a_tag_naming_an_image_index_is_refused_in_one_line(
+    oci_registry: OciRegistry, oci_namespace: str
+) -> None:
+    """A multi-platform image (an image index) is not one artifact: refused as such, not
+    reported missing."""
+    path = "example.com/acme/multi"
+    repo = f"{oci_namespace}/{path}"
+    child = push_artifact(oci_registry, repo, "child", {"f": b"f"})
+    size = len(httpx.get(f"{oci_registry.url}/v2/{repo}/manifests/child").content)
+    index = {
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.index.v1+json",
+        "manifests": [{"mediaType": oci_manifest.MANIFEST_TYPE, "digest": child, "size": size}],
+    }
+    push_manifest(oci_registry, repo, "v1.0.0", json.dumps(index).encode(), index["mediaType"])
+    with HttpClient() as http:
+        src = OciSource(http, oci_registry.host, oci_namespace)
+        with pytest.raises(FetchError, match="names an image index") as exc:
+            src.mod(path, "v1.0.0")
+    assert not isinstance(exc.value, NotFoundError)
+
+
+@pytest.mark.parametrize(
+    ("created", "want"),
+    [
+        ("2026-12-01T10:00:00Z", "2026-12-01T10:00:00Z"),
+        ("2026-12-01T11:00:00.5+01:00", "2026-12-01T10:00:00Z"),
+        ("last tuesday", None),
+    ],
+)
+def test_info_time_from_the_created_annotation(
+    oci_registry: OciRegistry, oci_namespace: str, created: str, want: str | None
+) -> None:
+    path = "example.com/acme/timed"
+    repo = f"{oci_namespace}/{path}"
+    push_artifact(
+        oci_registry, repo, "v1.0.0", {"f": b"f"}, annotations={oci_manifest.CREATED: created}
+    )
+    with HttpClient() as http:
+        info = OciSource(http, oci_registry.host, oci_namespace).info(path, "v1.0.0")
+    assert info.version == "v1.0.0" and info.time == want
+
+
+def test_credentials_and_tokens_never_cross_registries(
+    wgtpm: Callable[..., object],
+    project: Path,
+    oci_registry: OciRegistry,
+    oci_registry_token: OciRegistry,
+    oci_namespace: str,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    """WGTPROXY names an open registry, then a token registry whose credentials are in
+    config.json: the module is found in the second; the first never sees them."""
+    path = "example.com/acme/private"
+    files = {"wgt.mod": f"module {path}\n".encode(), "w.bin": os.urandom(1000)}
+    push_release(oci_registry_token, f"{oci_namespace}/{path}", path, "v1.0.0", files)
+    front = RegistryFront(oci_registry.url).start()
+    try:
+        docker = tmp_path / "docker"
+        docker.mkdir()
+        auth = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+        cfg = {"auths": {oci_registry_token.host: {"auth": auth}}}
+        (docker / "config.json").write_text(json.dumps(cfg))
+        monkeypatch.setenv("DOCKER_CONFIG", str(docker))
+        monkeypatch.setenv(
+            "WGTPROXY",
+            f"oci://127.0.0.1:{front.port}/{oci_namespace},{oci_registry_token.oci(oci_namespace)}",
+        )
+        r = wgtpm("get", f"{path}@v1.0.0", cwd=project)  # type: ignore[operator]
+    finally:
+        front.stop()
+    assert r.code == 0, r.err  # type: ignore[attr-defined]
+    assert front.log.where(path="/v2/*"), "the first registry was asked"
+    assert not front.log.where(header="authorization")

@@ -399,22 +399,24 @@ class OciClient:
                 offset = int(m.group(1))
                 del plain[k]
         auth: str | None = None
-        for attempt in range(2):
-            hdrs = dict(plain)
-            value = auth or self._held(scope)
-            if value and self._own(url):
-                hdrs["Authorization"] = value
-            try:
-                with self.http.stream(url, headers=hdrs, offset=offset) as resp:
-                    yield resp
-                    return
-            except HTTPStatusError as exc:
-                challenge = exc.headers.get("www-authenticate") or exc.headers.get(
-                    "WWW-Authenticate"
-                )
-                if exc.status != 401 or not challenge or attempt:
-                    raise
-                auth = self._answer(challenge, scope, url)
+        with contextlib.ExitStack() as stack:
+            for attempt in range(2):
+                hdrs = dict(plain)
+                value = auth or self._held(scope)
+                if value and self._own(url):
+                    hdrs["Authorization"] = value
+                try:
+                    resp = stack.enter_context(self.http.stream(url, headers=hdrs, offset=offset))
+                    break
+                except HTTPStatusError as exc:
+                    challenge = exc.headers.get("www-authenticate") or exc.headers.get(
+                        "WWW-Authenticate"
+                    )
+                    if exc.status != 401 or not challenge or attempt:
+                        raise
+                    auth = self._answer(challenge, scope, url)
+            # outside the try: an error of the caller's while it reads is not a challenge
+            yield resp
 
     def _denied(
         self, resp: httpx.Response, repository: str, actions: Sequence[str]
@@ -542,13 +544,17 @@ class OciClient:
             try:
                 rng = {"Range": f"bytes={have}-"} if have else {}
                 with self.request("GET", repository, url, headers=rng, stream=True) as resp:
-                    if have and resp.status_code != 206:
-                        if h is None:
-                            raise OciError(
-                                f"{redact(url)}: the registry ignored Range; cannot resume"
-                            )
-                        h, have = hashlib.sha256(), 0  # a 200 from the start: begin again
+                    # a 200 to a Range request: the whole blob again, whose first bytes the
+                    # caller has had already (and the hash has seen)
+                    skip = have if have and resp.status_code != 206 else 0
+                    if skip and h is None:
+                        raise OciError(f"{redact(url)}: the registry ignored Range; cannot resume")
                     for chunk in resp.iter_bytes():
+                        if skip:
+                            n = min(skip, len(chunk))
+                            chunk, skip = chunk[n:], skip - n
+                            if not chunk:
+                                continue
                         if have + len(chunk) > size:
                             raise OciError(
                                 f"{self.registry}/{repository}: blob {digest} is longer than the "

@@ -18,6 +18,7 @@ index is made from :func:`synthesised_files` from the layers' names and digests.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -48,8 +49,11 @@ INDEX_MANIFEST_TYPES = (
     "application/vnd.oci.image.index.v1+json",
     "application/vnd.docker.distribution.manifest.list.v2+json",
 )
-#: What ``Accept`` asks for when a manifest is read.
-ACCEPT = ", ".join((MANIFEST_TYPE, "application/vnd.docker.distribution.manifest.v2+json"))
+#: What ``Accept`` asks for when a manifest is read: image indexes too, so that a tag naming
+#: one is refused as such (:func:`parse`), not answered 404 by registries that honour Accept.
+ACCEPT = ", ".join(
+    (MANIFEST_TYPE, "application/vnd.docker.distribution.manifest.v2+json", *INDEX_MANIFEST_TYPES)
+)
 #: The ModelPack model manifest's artifact type and config (CNCF ModelPack model-spec v1).
 ARTIFACT_TYPE = "application/vnd.cncf.model.manifest.v1+json"
 CONFIG_TYPE = "application/vnd.cncf.model.config.v1+json"
@@ -149,6 +153,23 @@ class Manifest:
     annotations: Mapping[str, str] = field(default_factory=dict)
     subject: Descriptor | None = None
 
+    @functools.cached_property
+    def by_title(self) -> Mapping[str, Descriptor]:
+        """The file layers by name (the first of a name; the index's layer left out)."""
+        out: dict[str, Descriptor] = {}
+        for layer in self.layers:
+            if layer.title and layer.media_type != INDEX_TYPE:
+                out.setdefault(layer.title, layer)
+        return out
+
+    @functools.cached_property
+    def by_digest(self) -> Mapping[str, Descriptor]:
+        """The layers by digest (the first of a digest)."""
+        out: dict[str, Descriptor] = {}
+        for layer in self.layers:
+            out.setdefault(layer.digest, layer)
+        return out
+
     @property
     def index_layer(self) -> Descriptor | None:
         """The layer holding a wgtpm index, if this is a wgtpm release."""
@@ -159,11 +180,7 @@ class Manifest:
 
     def layer_for(self, sha256: str) -> Descriptor | None:
         """The layer whose digest is ``sha256:`` + ``sha256``."""
-        want = "sha256:" + sha256
-        for layer in self.layers:
-            if layer.digest == want:
-                return layer
-        return None
+        return self.by_digest.get("sha256:" + sha256)
 
 
 @dataclass(frozen=True)

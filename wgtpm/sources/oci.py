@@ -37,7 +37,14 @@ from ..oci import manifest as ocim
 from ..oci.naming import check_namespace, repository, repository_element, tag_of, version_of_tag
 from ..query import check_query
 from ._base import FileRequest, RevInfo, Source
-from ._hosted import sha256_check, synthesise_index, tag_version, verified_get
+from ._hosted import (
+    parse_time,
+    rfc3339,
+    sha256_check,
+    synthesise_index,
+    tag_version,
+    verified_get,
+)
 
 if TYPE_CHECKING:
     from ..httpclient import HttpClient
@@ -68,6 +75,17 @@ def parse_oci_url(url: str) -> tuple[str, str]:
     if u.query or u.fragment:
         raise UsageError(f"{url!r}: an oci:// URL has no query or fragment")
     return u.netloc.lower(), check_namespace(u.path, url)
+
+
+def _created(man: ocim.Manifest) -> str | None:
+    """The manifest's ``org.opencontainers.image.created`` as RFC 3339 UTC, if it is a time."""
+    value = man.annotations.get(ocim.CREATED)
+    if not value:
+        return None
+    try:
+        return rfc3339(parse_time(value))
+    except ValueError:
+        return None  # another tool's free text: no time rather than a wrong one
 
 
 class OciSource:
@@ -155,6 +173,15 @@ class OciSource:
 
     def _blob(self, path: str, version: str, desc: ocim.Descriptor, what: str) -> bytes:
         """A small blob (wgt.mod, the index), checked against its descriptor."""
+        from ..httpclient import MAX_METADATA
+
+        if desc.size > MAX_METADATA:
+            raise FetchError(
+                path,
+                version,
+                f"the manifest in {self._where(path)} states {desc.size} bytes for {what}, "
+                f"more than the {MAX_METADATA} bytes allowed for it; refusing it",
+            )
         repo = self.repository(path)
         with self._translated(path, version, what):
             headers = self.client.authorization(repo)
@@ -198,12 +225,9 @@ class OciSource:
         if not _version.is_valid(query):
             return self._from_tag(path, query)
         man, _digest = self._manifest(path, query)
-        created = man.annotations.get(ocim.CREATED)
         revision = man.annotations.get(ocim.REVISION)
         return RevInfo(
-            query,
-            created if created and created.endswith("Z") else None,
-            revision if revision and _index.is_commit(revision) else None,
+            query, _created(man), revision if revision and _index.is_commit(revision) else None
         )
 
     def _from_tag(self, path: str, tag: str) -> RevInfo:
@@ -223,15 +247,9 @@ class OciSource:
             f"(of the newest {MAX_TAG_LOOKUPS})",
         )
 
-    def _layer_named(self, man: ocim.Manifest, name: str) -> ocim.Descriptor | None:
-        for layer in man.layers:
-            if layer.title == name and layer.media_type != ocim.INDEX_TYPE:
-                return layer
-        return None
-
     def mod(self, path: str, version: str) -> bytes:
         man, _ = self._manifest(path, version)
-        layer = self._layer_named(man, "wgt.mod")
+        layer = man.by_title.get("wgt.mod")
         if layer is None:
             return _index.synthetic_mod(path)
         return self._blob(path, version, layer, "wgt.mod")
@@ -242,12 +260,11 @@ class OciSource:
         if layer is None:
             with self._translated(path, version, "the artifact's layers"):
                 files = ocim.synthesised_files(man)
-            created = man.annotations.get(ocim.CREATED)
             return synthesise_index(
                 path,
                 version,
                 files,
-                time=created if created and created.endswith("Z") else None,
+                time=_created(man),
                 build={"synthesised": "oci artifact layers", "manifest": digest},
             )
         data = self._blob(path, version, layer, "the index")
@@ -267,7 +284,7 @@ class OciSource:
 
     def file(self, path: str, version: str, name: str) -> FileRequest:
         man, _ = self._manifest(path, version)
-        layer = self._layer_named(man, name)
+        layer = man.by_title.get(name)
         if layer is None:
             raise NotFoundError(
                 path, version, f"{name}: no layer of that name in {self._where(path)}"
