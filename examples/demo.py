@@ -1,7 +1,7 @@
 """The wgtpm demo: a registry on loopback, the examples published to it, a project using them.
 
 Offline, in a few minutes on 2 CPU cores, and leaving its state in the repository
-root so that the README's tour can be followed afterwards:
+root so that the tour in docs/guides/demo.md can be followed afterwards:
 
 ``demo-registry/``  the registry's data: SQLite database, blob folder, checksum-log key
 ``demo-consumer/``  a project that requires the published packages (wgt.mod, wgt.sum,
@@ -494,7 +494,9 @@ def main() -> None:
     print("\n## 6. The registry is stopped; its data stays in demo-registry/")
     print(f"# demo complete in {time.monotonic() - started:.0f} s. Start the registry again with:")
     print(f"\n    {serve_command(port)} &\n")
-    print("# then follow the README's tour:  cd demo-consumer && . ./demo.env && wgtpm graph")
+    print(
+        "# then follow the tour in docs/guides/demo.md:  cd demo-consumer && . ./demo.env && wgtpm graph"
+    )
 
 
 if __name__ == "__main__":

@@ -47,10 +47,18 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import h11
-from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from wgtpm._compat.uvicorn import (
+    H11_MISSING,
+    HTTPTOOLS_MISSING,
+    H11Protocol,
+    HttpToolsProtocol,
+    Watched,
+    status_line,
+)
 
 from .accesslog import REQUEST_ID_HEADER, log_access, new_request_id
 from .fastpath import FastPath
@@ -218,15 +226,18 @@ class CoalescingTransport:
         return getattr(self._t, name)
 
 
-class CoalescingH11(H11Protocol):
-    """uvicorn's h11 protocol over :class:`CoalescingTransport`, with a :class:`Watchdog`."""
+class Coalescing(Watched):
+    """What both of uvicorn's protocols get (a base before uvicorn's): writes over
+    :class:`CoalescingTransport`, and a :class:`Watchdog` on the client."""
 
-    _cycles = 0  # requests begun on this connection
-    _cycle: Any = None
+    app: Any
+    flow: Any
+    watchdog: Watchdog
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        wrapped: Any = CoalescingTransport(transport, self.loop)
-        super().connection_made(wrapped)
+    def wrap_transport(self, transport: asyncio.BaseTransport) -> Any:
+        return CoalescingTransport(cast(asyncio.Transport, transport), self.loop)
+
+    def opened(self) -> None:
         self.watchdog = Watchdog(
             self.loop,
             timeouts_of(self.app),
@@ -236,9 +247,18 @@ class CoalescingH11(H11Protocol):
         )
         self.watchdog.check()
 
-    def connection_lost(self, exc: Exception | None) -> None:
+    def closing(self) -> None:
         self.watchdog.stop()
-        super().connection_lost(exc)
+
+    def _phase(self) -> tuple[str, int]:
+        raise NotImplementedError
+
+
+class CoalescingH11(Coalescing, H11Protocol):
+    """uvicorn's h11 protocol over :class:`CoalescingTransport`, with a :class:`Watchdog`."""
+
+    _cycles = 0  # requests begun on this connection
+    _cycle: Any = None
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
@@ -264,14 +284,10 @@ class CoalescingH11(H11Protocol):
         return APP, self._cycles
 
 
-try:
+if HttpToolsProtocol is not None:  # else httptools is not installed: uvicorn picks h11 too
     import httptools
-    from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
-except ImportError:  # httptools is not installed: uvicorn would pick h11 too
-    HttpToolsProtocol = None  # type: ignore[assignment,misc]
-else:
 
-    class CoalescingHttpTools(HttpToolsProtocol):
+    class CoalescingHttpTools(Coalescing, HttpToolsProtocol):
         """uvicorn's httptools protocol over :class:`CoalescingTransport`, with a
         :class:`Watchdog` and a limit on a request head's size."""
 
@@ -280,22 +296,6 @@ else:
         _head_raw = 0  # bytes of the chunks before this one while the head was incomplete
         _chunk = 0  # bytes of the chunk being parsed
         _refused = False  # a head over MAX_REQUEST_HEAD came: nothing more is parsed
-
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            wrapped: Any = CoalescingTransport(transport, self.loop)
-            super().connection_made(wrapped)
-            self.watchdog = Watchdog(
-                self.loop,
-                timeouts_of(self.app),
-                self._phase,
-                lambda: self.flow.read_paused,
-                lambda why: _cut(self, why),
-            )
-            self.watchdog.check()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self.watchdog.stop()
-            super().connection_lost(exc)
 
         def data_received(self, data: bytes) -> None:
             if self._refused:
@@ -363,8 +363,8 @@ else:
         fast: FastPath | None = None
         _answered = False  # the request being parsed was answered here
 
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
+        def opened(self) -> None:
+            super().opened()
             if not (self.access_log and self.access_logger.isEnabledFor(logging.INFO)):
                 self.fast = fast_path_of(self.app)  # unless uvicorn writes access lines too
 
@@ -444,7 +444,7 @@ def response_head(status: int, headers: Iterable[tuple[bytes, bytes]], keep_aliv
     """A response's status line and headers as uvicorn writes them for
     ``http.response.start`` (the server's default headers first: ``date``, any
     configured), for headers that hold no ``connection`` or ``transfer-encoding``."""
-    out = [STATUS_LINE[status]]
+    out = [status_line(status)]
     for name, value in headers:
         out += (name.lower(), b": ", value, b"\r\n")
     if not keep_alive:
@@ -496,7 +496,8 @@ def timeouts_of(app: object) -> Timeouts:
 
 def protocol_class() -> type[asyncio.Protocol]:
     """The protocol uvicorn would pick (httptools when installed, else h11), coalescing;
-    over httptools, answering from the fast path's memory too."""
+    over httptools, answering from the fast path's memory too. Where this uvicorn lacks
+    what those use (:mod:`wgtpm._compat.uvicorn`), uvicorn's own protocol, unchanged."""
     if HttpToolsProtocol is None:
-        return CoalescingH11
-    return FastHttpTools
+        return H11Protocol if H11_MISSING else CoalescingH11
+    return HttpToolsProtocol if HTTPTOOLS_MISSING else FastHttpTools

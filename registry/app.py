@@ -18,7 +18,12 @@ Module paths start with a host name holding a dot, so they never collide
 with ``api``, ``healthz`` or ``sumdb``. In front of it all,
 :class:`registry.fastpath.FastPath` answers again, without routing or the
 database, what the protocol answered once for a public module's committed
-version, and lists hosted public modules with one query. The stores are
+version, and a hosted public module's ``@v/list`` and ``@latest`` from memory
+while the database's count of committed versions is unchanged: no query per
+request (the count is read by one thread at most every
+:data:`~registry.fastpath.REFRESH_AFTER` seconds while requests come); a
+changed count rebuilds an answer once, with one query for a list and the slow
+path's lookups for ``@latest``. The stores are
 closed when the server shuts down (uvicorn's lifespan, on SIGTERM or SIGINT).
 """
 

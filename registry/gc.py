@@ -47,12 +47,21 @@ Expired uploads are forgotten *after* the sweep, so the blobs of an upload
 that expires during one run survive until the next: a commit that opened the
 upload just before it expired has a whole gc interval to finish.
 
-What it does not cover: the caching proxy reuses a stored blob of the right
-size without writing it again (:meth:`registry.proxy.CachingProxy.store`); if
-such a blob is an old orphan (a fill that failed half-way, more than the grace
-ago) and gc deletes it while a new fill of the same version runs, the version
-is committed without that blob and answers 500 for that file until an
-operator removes it. S3 multipart uploads left incomplete by a killed replica
+The caching proxy follows the same rule. A fill relies only on stored blobs that a
+row references (a committed version's, never deleted; or those of the pending
+version it fills); one that nothing references (an old orphan of a fill that
+failed or an upload that expired, which this gc may remove at any moment) is
+fetched and written again, so it is fresh until the commit references it
+(:meth:`registry.proxy.CachingProxy.orphans`); and right before it records the
+version, the fill checks that every file is still stored, as a publish's
+commit does: a blob gone meanwhile fails that fill (502), and the next
+request fills the version whole (``tests/registry/test_gc_proxy.py``). What
+is left is the moment between this gc's last check of a blob and its delete:
+a blob written again by a fill or an upload in exactly that moment, and
+recorded before the delete, is lost; the check before each delete keeps that
+moment to one ``stat`` (one ``HEAD`` on S3).
+
+S3 multipart uploads left incomplete by a killed replica
 are not listed as objects; expire them with a bucket lifecycle rule
 (``AbortIncompleteMultipartUpload``).
 """

@@ -67,7 +67,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -305,6 +305,12 @@ class CachingProxy:
         """Record ``module@version`` once every file of ``got.index`` is in the blob store:
         its index and wgt.mod are stored, the version committed and logged."""
         idx, raw, mod = got.index, got.raw, got.mod
+        gone = self.missing(reg, idx)  # as a publish's commit checks, right before it records
+        if gone:
+            raise UpstreamError(
+                f"{module}@{version}: {gone[0].path} left the blob store before the version "
+                "was recorded (garbage collection?); ask again"
+            )
         files = [FileRecord(e.path, e.size, e.sha256) for e in idx.files]
         if idx.entry(MOD_FILE) is None:  # a synthesised index: the wgt.mod is kept beside it
             mod_sha = hashlib.sha256(mod).hexdigest()
@@ -361,6 +367,17 @@ class CachingProxy:
         unique = {e.sha256: e for e in idx.files}.values()
         return [e for e in unique if reg.blobs.size(e.sha256) != e.size]
 
+    @staticmethod
+    def orphans(reg: Registry, idx: ReleaseIndex, missing: list[IndexEntry]) -> list[IndexEntry]:
+        """The files of ``idx`` stored (not in ``missing``) that no row references: left by a
+        fill that failed or an upload that expired, :mod:`registry.gc` may remove one at any
+        moment, so a fill fetches and writes it again (:meth:`store`) instead of relying on
+        it; a fresh write is kept for gc's grace period, until the commit references it."""
+        lacking = {e.sha256 for e in missing}
+        stored = {e.sha256: e for e in idx.files if e.sha256 not in lacking}
+        referenced = reg.meta.blob_references(stored) if stored else set()
+        return [e for sha, e in stored.items() if sha not in referenced]
+
     def download(
         self, fetcher: Fetcher, module: str, version: str, entries: list[IndexEntry]
     ) -> None:
@@ -370,11 +387,16 @@ class CachingProxy:
             what = f"{module}@{version}" + (f" {entries[0].path}" if len(entries) == 1 else "")
             self.ask(what, lambda: fetcher.download(module, version, patterns))
 
-    def store(self, reg: Registry, fetcher: Fetcher, idx: ReleaseIndex) -> None:
+    def store(
+        self, reg: Registry, fetcher: Fetcher, idx: ReleaseIndex, again: Collection[str] = ()
+    ) -> None:
         """Copy into the blob store every file of ``idx`` the fetcher's cache holds (verified
-        while it was fetched) and the store lacks; the store checks the sha256 again."""
+        while it was fetched) and the store lacks, or whose sha256 is in ``again`` (written
+        anew: :meth:`orphans`); the store checks the sha256 again."""
         for e in {e.sha256: e for e in idx.files}.values():
-            if reg.blobs.size(e.sha256) == e.size or not fetcher.cache.has_blob(e.sha256):
+            if not fetcher.cache.has_blob(e.sha256):
+                continue
+            if e.sha256 not in again and reg.blobs.size(e.sha256) == e.size:
                 continue
             with open(fetcher.cache.blob_path(e.sha256), "rb") as f:
                 reg.blobs.put(
@@ -396,8 +418,12 @@ class CachingProxy:
             else:
                 got = self.fetch_index(reg, fetcher, module, version)
             started = time.monotonic()
-            self.download(fetcher, module, version, self.missing(reg, got.index))
-            self.store(reg, fetcher, got.index)
+            todo = self.missing(reg, got.index)
+            # a pending version's row names its index, and so its files; else none may be
+            # relied on unless a row references it
+            again = [] if pending is not None else self.orphans(reg, got.index, todo)
+            self.download(fetcher, module, version, todo + again)
+            self.store(reg, fetcher, got.index, {e.sha256 for e in again})
             v = self.commit(reg, module, version, got)
             log.info(
                 "cached %s from %s: %d files, %d bytes in %.2fs",

@@ -86,12 +86,6 @@ def test_help_environment_lists_every_variable_the_code_reads(wgtpm) -> None:  #
         assert re.search(rf"^  {name} ", r.out, re.M), name
 
 
-def test_readme_has_the_environment_table() -> None:
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    for name, _ in ENVIRONMENT:
-        assert f"`{name}`" in readme, name
-
-
 @pytest.mark.parametrize(
     ("argv", "usage"),
     [

@@ -1,5 +1,5 @@
 """The examples a user copies stay valid: every wgt.mod, model and PAW spec parses, and
-the commands the README's tour shows are commands of the CLI."""
+the commands README.md and docs/ show are commands of the CLI."""
 
 from __future__ import annotations
 
@@ -100,8 +100,10 @@ def _commands(parser: object) -> dict[str, object]:
 
 
 def test_readme_commands_are_cli_commands() -> None:
-    """Every ``wgtpm CMD [SUB]`` in README.md's shell blocks names a real (sub)command."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    """Every ``wgtpm CMD [SUB]`` in the shell blocks of README.md and docs/ names a real
+    (sub)command."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    text = "\n".join(p.read_text(encoding="utf-8") for p in pages)
     blocks = re.findall(r"```(?:sh|console)\n(.*?)```", text, re.S)
     top = _commands(build_parser())
     seen = 0
@@ -113,10 +115,10 @@ def test_readme_commands_are_cli_commands() -> None:
             re.M,
         ):
             cmd, sub = m.group(2), m.group(3)
-            assert cmd in top, f"README: wgtpm {cmd} is not a command"
+            assert cmd in top, f"docs: wgtpm {cmd} is not a command"
             subs = _commands(top[cmd])
             if subs and sub is not None:
-                assert sub in subs, f"README: wgtpm {cmd} {sub} is not a command"
+                assert sub in subs, f"docs: wgtpm {cmd} {sub} is not a command"
             seen += 1
     assert seen > 20
 

@@ -154,6 +154,8 @@ def test_an_unknown_host_is_not_retried(
 ) -> None:
     import socket
 
+    from wgtpm.httpclient._retrying import Retries
+
     calls = []
 
     def resolve(host: str, *a: Any, **k: Any) -> Any:
@@ -163,7 +165,7 @@ def test_an_unknown_host_is_not_retried(
     monkeypatch.setattr(socket, "getaddrinfo", resolve)
     monkeypatch.setenv("WGTPM_HTTP_RETRIES", "2")
     http = HttpClient()
-    monkeypatch.setattr(HttpClient, "_sleep", lambda *a, **k: None)
+    monkeypatch.setattr(Retries, "sleep", lambda *a, **k: None)
     with http, pytest.raises(TransportError) as err:
         http.get("http://no-such-host.example/x")
     assert len(calls) == tries  # a name that does not exist is final; "try later" is retried

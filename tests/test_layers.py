@@ -8,6 +8,10 @@
   not those under ``if TYPE_CHECKING:``. The few known ones are listed in
   :data:`KNOWN_CYCLES`, which may only shrink.
 
+- Other libraries' internals (a private module of httpx, httpcore or h11,
+  uvicorn's protocols, and the private attributes :data:`FENCED_ATTRIBUTES`) are
+  touched only in ``wgtpm/_compat/``, one module per library (issue 30).
+
 Imports are read from the source with :mod:`ast`, so a test of the layout
 does not depend on what happens to be imported at run time. The graph is the
 order Python runs modules in: importing ``a.b.c`` runs ``a/__init__`` and
@@ -62,6 +66,19 @@ PURE = {
 PURE_MAY_IMPORT = PURE | {"wgtpm._errors", "wgtpm._fs"}
 # What "does I/O" means for the pure core: third-party packages it must not use.
 FORBIDDEN_THIRD_PARTY = {"httpx", "huggingface_hub", "torch", "numpy", "filelock", "platformdirs"}
+
+
+#: The libraries whose internals only wgtpm/_compat/ may touch, and the modules there are.
+FENCED = {"httpx", "httpcore", "h11", "uvicorn", "httptools"}
+COMPAT = "wgtpm._compat"
+#: Private attributes of those libraries that wgtpm uses (wgtpm/_compat/ says which and why).
+FENCED_ATTRIBUTES = {
+    "_assign_requests_to_connections",
+    "_max_keepalive_connections",
+    "_h11_state",
+    "_remaining",
+    "_reader",
+}
 
 
 def _name(path: Path) -> str:
@@ -311,6 +328,41 @@ def test_a_name_from_the_own_package_is_no_edge(tmp_path: Path) -> None:
     )
     assert graph["wgtpm.w.api"] == {"wgtpm.w.helper"}
     assert _cycle(graph) is None
+
+
+def _private_of_fenced(module: str) -> bool:
+    """Whether importing ``module`` reaches inside a fenced library."""
+    parts = module.split(".")
+    return parts[0] in FENCED and (
+        any(p.startswith("_") for p in parts[1:]) or module.startswith("uvicorn.protocols")
+    )
+
+
+def test_other_libraries_internals_only_in_compat() -> None:
+    mods = _modules()
+    known = set(mods)
+    bad = []
+    for name, path in sorted(mods.items()):
+        if name == COMPAT or name.startswith(COMPAT + "."):
+            continue
+        bad += [
+            f"{name} imports {m}"
+            for m in sorted(_imported(name, path, known))
+            if _private_of_fenced(m)
+        ]
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        bad += [
+            f"{name}:{node.lineno} uses .{node.attr}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute) and node.attr in FENCED_ATTRIBUTES
+        ]
+    assert not bad, "another library's internals, outside wgtpm/_compat/:\n" + "\n".join(bad)
+
+
+def test_each_compat_module_is_one_library() -> None:
+    compat = {n for n in _modules() if n.startswith(COMPAT + ".")}
+    assert compat, "wgtpm/_compat/ is gone"
+    assert {n.rpartition(".")[2] for n in compat} <= FENCED
 
 
 def test_one_default_for_jobs() -> None:

@@ -1,6 +1,6 @@
 """wgtpm's connection pool assigns requests to connections as httpcore's does.
 
-``_httptransport.Pool`` replaces httpcore's bookkeeping (quadratic in the connections)
+``_compat.httpcore.FastPool`` replaces httpcore's bookkeeping (quadratic in the connections)
 with one pass, and closes no connection it has given to a request (httpcore may, while
 that request's thread reads from it). On random pools of fake connections it closes the
 same connections, keeps the same ones in the same order, creates the same new ones and
@@ -17,7 +17,7 @@ import httpcore
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from wgtpm._httptransport import Pool
+from wgtpm._compat.httpcore import FastPool as Pool
 
 ORIGINS = [b"a", b"b", b"c"]
 

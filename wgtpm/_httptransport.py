@@ -30,12 +30,9 @@ import httpcore
 import httpx
 
 from . import _preconnect
+from ._compat import h11 as _h11
+from ._compat.httpcore import Pool, h11_state, sync_stream
 from ._fs import pwrite_all
-
-try:  # the stream httpcore's own backend makes of a socket, for one opened ahead
-    from httpcore._backends.sync import SyncStream as _SyncStream
-except ImportError:  # pragma: no cover  (another httpcore: every connection is made here)
-    _SyncStream = None  # type: ignore[assignment,misc]
 
 __all__ = [
     "PIPE_SIZE",
@@ -64,84 +61,6 @@ def transport(limits: httpx.Limits) -> httpx.BaseTransport:
         network_backend=Backend(httpcore.SyncBackend()),
     )
     return Transport(pool)
-
-
-class Pool(httpcore.ConnectionPool):
-    """httpcore's connection pool, its bookkeeping done in one pass over the connections.
-
-    httpcore runs ``_assign_requests_to_connections`` twice a request (when it is
-    queued and when it ends), and it scans every connection once more for each
-    idle one, and once or twice for each queued request: with the 32 to 64
-    connections of a get (indexing's 32, then the downloads and their ranges) that
-    was 0.3-0.45 s of CPU, a fifth of a 311 MB get's. This does the same, in the
-    same order, with the same results (tests/test_pool.py compares the two on
-    random pools), looking at each connection a bounded number of times.
-
-    One difference: a connection given to a request is never closed here.
-    httpcore closes one that idled past its keep-alive even when a request was
-    given it, and, in a full pool, an idle one it has just given a request to
-    make room for another; it closes them outside the pool's lock, by when that
-    request's thread may be reading from it ("Bad file descriptor", once in a
-    100,000-file get). Left alone, such a connection is used as it is: if its
-    server did close it, the request fails as on any closed connection and is
-    tried again.
-    """
-
-    def _assign_requests_to_connections(self) -> list[Any]:
-        closing: list[Any] = []
-        conns: list[Any] = self._connections
-        keep = self._max_keepalive_connections
-        given = {id(r.connection) for r in self._requests if r.connection is not None}
-        # Closed ones go; expired ones and (as httpcore counts) idle ones while more
-        # connections than max_keepalive are in the pool are closed, unless given to a
-        # request.
-        left = len(conns)
-        kept = []
-        for c in conns:
-            if c.is_closed():
-                left -= 1
-            elif id(c) not in given and (c.has_expired() or (c.is_idle() and left > keep)):
-                left -= 1
-                closing.append(c)
-            else:
-                kept.append(c)
-        conns[:] = kept
-        queued = [r for r in self._requests if r.is_queued()]
-        if not queued:
-            return closing
-        idle = [c for c in conns if c.is_idle() and id(c) not in given]
-        # (origin, its available connections in order), per origin asked for: httpcore's
-        # Origin has no hash, and a get asks few
-        available: list[tuple[Any, list[Any]]] = []
-        for r in queued:
-            origin = r.request.url.origin
-            ready = next((group for o, group in available if o == origin), None)
-            if ready is None:
-                ready = [c for c in conns if c.can_handle_request(origin) and c.is_available()]
-                available.append((origin, ready))
-            if ready:
-                r.assign_to_connection(ready[0])
-                given.add(id(ready[0]))
-                if ready[0] in idle:
-                    idle.remove(ready[0])
-                continue
-            if len(conns) >= self._max_connections:
-                if not idle:
-                    continue  # it waits for a connection to come free
-                old = idle.pop(0)
-                conns.remove(old)
-                closing.append(old)
-                for _, group in available:
-                    if old in group:
-                        group.remove(old)
-            new = self.create_connection(origin)
-            conns.append(new)
-            r.assign_to_connection(new)
-            given.add(id(new))
-            for o, group in available:
-                if new.can_handle_request(o) and new.is_available():
-                    group.append(new)
-        return closing
 
 
 class LazyTLS:
@@ -402,12 +321,14 @@ class Backend(httpcore.NetworkBackend):
                 if isinstance(exc, TimeoutError):
                     raise httpcore.ConnectTimeout(exc) from exc
                 raise httpcore.ConnectError(exc) from exc
-        if sock is not None and _SyncStream is not None:  # opened while httpx was loading
+        if sock is not None:  # opened while httpx was loading
             with contextlib.suppress(OSError):  # as httpcore's own connect sets them
                 for option in socket_options or ():
                     sock.setsockopt(*option)
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                return Stream(_SyncStream(sock), sock)
+                inner = sync_stream(sock)
+                if inner is not None:
+                    return Stream(inner, sock)
             sock.close()
         inner = self._inner.connect_tcp(host, port, timeout, local_address, socket_options)
         return Stream(inner, inner.get_extra_info("socket"))
@@ -560,19 +481,13 @@ def _h11_read_outside(stream: Any, n: int) -> bool:
     it is reading were read past it, so that it ends the message and httpcore keeps the
     connection; whether it was told.
 
-    h11 has no call for this: its reader of a ``Content-Length`` body counts the bytes
-    left (``ContentLengthReader._remaining``), reached through httpcore's pool stream
-    and connection. Only when each of those is what this was written against, and the
-    count left is exactly ``n``, is it set to 0; otherwise nothing is touched and the
+    h11 has no call for this: :mod:`wgtpm._compat.h11` sets what its reader has left,
+    reached through httpcore's pool stream and connection (:mod:`wgtpm._compat.httpcore`).
+    Where either is not what this was written against, nothing is touched and the
     connection is closed after the body, as it would be without this.
     """
-    conn = getattr(getattr(stream, "_stream", None), "_connection", None)
-    state = getattr(conn, "_h11_state", None)
-    reader: Any = getattr(state, "_reader", None)
-    if type(reader).__name__ != "ContentLengthReader" or getattr(reader, "_remaining", -1) != n:
-        return False
-    reader._remaining = 0
-    return True
+    conn = h11_state(stream)
+    return conn is not None and _h11.read_outside(conn, n)
 
 
 def _content_length(headers: list[tuple[bytes, bytes]]) -> int | None:

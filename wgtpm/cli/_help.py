@@ -48,7 +48,8 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
     ("WGTPM_HTTP_RETRIES", "retries of a failed request, 0 to 100 (default 4)"),
     (
         "WGTPM_HTTP_DEADLINE",
-        "seconds a metadata request may take, retries included (default 30)",
+        "seconds a metadata request may take, retries included, and a publish step is "
+        "tried again while a registry fails (default 30)",
     ),
     ("WGTPM_DEBUG", "1: print the traceback of an internal error"),
     ("WGTPM_TOKEN", "the access token 'wgtpm publish --to URL' sends to a wgtpm registry"),
