@@ -1,7 +1,7 @@
 """Blob stores: file contents addressed by their sha256.
 
 Every byte the registry serves lives in a blob store under the hex sha256 of
-its content, stored once whatever module or version it belongs to. Two
+its content, stored once whatever module or version it belongs to. Three
 stores implement :class:`BlobStore` and pass one conformance test
 (``tests/registry/test_blobs.py``):
 
@@ -11,6 +11,9 @@ stores implement :class:`BlobStore` and pass one conformance test
 - :class:`registry.s3.S3BlobStore`: ``s3://bucket/prefix`` on any
   S3-compatible service; the object appears under its final key only after
   the spooled bytes matched (see that module).
+- :class:`registry.ocistore.OciBlobStore`: ``oci://REGISTRY/REPOSITORY``, a
+  repository of an OCI registry; a blob counts as stored once a tag names a
+  manifest of it (see that module).
 
 Nothing unverified is ever visible under a final name: a reader sees a blob
 complete and correct, or not at all.
@@ -349,7 +352,8 @@ def _read_file(f: BinaryIO, length: int | None) -> Iterator[bytes]:
 def open_blob_store(
     url: str, *, endpoint: str | None = None, spool: Path | None = None, sweep: bool = True
 ) -> BlobStore:
-    """The store named by ``url``: a folder path (or ``file://``), or ``s3://bucket/prefix``.
+    """The store named by ``url``: a folder path (or ``file://``), ``s3://bucket/prefix``, or
+    ``oci://REGISTRY/REPOSITORY`` (:mod:`registry.ocistore`).
 
     ``endpoint`` is the S3 endpoint URL (default: ``AWS_ENDPOINT_URL``, else
     AWS); ``spool`` is where S3 uploads are spooled and checked first. Unless
@@ -360,6 +364,10 @@ def open_blob_store(
         from .s3 import S3BlobStore
 
         return S3BlobStore(url, endpoint=endpoint, spool=spool, sweep=sweep)
+    if url.startswith("oci://"):
+        from .ocistore import OciBlobStore
+
+        return OciBlobStore(url, spool=spool, sweep=sweep)
     if url.startswith("file://"):
         from urllib.parse import unquote, urlsplit
 

@@ -25,7 +25,8 @@ verified, stored and logged (:mod:`registry.proxy`). ``direct`` reads
 credentials are only ever sent upstream.
 
 ``--db`` takes ``postgresql://user:pass@host/db`` for PostgreSQL (through
-psycopg 3); ``--store`` takes ``s3://bucket/prefix``. Replicas on one
+psycopg 3); ``--store`` takes ``s3://bucket/prefix`` or ``oci://REGISTRY/REPOSITORY``
+(:mod:`registry.ocistore`). Replicas on one
 database must share the checksum log's key (:mod:`registry.sumkey`).
 
 ``--public-url`` is the URL clients reach this registry at (behind a proxy or

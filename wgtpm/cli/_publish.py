@@ -23,7 +23,8 @@ def register(sub: Any) -> None:
         description=(
             "Check the version, the git tree and wgt.mod/wgt.sum; build every artifact from a "
             "clean export of HEAD; write the release and send it to its target: --to URL (a "
-            "wgtpm registry, token in WGTPM_TOKEN), --dry-run or -o DIR (a file:// proxy "
+            "wgtpm registry, token in WGTPM_TOKEN; or oci://REGISTRY/NAMESPACE, an OCI "
+            "registry), --dry-run or -o DIR (a file:// proxy "
             "tree), else GitHub or Hugging Face by the module path."
         ),
     )
@@ -31,7 +32,10 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--to",
         metavar="URL",
-        help="a wgtpm registry to publish to (with --dry-run: whose versions to check against)",
+        help=(
+            "a wgtpm registry (https://...) or an OCI registry (oci://REGISTRY/NAMESPACE) to "
+            "publish to (with --dry-run: whose versions to check against)"
+        ),
     )
     p.add_argument(
         "--dry-run", action="store_true", help="write the release to dist/ and stop there"

@@ -38,7 +38,10 @@ def _storage_flags(p: Any, store: bool) -> None:
         p.add_argument(
             "--store",
             metavar="URL",
-            help="blobs: a folder or s3://bucket/prefix (default: DIR/blobs)",
+            help=(
+                "blobs: a folder, s3://bucket/prefix or oci://REGISTRY/REPOSITORY "
+                "(default: DIR/blobs)"
+            ),
         )
         p.add_argument(
             "--s3-endpoint", metavar="URL", help="S3 endpoint (default: $AWS_ENDPOINT_URL)"

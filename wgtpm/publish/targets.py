@@ -3,8 +3,10 @@
 ================================  ==========================================
 ``--dry-run`` / ``-o DIR``        :class:`DirectoryTarget` (``dist/`` or DIR)
 ``--to https://reg.example``      :class:`RegistryTarget` (``WGTPM_TOKEN``)
+``--to oci://HOST/NAMESPACE``     ``wgtpm.publish.oci:OciTarget`` (an OCI registry)
 ``github.com/OWNER/REPO[/DIR]``   ``wgtpm.publish.github:GitHubTarget``
 ``hf.co/OWNER/REPO``              ``wgtpm.publish.huggingface:HuggingFaceTarget``
+a path ``WGTOCI`` names           ``wgtpm.publish.oci:OciTarget`` (its registry, direct)
 anything else                     an error: say where with ``--to URL``
 ================================  ==========================================
 
@@ -67,8 +69,9 @@ def select_target(
     target = _real_target(module, to, http)
     if target is None:
         raise UsageError(
-            f"{module} is not hosted on GitHub or Hugging Face: say where to publish it "
-            "with --to https://REGISTRY (or write a proxy tree with --dry-run or -o DIR)"
+            f"{module} is not hosted on GitHub or Hugging Face, nor named by WGTOCI: say "
+            "where to publish it with --to https://REGISTRY or --to oci://REGISTRY/NAMESPACE "
+            "(or write a proxy tree with --dry-run or -o DIR)"
         )
     return target
 
@@ -76,10 +79,35 @@ def select_target(
 def _real_target(module: str, to: str | None, http: HttpClient) -> PublishTarget | None:
     """The registry of ``--to``, else the hosted target of the module path, else ``None``."""
     if to:
+        if to.startswith("oci://"):
+            from .oci import OciTarget
+
+            return OciTarget(to, http, os.environ)
         if not to.startswith(("https://", "http://")):
             raise UsageError(
-                f"--to {redact_url(to)}: want the registry's URL (https://registry.example)"
+                f"--to {redact_url(to)}: want the registry's URL (https://registry.example, "
+                "or oci://REGISTRY/NAMESPACE for an OCI registry)"
             )
         return RegistryTarget(to, http)
     kind = source_kind(module)
-    return hosted_target(kind, module, http) if kind in HOSTED else None
+    if kind in HOSTED:
+        return hosted_target(kind, module, http)
+    return _wgtoci_target(module, http)
+
+
+def _wgtoci_target(module: str, http: HttpClient) -> PublishTarget | None:
+    """The OCI registry a module path names through ``WGTOCI`` (as ``direct`` reads it:
+    the first element, or the ``PATTERN=HOST[:PORT]`` registry), else ``None``."""
+    wgtoci = os.environ.get("WGTOCI", "")
+    if not wgtoci:
+        return None
+    from ..module import match_patterns
+    from ..sources.oci import parse_wgtoci
+
+    for pattern, registry in parse_wgtoci(wgtoci):
+        if match_patterns(pattern, module):
+            from .oci import OciTarget
+
+            where = registry or module.split("/", 1)[0]
+            return OciTarget(f"oci://{where}", http, os.environ, direct=True)
+    return None

@@ -297,6 +297,33 @@ class OciSource:
     def known_files(self, path: str, version: str) -> Sequence[IndexEntry]:
         return ()  # the index is one small blob away, or made from the manifest at once
 
+    def signature(self, path: str, version: str) -> bytes:
+        """The release's signature (``@v/$version.sig``): the referrer of the version's
+        manifest of type :data:`wgtpm.oci.push.SIGNATURE_TYPE`; :class:`NotFoundError`
+        when it has none."""
+        from ..oci.push import SIGNATURE_TYPE
+
+        return self._attached(path, version, SIGNATURE_TYPE, "signature")
+
+    def attestation(self, path: str, version: str) -> bytes:
+        """The build's SLSA statement (``@v/$version.slsa.json``): the referrer of type
+        :data:`wgtpm.oci.push.STATEMENT_TYPE`; :class:`NotFoundError` when it has none."""
+        from ..oci.push import STATEMENT_TYPE
+
+        return self._attached(path, version, STATEMENT_TYPE, "SLSA statement")
+
+    def _attached(self, path: str, version: str, artifact_type: str, what: str) -> bytes:
+        from ..oci.push import read_attachment
+
+        _, digest = self._manifest(path, version)
+        with self._translated(path, version, what):
+            data = read_attachment(self.client, self.repository(path), digest, artifact_type)
+        if data is None:
+            raise NotFoundError(
+                path, version, f"no {what} is attached to {digest} in {self._where(path)}"
+            )
+        return data
+
 
 # ---- WGTOCI: module paths that name an OCI registry, fetched 'direct' ------------------
 
@@ -402,5 +429,13 @@ class OciDirect:
         read = getattr(src, "signature", None)
         if read is None:
             raise NotFoundError(path, version, f"{src.name} keeps no signatures")
+        data: bytes = read(path, version)
+        return data
+
+    def attestation(self, path: str, version: str) -> bytes:
+        src = self.source_for(path)
+        read = getattr(src, "attestation", None)
+        if read is None:
+            raise NotFoundError(path, version, f"{src.name} keeps no SLSA statements")
         data: bytes = read(path, version)
         return data
