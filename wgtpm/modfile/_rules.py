@@ -293,7 +293,7 @@ class ModFile:
     # ---- editing -------------------------------------------------------
 
     def set_module(self, path: str) -> None:
-        _module.check_path(path)
+        _module.check_path(path, main=True)
         if self.module:
             self.module.line.tokens = ["module", path]
         else:
@@ -579,10 +579,10 @@ def _shown(token: str) -> str:
     return repr(token) if _WORD.match(token) else "(a token that is not a directive name)"
 
 
-def _check_path(args: list[str], i: int, err: ErrFn) -> str | None:
+def _check_path(args: list[str], i: int, err: ErrFn, main: bool = False) -> str | None:
     try:
         p = _module.normalise(args[i])
-        _module.check_path(p)
+        _module.check_path(p, main)
         return p
     except ModuleError as exc:
         err(i, exc.message)
@@ -613,7 +613,7 @@ def _module_stmt(mf: ModFile, line: Line, args: list[str], err: ErrFn) -> None:
     if mf.module is not None:
         err(-1, f"repeated module statement (first at line {mf.module.line.pos.line})")
         return
-    if _want(args, 1, "module PATH", err) and (p := _check_path(args, 0, err)):
+    if _want(args, 1, "module PATH", err) and (p := _check_path(args, 0, err, main=True)):
         mf.module = Module(p, line, deprecation(line))
 
 
