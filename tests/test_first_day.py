@@ -4,6 +4,8 @@ user expected to work"): Go's and ``hf download``'s habits, typos answered with 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -69,3 +71,55 @@ def test_init_writes_a_gitignore_for_build_outputs(wgtpm, outside) -> None:
     (other / ".gitignore").write_text("*.pyc\n/build")  # the user's own lines stay
     assert wgtpm("init", "example.com/other", cwd=other).code == 0
     assert (other / ".gitignore").read_text() == "*.pyc\n/build\ndist/\n"
+
+
+def test_retraction_checks_are_best_effort_with_the_registry_stopped(
+    wgtpm,
+    tree,
+    graph,  # noqa: F811
+    http_tree,
+    project,
+    tmp_path,
+    monkeypatch,
+) -> None:
+    """As in Go: the selected versions are cached and verified; that the registry cannot say
+    which versions are retracted now is a note, and a refused loopback connection one try."""
+    monkeypatch.setenv("WGTPROXY", http_tree.url)
+    first = tmp_path / "first"
+    first.mkdir()
+    (first / "wgt.mod").write_text("module example.com/first\nwgt 0.1\n")
+    assert wgtpm("get", "github.com/acme/a@v0.1.0", cwd=first).code == 0
+    http_tree.stop()
+    for lists in Path(os.environ["WGTPM_CACHE"]).glob("meta/list"):  # older than their TTL
+        shutil.rmtree(lists)
+    r = wgtpm("get", "github.com/acme/a@v0.1.0", cwd=project)
+    assert r.code == 0, r.err
+    assert "note: retractions and deprecations not checked" in r.err
+    assert "retrying" not in r.err
+    assert "require github.com/acme/a v0.1.0" in (project / "wgt.mod").read_text()
+
+
+@pytest.mark.parametrize(
+    "url,env,final",
+    [
+        ("http://127.0.0.1:9/x/@v/list", {}, True),
+        ("http://localhost:9/x/@v/list", {}, True),
+        ("http://[::1]:9/x/@v/list", {}, True),
+        ("https://registry.example/x/@v/list", {}, False),
+        ("https://registry.example/x/@v/list", {"WGTPROXY": "https://registry.example"}, True),
+        ("https://hf.co/api/models/x", {"WGTPROXY": "https://registry.example,direct"}, False),
+        ("https://hf.co/api/models/x", {"HTTPS_PROXY": "http://squid.internal:3128"}, True),
+    ],
+)
+def test_a_refused_connection_nearby_is_tried_once(url, env, final, monkeypatch) -> None:
+    from wgtpm._retry import refused_for_good
+
+    for var in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    try:
+        raise ConnectionError("connect failed") from ConnectionRefusedError(111, "refused")
+    except ConnectionError as exc:
+        assert refused_for_good(url, exc) is final
+    assert not refused_for_good(url, TimeoutError("timed out"))

@@ -90,7 +90,7 @@ from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 from . import _interrupt
 from ._errors import UsageError, WgtpmError
 from ._report import human_size, network, tracing
-from ._retry import Backoff
+from ._retry import Backoff, refused_for_good
 
 if TYPE_CHECKING:
     import httpx
@@ -808,7 +808,7 @@ class HttpClient:
             except network_errors() as exc:
                 _interrupt.check()
                 err = exc if isinstance(exc, TransportError) else self._error(url, exc)
-                if err.final or attempt >= self.opts.retries:
+                if err.final or attempt >= self.opts.retries or refused_for_good(url, exc):
                     raise self._gave_up(err, url, attempt + 1) from exc
                 rh, why = None, err.reason
             pace.check()  # out of time: no wait, no other try
@@ -850,7 +850,7 @@ class HttpClient:
             except TransportError as exc:
                 stack.close()
                 _interrupt.check()
-                if attempt >= self.opts.retries or exc.final:
+                if attempt >= self.opts.retries or exc.final or refused_for_good(url, exc):
                     raise self._gave_up(exc, url, attempt + 1) from exc
                 self._sleep(attempt, None, url, exc.reason)
                 attempt += 1

@@ -19,14 +19,14 @@ for the cache, the fetcher or anything that needs them is a usage error.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import mvs
 from .. import version as _v
-from .._errors import ReadonlyError, ResolveError, UsageError
+from .._errors import FetchError, ReadonlyError, ResolveError, UsageError
 from ..modfile._rules import TENSOR_TABLES
 from ..module import ModuleVersion
 from .buildlist import Fetched, FromDirectory, Origin, origin_of
@@ -72,6 +72,7 @@ class Project:
         self._cache: Cache | None = None
         self._fetcher: Fetcher | None = None
         self._closing = ExitStack()  # the fetcher's block, ended by close()
+        self._unchecked = False  # a latest wgt.mod could not be fetched: checks are off
         self.reqs = Reqs(files.modfile, files.root, self._fetch, self._the_cache)
 
     @classmethod
@@ -311,7 +312,7 @@ class Project:
         """Report each released version of the build list that its author retracted."""
         for m in build[1:]:
             if _v.is_valid(m.version) and not _v.is_pseudo(m.version):
-                why = self.reqs.retraction(m)
+                why = self._latest_says(m.path, lambda: self.reqs.retraction(m))
                 if why:
                     self.opts.reporter.warning(f"{m}: retracted by module author: {why}")
                     self.opts.reporter.notice(
@@ -337,9 +338,23 @@ class Project:
         direct = self.direct() | named
         for m in build[1:]:
             if m.path in direct:
-                why = self.reqs.deprecation(m.path)
+                why = self._latest_says(m.path, lambda: self.reqs.deprecation(m.path))
                 if why:
                     self.opts.reporter.notice(f"module {m.path} is deprecated: {why}")
+
+    def _latest_says(self, path: str, check: Callable[[], str | None]) -> str | None:
+        """``check()``, which reads the wgt.mod of the latest version of ``path``: best effort,
+        as in Go. When that cannot be fetched (the registry is down, the version list does
+        not come), one note says so and the command goes on without such checks: the
+        versions it selected were fetched and verified already."""
+        if self._unchecked:
+            return None
+        try:
+            return check()
+        except FetchError as exc:
+            self._unchecked = True
+            self.opts.reporter.notice(f"note: retractions and deprecations not checked: {exc}")
+            return None
 
     def warn_empty_selects(self, build: list[MV]) -> None:
         """Warn for each ``select`` line that selects no file of its module (a typo, most often)."""
