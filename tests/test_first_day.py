@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 from pathlib import Path
 
 import pytest
 
+from tests.servers import LoopbackServer, Request, Response
 from tests.test_get import graph  # noqa: F401  (a fixture)
 
 
@@ -123,3 +125,32 @@ def test_a_refused_connection_nearby_is_tried_once(url, env, final, monkeypatch)
     except ConnectionError as exc:
         assert refused_for_good(url, exc) is final
     assert not refused_for_good(url, TimeoutError("timed out"))
+
+
+class _Registry(LoopbackServer):
+    """Answers ``/healthz`` as a running ``wgtpm registry serve`` does."""
+
+    name = "registry"
+
+    def route(self, req: Request) -> Response:
+        return Response.json({"status": "ok"}) if req.path == "/healthz" else Response.text("", 404)
+
+
+def test_registry_serve_on_a_port_in_use_says_so_in_one_line(wgtpm, tmp_path) -> None:
+    with _Registry() as reg:
+        port = reg.port
+        r = wgtpm("registry", "serve", "--port", str(port), "--data", str(tmp_path / "d"))
+    assert r.code == 1
+    assert r.err == (
+        f"wgtpm: port {port} on 127.0.0.1 is in use, by a wgtpm registry; stop it, or "
+        "serve on another port with --port (or WGTPM_REGISTRY_PORT)\n"
+    )
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        r = wgtpm("registry", "serve", "--port", str(port), "--data", str(tmp_path / "d"))
+    assert r.code == 1 and r.err.startswith(
+        f"wgtpm: port {port} on 127.0.0.1 is in use, by another program;"
+    )
+    assert len(r.err.splitlines()) == 1

@@ -273,7 +273,9 @@ def _ignore_build_outputs(root: Path) -> str:
     if not missing:
         return ""
     old = text or ""
-    new = old + ("\n" if old and not old.endswith("\n") else "") + "".join(f"{g}\n" for g in missing)
+    new = (
+        old + ("\n" if old and not old.endswith("\n") else "") + "".join(f"{g}\n" for g in missing)
+    )
     write_atomic(gitignore, new.encode())
     what = "created" if text is None else "added " + " ".join(missing) + " to"
     return f"{what} {gitignore} (build outputs stay out of git)"
