@@ -1,6 +1,7 @@
 """What a new user types on the first day and expects to work (issue 31, "Commands a new
 user expected to work"): Go's and ``hf download``'s habits, typos answered with a hint."""
 
+# ruff: noqa: F811  (the graph fixture, imported, is a parameter of the tests)
 from __future__ import annotations
 
 import json
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.servers import LoopbackServer, Request, Response
-from tests.test_get import graph  # noqa: F401  (a fixture)
+from tests.test_get import graph, pub  # noqa: F401  (graph: a fixture)
 
 
 @pytest.fixture
@@ -23,7 +24,7 @@ def outside(tmp_path: Path) -> Path:
     return d
 
 
-def test_get_print_paths_outside_a_project(wgtpm, tree, graph, outside, monkeypatch) -> None:  # noqa: F811
+def test_get_print_paths_outside_a_project(wgtpm, tree, graph, outside, monkeypatch) -> None:
     """As ``hf download`` and ``go install M@V``: a temporary main module, nothing written here."""
     monkeypatch.setenv("WGTPROXY", tree.url)
     r = wgtpm("get", "--print-paths", "github.com/acme/a@v0.1.0", cwd=outside)
@@ -36,7 +37,7 @@ def test_get_print_paths_outside_a_project(wgtpm, tree, graph, outside, monkeypa
     assert r.code == 1 and "no wgt.mod" in r.err
 
 
-def test_list_versions_outside_a_project(wgtpm, tree, graph, outside, monkeypatch) -> None:  # noqa: F811
+def test_list_versions_outside_a_project(wgtpm, tree, graph, outside, monkeypatch) -> None:
     monkeypatch.setenv("WGTPROXY", tree.url)
     r = wgtpm("list", "-m", "-versions", "github.com/acme/b", cwd=outside)
     assert r.code == 0, r.err
@@ -50,7 +51,7 @@ def test_list_versions_outside_a_project(wgtpm, tree, graph, outside, monkeypatc
     assert r.code == 1 and "no wgt.mod" in r.err
 
 
-def test_init_accepts_a_name_without_a_dot(wgtpm, tree, graph, outside, monkeypatch) -> None:  # noqa: F811
+def test_init_accepts_a_name_without_a_dot(wgtpm, tree, graph, outside, monkeypatch) -> None:
     """As ``go mod init example``: a main module nobody fetches needs no host name."""
     monkeypatch.setenv("WGTPROXY", tree.url)
     r = wgtpm("init", "example", cwd=outside)
@@ -78,7 +79,7 @@ def test_init_writes_a_gitignore_for_build_outputs(wgtpm, outside) -> None:
 def test_retraction_checks_are_best_effort_with_the_registry_stopped(
     wgtpm,
     tree,
-    graph,  # noqa: F811
+    graph,
     http_tree,
     project,
     tmp_path,
@@ -154,3 +155,67 @@ def test_registry_serve_on_a_port_in_use_says_so_in_one_line(wgtpm, tmp_path) ->
         f"wgtpm: port {port} on 127.0.0.1 is in use, by another program;"
     )
     assert len(r.err.splitlines()) == 1
+
+
+def test_get_u_upgrades_dependencies(wgtpm, tree, graph, project, monkeypatch) -> None:
+    """``go get -u`` and ``-u=patch``: the dependencies go up, and stay indirect."""
+    monkeypatch.setenv("WGTPROXY", tree.url)
+    pub(tree, "github.com/acme/b", "v0.2.1")
+    assert wgtpm("get", "github.com/acme/a@v0.1.0", cwd=project).code == 0  # selects b v0.2.0
+    r = wgtpm("get", "-u=patch", cwd=project)
+    assert r.code == 0, r.err
+    assert "upgraded github.com/acme/b v0.2.0 => v0.2.1" in r.err
+    r = wgtpm("get", "-u", cwd=project)
+    assert r.code == 0, r.err
+    assert "upgraded github.com/acme/b v0.2.1 => v0.3.0" in r.err
+    assert (
+        (project / "wgt.mod")
+        .read_text()
+        .endswith(
+            "require (\n\tgithub.com/acme/a v0.1.0\n\tgithub.com/acme/b v0.3.0 // indirect\n)\n"
+        )
+    )
+    other = project.parent / "other"
+    other.mkdir()
+    (other / "wgt.mod").write_text("module example.com/other\nwgt 0.1\n")
+    r = wgtpm("get", "-u", "github.com/acme/c@v0.1.0", cwd=other)  # c and what c requires
+    assert r.code == 0, r.err
+    assert "added github.com/acme/b v0.3.0" in r.err
+
+
+def test_mod_flag_before_the_command(wgtpm, project) -> None:
+    r = wgtpm("-mod=vendor", "list", "-m", cwd=project)
+    assert r.code == 1 and "run 'wgtpm vendor' first" in r.err  # list read it
+    r = wgtpm("-mod", "readonly", "list", "-m", cwd=project)
+    assert r.code == 0 and r.out == "example.com/app\n"
+
+
+def test_require_block_stays_sorted_after_get_and_tidy(
+    wgtpm, tree, graph, project, monkeypatch
+) -> None:
+    monkeypatch.setenv("WGTPROXY", tree.url)
+    (project / "wgt.mod").write_text(
+        "module example.com/app\nwgt 0.1\nrequire (\n\tgithub.com/acme/c v0.1.0 // c\n)\n"
+    )
+    assert (
+        wgtpm("get", "github.com/acme/b@v0.3.0", "github.com/acme/a@v0.1.0", cwd=project).code == 0
+    )
+    want = (
+        "require (\n\tgithub.com/acme/a v0.1.0\n\tgithub.com/acme/b v0.3.0\n"
+        "\tgithub.com/acme/c v0.1.0 // c\n)\n"
+    )
+    assert (project / "wgt.mod").read_text().endswith(want)
+    mod = (
+        (project / "wgt.mod")
+        .read_text()
+        .replace(
+            want, "require (\n\t// b\n\tgithub.com/acme/b v0.3.0\n\tgithub.com/acme/a v0.1.0\n)\n"
+        )
+    )
+    (project / "wgt.mod").write_text(mod)
+    assert wgtpm("tidy", cwd=project).code == 0
+    assert (
+        (project / "wgt.mod")
+        .read_text()
+        .endswith("require (\n\tgithub.com/acme/a v0.1.0\n\t// b\n\tgithub.com/acme/b v0.3.0\n)\n")
+    )

@@ -101,6 +101,22 @@ def register(sub: Any) -> None:
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     p.add_argument(
+        "-u",
+        dest="update",
+        action="store_const",
+        const="latest",
+        default="",
+        help="also upgrade the dependencies of the modules named (of the build list without "
+        "arguments) to their latest release",
+    )
+    p.add_argument(  # an option string of its own: '-u' takes no value, as in Go
+        "-u=patch",
+        dest="update",
+        action="store_const",
+        const="patch",
+        help="as -u, to their latest patch release",
+    )
+    p.add_argument(
         "--print-paths",
         action="store_true",
         help="print the directory of each module named (of the whole build list without "
@@ -284,7 +300,8 @@ def _ignore_build_outputs(root: Path) -> str:
 def _is_noop(args: argparse.Namespace, mode: str) -> bool:
     """Whether ``get`` is asked only to make sure the build list is in place (a stamp may answer)."""
     return (
-        not (args.modules or args.json or args.paw_install or args.print_paths) and mode != "vendor"
+        not (args.modules or args.json or args.paw_install or args.print_paths or args.update)
+        and mode != "vendor"
     )
 
 
@@ -308,7 +325,7 @@ def _get(args: argparse.Namespace) -> int:
         _project(args, quiet=args.quiet or args.json, default="mod", start=temp) as project,
     ):
         with project.using_cache():
-            build, changes = get(project, args.modules, save=False)
+            build, changes = get(project, args.modules, save=False, update=args.update)
             named = {parse_arg(a)[0] for a in args.modules}
             placed = {m.path: str(project.placed_dir(m) or "") for m in build[1:]}
             # All or nothing: wgt.mod and wgt.sum are written only once every install succeeded.

@@ -327,7 +327,8 @@ class ModFile:
         """Make the requirements exactly ``reqs`` (path, version, indirect); keeps comments.
 
         Existing lines are updated in place, lines no longer needed are
-        dropped, new ones are added to the last ``require`` block.
+        dropped, new ones are added to the last ``require`` block, and each
+        ``require`` block is then sorted by module path (as ``go get`` keeps go.mod).
         """
         want = {p: (v, ind) for p, v, ind in reqs}
         for r in list(self.requires):
@@ -337,6 +338,15 @@ class ModFile:
             cur = self.require(p)
             if cur is None or cur.version != v or cur.indirect != ind:
                 self.add_require(p, v, ind)
+        self.sort_requires()
+
+    def sort_requires(self) -> None:
+        """Sort the lines of each ``require`` block by module path, then version (Go's
+        ``SortBlocks``); each line keeps the comments above it and after it."""
+        for st in self.syntax.stmts:
+            if isinstance(st, Block) and st.verb == "require":
+                st.lines.sort(key=_require_order)
+        self._resync()
 
     def add_exclude(self, path: str, version: str) -> None:
         _module.check_path_major(path, version)
@@ -577,6 +587,14 @@ def _shown(token: str) -> str:
     printed back line by line through error messages.
     """
     return repr(token) if _WORD.match(token) else "(a token that is not a directive name)"
+
+
+def _require_order(line: Line) -> tuple[str, tuple[int, ...], str]:
+    """A require block line's place: by path, then by version (semver order)."""
+    path = line.tokens[0] if line.tokens else ""
+    v = line.tokens[1] if len(line.tokens) > 1 else ""
+    nums = tuple(int(n) for n in re.findall(r"\d+", v.split("-", 1)[0])[:3])
+    return (path, nums, v)
 
 
 def _check_path(args: list[str], i: int, err: ErrFn, main: bool = False) -> str | None:

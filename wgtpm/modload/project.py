@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from .. import mvs
 from .. import version as _v
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = ["Project", "plain_readonly_errors"]
 
 MV = ModuleVersion
+_T = TypeVar("_T")
 DOWNLOAD_MODULES_AT_ONCE = 4  # module versions downloaded at once (each runs opts.jobs files)
 
 
@@ -312,7 +313,7 @@ class Project:
         """Report each released version of the build list that its author retracted."""
         for m in build[1:]:
             if _v.is_valid(m.version) and not _v.is_pseudo(m.version):
-                why = self._latest_says(m.path, lambda: self.reqs.retraction(m))
+                why = self._latest_says(self.reqs.retraction, m)
                 if why:
                     self.opts.reporter.warning(f"{m}: retracted by module author: {why}")
                     self.opts.reporter.notice(
@@ -338,19 +339,19 @@ class Project:
         direct = self.direct() | named
         for m in build[1:]:
             if m.path in direct:
-                why = self._latest_says(m.path, lambda: self.reqs.deprecation(m.path))
+                why = self._latest_says(self.reqs.deprecation, m.path)
                 if why:
                     self.opts.reporter.notice(f"module {m.path} is deprecated: {why}")
 
-    def _latest_says(self, path: str, check: Callable[[], str | None]) -> str | None:
-        """``check()``, which reads the wgt.mod of the latest version of ``path``: best effort,
+    def _latest_says(self, check: Callable[[_T], str | None], arg: _T) -> str | None:
+        """``check(arg)``, which reads the wgt.mod of a module's latest version: best effort,
         as in Go. When that cannot be fetched (the registry is down, the version list does
         not come), one note says so and the command goes on without such checks: the
         versions it selected were fetched and verified already."""
         if self._unchecked:
             return None
         try:
-            return check()
+            return check(arg)
         except FetchError as exc:
             self._unchecked = True
             self.opts.reporter.notice(f"note: retractions and deprecations not checked: {exc}")
