@@ -219,3 +219,48 @@ def test_require_block_stays_sorted_after_get_and_tidy(
         .read_text()
         .endswith("require (\n\tgithub.com/acme/a v0.1.0\n\t// b\n\tgithub.com/acme/b v0.3.0\n)\n")
     )
+
+
+def test_typos_of_queries_and_versions_get_a_did_you_mean(
+    wgtpm, tree, graph, project, monkeypatch
+) -> None:
+    monkeypatch.setenv("WGTPROXY", tree.url)
+    r = wgtpm("get", "github.com/acme/b@lastest", cwd=project)
+    assert r.code == 1 and r.err.rstrip().endswith("did you mean github.com/acme/b@latest?")
+    for given, meant in (("v0.1.0", "v0.1.0"), ("0.1.0", "v0.1.0"), ("latest", "latest")):
+        r = wgtpm("get", "github.com/acme/b", given, cwd=project)
+        assert r.code == 1
+        assert r.err.rstrip().endswith(f"did you mean github.com/acme/b@{meant}?"), r.err
+    assert "require" not in (project / "wgt.mod").read_text()
+
+
+def test_token_messages_name_no_file_of_wgtpm() -> None:
+    from wgtpm._errors import UsageError
+    from wgtpm.httpclient import HttpClient
+    from wgtpm.publish.github import GitHubTarget
+    from wgtpm.publish.huggingface import HuggingFaceTarget
+
+    with HttpClient() as http:
+        for target in (
+            GitHubTarget("github.com/acme/xor", http, {}),
+            HuggingFaceTarget("hf.co/acme/xor", http, {}),
+        ):
+            with pytest.raises(UsageError) as err:
+                target.ready()
+            assert "needs a token" in str(err.value)
+            assert ".py" not in str(err.value) and "wgtpm/" not in str(err.value)
+
+
+def test_retract_suggests_a_version_not_published_yet(wgtpm, tmp_path) -> None:
+    from tests.publish.conftest import git, make_package
+
+    pkg = make_package(
+        tmp_path / "p", "example.com/acme/p", {"@artifacts": "notes notes.txt", "notes.txt": "x\n"}
+    )
+    for tag in ("v0.1.0", "v0.1.1", "v0.2.0", "v1.0.0"):
+        git(pkg, "tag", tag)
+    r = wgtpm("retract", "v0.1.0", "-m", "trained on the wrong split", cwd=pkg)
+    assert r.code == 0, r.err
+    assert r.err.rstrip().endswith("e.g. wgtpm publish --version v0.2.1")
+    r = wgtpm("retract", "v1.0.0", "-m", "bad", cwd=pkg)
+    assert r.err.rstrip().endswith("e.g. wgtpm publish --version v1.0.1")

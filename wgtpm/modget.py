@@ -11,6 +11,7 @@ to exactly the lines the build needs.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -21,7 +22,7 @@ from ._errors import NotFoundError, ResolveError, UsageError
 from .modload.buildlist import Fetched
 from .modload.project import Project, plain_readonly_errors
 from .module import ModuleVersion
-from .query import check_query, is_revision
+from .query import check_query, is_revision, meant
 
 __all__ = [
     "Change",
@@ -157,6 +158,7 @@ def get(
     With ``save=False`` the new wgt.mod and wgt.sum stay in memory: the caller
     saves them (``project.save()``) once the rest of its work succeeded.
     """
+    _check_separate_versions(args)
     current = project.build_list()
     if update:
         args = args + _update_args(project, current, args, update)
@@ -188,10 +190,13 @@ def get(
                 project.reqs.required(MV(path, v))
         except NotFoundError as exc:
             parent = _known_parent(path, set(before))
+            word = meant(query) if query else None
             hint = (
                 f"; did you mean {parent}? ({path[len(parent) + 1 :]} would be an artifact "
                 "or file of it, not a module)"
                 if parent
+                else f"; did you mean {path}@{word}?"
+                if word
                 else ""
             )
             raise NotFoundError(exc.path, exc.version, exc.message + hint) from exc
@@ -238,6 +243,24 @@ def get(
     if save:
         project.save()
     return build, _changes(before, chosen)
+
+
+def _check_separate_versions(args: list[str]) -> None:
+    """``wgtpm get M v0.1.0``: a version (or a query word) given as its own argument after
+    a module is a usage error that names ``M@v0.1.0``, before anything is fetched."""
+    for prev, arg in itertools.pairwise(args):
+        if "@" in prev or "@" in arg or "/" in arg:
+            continue
+        if (
+            _v.is_valid(arg)
+            or arg in ("latest", "upgrade", "patch", "none")
+            or _MISSING_V.match(arg)
+        ):
+            fixed = arg if arg[:1] == "v" or not arg[:1].isdigit() else "v" + arg
+            raise UsageError(
+                f"{arg}: not a module path; a version goes after the module and an '@': "
+                f"did you mean {prev}@{fixed}?"
+            )
 
 
 #: Marks an argument ``get -u`` added (a dependency to upgrade, not a module asked for).
