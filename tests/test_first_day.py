@@ -264,3 +264,43 @@ def test_retract_suggests_a_version_not_published_yet(wgtpm, tmp_path) -> None:
     assert r.err.rstrip().endswith("e.g. wgtpm publish --version v0.2.1")
     r = wgtpm("retract", "v1.0.0", "-m", "bad", cwd=pkg)
     assert r.err.rstrip().endswith("e.g. wgtpm publish --version v1.0.1")
+
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def test_build_checks_the_output_directory_before_training(wgtpm, tmp_path, monkeypatch) -> None:
+    pytest.importorskip("torch")
+    import wgtpm.weightlang.build as wbuild
+
+    def trained(*a: object, **kw: object) -> None:
+        raise AssertionError("built before -o was checked")
+
+    monkeypatch.setattr(wbuild, "build_file", trained)
+    (tmp_path / "a-file").write_text("")
+    model = EXAMPLES / "xor-base" / "model.wgt"
+    r = wgtpm("build", str(model), "-o", str(tmp_path / "a-file" / "out"), cwd=tmp_path)
+    assert r.code == 1
+    assert r.err.startswith(f"wgtpm: -o {tmp_path / 'a-file' / 'out'}: cannot write there")
+    assert "nothing was built" in r.err
+
+
+def test_inspect_dot_is_the_directory_not_build(wgtpm, tmp_path) -> None:
+    pytest.importorskip("torch")
+    (tmp_path / "wgt.mod").write_text("module example.com/app\nwgt 0.1\n")
+    (tmp_path / "build" / "xor").mkdir(parents=True)
+    r = wgtpm("inspect", ".", cwd=tmp_path)
+    assert r.code == 1
+    assert (
+        r.err
+        == "wgtpm: artifact .: no manifest.json here; expected a WeightLang artifact directory\n"
+    )
+
+
+def test_paw_compile_print_config_needs_no_specification(wgtpm, tmp_path) -> None:
+    r = wgtpm("paw", "compile", "--print-config", cwd=tmp_path)
+    assert r.code == 0, r.err
+    config = json.loads(r.out)
+    assert config["steps"] > 0 and config["teachers"]
+    r = wgtpm("paw", "compile", "--print-config", "--steps", "0", cwd=tmp_path)
+    assert r.code == 1 and "--steps" in r.err  # the recipe is still checked

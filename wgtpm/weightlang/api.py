@@ -169,7 +169,8 @@ def locate(
     """The path of the artifact ``ref`` names (see the module docstring)."""
     project = project_dir if project_dir is not None else Path.cwd()
     text = str(ref)
-    if isinstance(ref, str) and "/" not in text:
+    if isinstance(ref, str) and "/" not in text and text not in (".", ".."):
+        # '.' and '..' are directories, never artifact names ('build/.' is no artifact)
         built = locate_built(project / BUILD_DIR, text)
         if built is not None:
             return built.path
