@@ -304,3 +304,20 @@ def test_paw_compile_print_config_needs_no_specification(wgtpm, tmp_path) -> Non
     assert config["steps"] > 0 and config["teachers"]
     r = wgtpm("paw", "compile", "--print-config", "--steps", "0", cwd=tmp_path)
     assert r.code == 1 and "--steps" in r.err  # the recipe is still checked
+
+
+def test_a_dry_run_in_dist_does_not_block_a_dry_run_to_a_registry(wgtpm, tmp_path) -> None:
+    """dist/ holds earlier dry runs, previews: with --to URL the registry says what is out."""
+    from tests.publish.conftest import make_package
+    from tests.servers.proxytree import ProxyTreeServer
+
+    pkg = make_package(
+        tmp_path / "p", "example.com/acme/p", {"@artifacts": "notes notes.txt", "notes.txt": "x\n"}
+    )
+    r = wgtpm("publish", "--version", "v0.2.0", "--dry-run", cwd=pkg)
+    assert r.code == 0, r.err
+    (tmp_path / "registry").mkdir()
+    with ProxyTreeServer(tmp_path / "registry") as registry:  # it has no version of p
+        r = wgtpm("publish", "--version", "v0.1.0", "--dry-run", "--to", registry.url, cwd=pkg)
+    assert r.code == 0, r.err
+    assert (pkg / "dist/example.com/acme/p/@v/list").read_text().split() == ["v0.1.0", "v0.2.0"]
