@@ -321,3 +321,23 @@ def test_a_dry_run_in_dist_does_not_block_a_dry_run_to_a_registry(wgtpm, tmp_pat
         r = wgtpm("publish", "--version", "v0.1.0", "--dry-run", "--to", registry.url, cwd=pkg)
     assert r.code == 0, r.err
     assert (pkg / "dist/example.com/acme/p/@v/list").read_text().split() == ["v0.1.0", "v0.2.0"]
+
+
+def test_version_loads_no_parser() -> None:
+    """``wgtpm --version`` costs no more than a no-op ``get``: no argparse, no command modules."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from wgtpm.cli import main; main(['--version']); "
+        "print(sorted(m for m in ('argparse', 'wgtpm.cli._parser', 'wgtpm.cli._modcmds') "
+        "if m in sys.modules))"
+    )
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    ).stdout
+    from wgtpm import __version__
+
+    assert out.splitlines() == [f"wgtpm {__version__}", "[]"]
