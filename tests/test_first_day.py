@@ -341,3 +341,25 @@ def test_version_loads_no_parser() -> None:
     from wgtpm import __version__
 
     assert out.splitlines() == [f"wgtpm {__version__}", "[]"]
+
+
+def test_x_shows_the_range_a_206_holds(wgtpm, tree, project, monkeypatch) -> None:
+    """A file fetched in ranges: each 206 line says which bytes of how many it carried."""
+    from tests.servers.proxytree import ProxyTreeServer
+    from wgtpm import modfetch
+
+    monkeypatch.setattr(modfetch, "RANGED_MIN", 1 << 20)
+    monkeypatch.setattr(modfetch, "RANGE_MIN", 1 << 19)
+    tree.add(
+        "github.com/acme/big",
+        "v0.1.0",
+        {"wgt.mod": b"module github.com/acme/big\n", "weights.bin": os.urandom(2 << 20)},
+    )
+    with ProxyTreeServer(tree.root) as srv:
+        monkeypatch.setenv("WGTPROXY", srv.url)
+        r = wgtpm("-x", "get", "-q", "github.com/acme/big@v0.1.0", cwd=project)
+    assert r.code == 0, r.err
+    ranges = [ln for ln in r.err.splitlines() if "weights.bin -> 206" in ln]
+    assert ranges, r.err
+    assert all(" bytes " in ln and " of 2.0 MiB (" in ln for ln in ranges), ranges
+    assert any(" -> 206 bytes 0 B-" in ln for ln in ranges), ranges

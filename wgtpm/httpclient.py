@@ -1096,6 +1096,19 @@ class _Live:
         return now - self.last
 
 
+def _range_shown(live: _Live) -> str:
+    """`` bytes 30.0 MiB-120.0 MiB of 120.0 MiB``: the part of the file a 206 holds (a
+    resumed download), from its ``Content-Range``; ``""`` for any other answer."""
+    resp = live._resp
+    cr = resp.headers.get("content-range", "") if resp is not None and live.status == 206 else ""
+    m = re.fullmatch(r"bytes (\d+)-(\d+)/(\d+|\*)", cr.strip())
+    if m is None:
+        return ""
+    first, last, total = m.groups()
+    of = f" of {human_size(int(total))}" if total != "*" else ""
+    return f" bytes {human_size(int(first))}-{human_size(int(last) + 1)}{of}"
+
+
 class _Watch:
     """The requests in flight of one client: says which URL is slow, and traces (``-x``).
 
@@ -1128,6 +1141,7 @@ class _Watch:
             live.idle(time.monotonic())
             took = (time.monotonic() - live.started) * 1000
             got = live.error or (str(live.status) if live.status is not None else "interrupted")
+            got += _range_shown(live)
             network().notice(
                 f"{live.method} {shown_url(live.url)} -> {got} ({human_size(live.nbytes)}, "
                 f"{took:.0f} ms)"
