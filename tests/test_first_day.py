@@ -33,6 +33,8 @@ def test_get_print_paths_outside_a_project(wgtpm, tree, graph, outside, monkeypa
     assert (Path(line) / "wgt.mod").read_bytes() == graph["a1"]["wgt.mod"]
     assert "added" not in r.err  # no wgt.mod of the user's was changed
     assert list(outside.iterdir()) == []
+    locks = Path(os.environ["WGTPM_CACHE"]) / "locks"
+    assert not locks.exists() or not list(locks.iterdir())  # no lock of a project left behind
     r = wgtpm("get", cwd=outside)  # without a module named, there is nothing to do outside
     assert r.code == 1 and "no wgt.mod" in r.err
 

@@ -56,7 +56,7 @@ def _project(
         jobs=DEFAULT_JOBS if jobs is None else jobs,
         reporter=make_reporter(quiet),
     )
-    return Project.locked(start or Path.cwd(), opts)
+    return Project.locked(start or Path.cwd(), opts, private=start is not None)
 
 
 #: The module path of the temporary main module that ``get MODULE@VERSION`` and

@@ -85,14 +85,20 @@ class Project:
 
     @classmethod
     @contextmanager
-    def locked(cls, start: Path | None = None, opts: Options | None = None) -> Iterator[Project]:
-        """:meth:`load`, holding the project's lock until the block ends (unless read-only),
-        then :meth:`close`.
+    def locked(
+        cls, start: Path | None = None, opts: Options | None = None, private: bool = False
+    ) -> Iterator[Project]:
+        """:meth:`load`, holding the project's lock until the block ends (unless read-only
+        or ``private``: a temporary main module no other command sees), then :meth:`close`.
 
         See :func:`wgtpm.modload.files.locked`.
         """
         opts = opts or Options()
         root = find_root(start or Path.cwd())
+        if private:
+            with cls(ProjectFiles.load(root, opts.readonly, opts.missing_sum_fix), opts) as project:
+                yield project
+            return
         if opts.readonly:  # nothing will be written
             with cls(ProjectFiles.load(root, True, opts.missing_sum_fix), opts) as project:
                 yield project
