@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-__all__ = ["Backoff"]
+__all__ = ["Backoff", "refused_for_good"]
 
 
 @dataclass(frozen=True)
@@ -69,3 +69,71 @@ class Backoff:
         """Wait before the next try (a ``Retry-After`` over the maximum waits the maximum)."""
         wait = self.wait_for(attempt, retry_after)
         self.sleep_fn(self.max_retry_after if wait is None else wait)
+
+
+def refused_for_good(url: str, exc: BaseException) -> bool:
+    """Whether ``exc``, met asking for ``url``, is a refused connection that another try
+    soon would meet again: nothing listens on a loopback address (a local registry that is
+    stopped), or at a proxy (``WGTPROXY``'s hosts, an ``HTTPS_PROXY``): such a machine says
+    so at once and does not come back in the seconds the backoff waits. A refusal by any
+    other host is tried again (a server restarting behind a load balancer).
+
+    Reads retry on this answer (:meth:`wgtpm.httpclient.HttpClient.get`); a publish keeps
+    trying through an outage until its deadline (:mod:`wgtpm.publish._registry`).
+    """
+    if not _refused(exc):
+        return False
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(url).hostname or "").lower()
+    return _loopback(host) or host in _wgtproxy_hosts() or _http_proxy_set(urlsplit(url).scheme)
+
+
+def _refused(exc: BaseException | None) -> bool:
+    import errno
+
+    seen = 0
+    while exc is not None and seen < 20:
+        if isinstance(exc, ConnectionRefusedError):
+            return True
+        if isinstance(exc, OSError) and exc.errno == errno.ECONNREFUSED:
+            return True
+        if "[Errno 111]" in str(exc) or "Connection refused" in str(exc):  # httpcore's text
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _wgtproxy_hosts() -> set[str]:
+    """The hosts of ``WGTPROXY``'s URLs."""
+    import os
+    import re
+    from urllib.parse import urlsplit
+
+    return {
+        (urlsplit(u).hostname or "").lower()
+        for u in re.split(r"[,|]", os.environ.get("WGTPROXY", ""))
+        if "://" in u
+    }
+
+
+def _http_proxy_set(scheme: str) -> bool:
+    """Whether a request of ``scheme`` goes through an HTTP proxy (``HTTPS_PROXY``,
+    ``HTTP_PROXY``, ``ALL_PROXY``, either case): then a refused connection is the proxy's."""
+    import os
+
+    return any(
+        os.environ.get(var) or os.environ.get(var.upper())
+        for var in (f"{scheme}_proxy", "all_proxy")
+    )

@@ -11,6 +11,7 @@ to exactly the lines the build needs.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -21,7 +22,7 @@ from ._errors import NotFoundError, ResolveError, UsageError
 from .modload.buildlist import Fetched
 from .modload.project import Project, plain_readonly_errors
 from .module import ModuleVersion
-from .query import check_query, is_revision
+from .query import check_query, is_revision, meant
 
 __all__ = [
     "Change",
@@ -144,13 +145,23 @@ def path_hint(arg: str) -> str | None:
 _MISSING_V = re.compile(r"(<=|<|>=|>)?\d+\.\d+(\.\d+\S*)?\Z")
 
 
-def get(project: Project, args: list[str], save: bool = True) -> tuple[list[MV], list[Change]]:
+def get(
+    project: Project, args: list[str], save: bool = True, update: str = ""
+) -> tuple[list[MV], list[Change]]:
     """Run ``wgtpm get ARGS``; returns the new build list and what changed.
+
+    ``update`` is ``go get -u``'s: ``"latest"`` (``-u``) or ``"patch"`` (``-u=patch``)
+    also upgrades the dependencies of the modules named, of the whole build list when
+    none is named, to their latest (patch) release; the modules it only upgrades do
+    not become direct requirements.
 
     With ``save=False`` the new wgt.mod and wgt.sum stay in memory: the caller
     saves them (``project.save()``) once the rest of its work succeeded.
     """
+    _check_separate_versions(args)
     current = project.build_list()
+    if update:
+        args = args + _update_args(project, current, args, update)
     if not args:
         project.download_all(current)
         project.warn_empty_selects(current)
@@ -159,8 +170,13 @@ def get(project: Project, args: list[str], save: bool = True) -> tuple[list[MV],
         return current, []
     before = {m.path: m.version for m in current[1:]}
     targets: list[MV] = []
+    named: set[str] = set()  # the modules asked for by name (not by -u): direct from now on
     for arg in args:
+        added = arg.startswith(_UPDATE)
+        arg = arg.removeprefix(_UPDATE)
         path, query = parse_arg(arg)
+        if not added:
+            named.add(path)
         if path == project.path:
             raise UsageError(f"{arg}: cannot get the main module itself")
         if query == "none":
@@ -174,10 +190,13 @@ def get(project: Project, args: list[str], save: bool = True) -> tuple[list[MV],
                 project.reqs.required(MV(path, v))
         except NotFoundError as exc:
             parent = _known_parent(path, set(before))
+            word = meant(query) if query else None
             hint = (
                 f"; did you mean {parent}? ({path[len(parent) + 1 :]} would be an artifact "
                 "or file of it, not a module)"
                 if parent
+                else f"; did you mean {path}@{word}?"
+                if word
                 else ""
             )
             raise NotFoundError(exc.path, exc.version, exc.message + hint) from exc
@@ -209,7 +228,7 @@ def get(project: Project, args: list[str], save: bool = True) -> tuple[list[MV],
                 f"{t} was asked for, but other requirements select {t.path}@{got}; "
                 f"see 'wgtpm why {t.path}' and ask for a compatible version"
             )
-    direct = (project.direct() | {t.path for t in ups}) - {
+    direct = (project.direct() | {t.path for t in ups if t.path in named}) - {
         t.path for t in downs if t.version == "none"
     }
     project.set_requirements(build, direct)
@@ -219,11 +238,61 @@ def get(project: Project, args: list[str], save: bool = True) -> tuple[list[MV],
     build = project.download_all()
     project.drop_unused_new_sums()
     project.warn_retracted(build)
-    project.warn_deprecated(build, {t.path for t in ups})
+    project.warn_deprecated(build, {t.path for t in ups if t.path in named})
     project.warn_empty_selects(build)
     if save:
         project.save()
     return build, _changes(before, chosen)
+
+
+def _check_separate_versions(args: list[str]) -> None:
+    """``wgtpm get M v0.1.0``: a version (or a query word) given as its own argument after
+    a module is a usage error that names ``M@v0.1.0``, before anything is fetched."""
+    for prev, arg in itertools.pairwise(args):
+        if "@" in prev or "@" in arg or "/" in arg:
+            continue
+        if (
+            _v.is_valid(arg)
+            or arg in ("latest", "upgrade", "patch", "none")
+            or _MISSING_V.match(arg)
+        ):
+            fixed = arg if arg[:1] == "v" or not arg[:1].isdigit() else "v" + arg
+            raise UsageError(
+                f"{arg}: not a module path; a version goes after the module and an '@': "
+                f"did you mean {prev}@{fixed}?"
+            )
+
+
+#: Marks an argument ``get -u`` added (a dependency to upgrade, not a module asked for).
+_UPDATE = "\0u:"
+
+
+def _update_args(project: Project, current: list[MV], args: list[str], update: str) -> list[str]:
+    """The ``PATH@upgrade`` (or ``@patch``) arguments ``-u`` adds: for each module the named
+    modules require, directly or not, at the versions the graph has now (each module of
+    the build list when none is named); marked with :data:`_UPDATE`."""
+    query = "patch" if update == "patch" else "upgrade"
+    if not args:
+        scope = {m.path for m in current[1:]}
+    else:
+        selected = {m.path: m for m in current[1:]}
+        named = dict(parse_arg(a) for a in args)
+        queue = []
+        for path, q in named.items():
+            if q == "none":
+                continue
+            now = selected.get(path)
+            v = project.reqs.resolve_query(path, q or "upgrade", now.version if now else None)
+            queue.append(MV(path, v))
+        scope = set()
+        for m in queue:
+            for r in project.reqs.required(m):
+                if r.path not in scope and r.path not in named:
+                    scope.add(r.path)
+                    queue.append(selected.get(r.path, r))
+    if query == "patch":  # a patch of the version selected now (a new one comes as required)
+        scope &= {m.path for m in current[1:]}
+    return [f"{_UPDATE}{p}@{query}" for p in sorted(scope)]
 
 
 def _known_parent(path: str, modules: set[str]) -> str | None:

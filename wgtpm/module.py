@@ -82,17 +82,22 @@ def normalise(path: str) -> str:
     return path
 
 
-def check_path(path: str) -> None:
-    """Raise :class:`InvalidPathError` unless ``path`` is a valid module path."""
+def check_path(path: str, main: bool = False) -> None:
+    """Raise :class:`InvalidPathError` unless ``path`` is a valid module path.
+
+    ``main``: the path of a main module (its wgt.mod's ``module`` line), whose first
+    element needs no dot, as Go's ``go mod init example`` (a module nobody fetches
+    by that path); a dependency's path starts with a host name.
+    """
     if not path:
         raise InvalidPathError(path, "empty path")
     if path != path.strip():
         raise InvalidPathError(path, "leading or trailing space")
     elems = path.split("/")
     host = elems[0]
-    if "." not in host:
+    if "." not in host and not main:
         raise InvalidPathError(path, f"first element {host!r} must be a host name with a dot")
-    if host != host.lower():
+    if host != host.lower() and "." in host:
         raise InvalidPathError(path, f"host {host!r} must be lower-case")
     for e in elems:
         if e == "":

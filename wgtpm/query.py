@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 from . import version as _v
 
-__all__ = ["check_query", "is_revision", "pick"]
+__all__ = ["check_query", "is_revision", "meant", "pick"]
 
 MAX_QUERY_LEN = 256
 # A branch, tag or commit: what git allows in a ref name, less what could
@@ -128,3 +128,20 @@ def pick(
             return _v.sort_versions(rel)[0] if rel else None
         return _best(below)
     return None
+
+
+#: The query words a misspelt revision is compared with by :func:`meant`.
+WORDS = ("latest", "upgrade", "patch", "none")
+
+
+def meant(query: str) -> str | None:
+    """The query word ``query`` is a typo of (``lastest`` -> ``latest``), or ``None``.
+
+    A revision no source knows is most often a misspelt word; it cannot be refused
+    before asking, since a branch may have any name."""
+    import difflib
+
+    if not is_revision(query):
+        return None
+    close = difflib.get_close_matches(query.lower(), WORDS, n=1, cutoff=0.7)
+    return close[0] if close else None

@@ -64,6 +64,11 @@ def _answered_by_stamp(argv: list[str]) -> bool:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv == ["--version"]:  # before argparse and the command modules, as a no-op get
+        from .. import __version__
+
+        print(f"wgtpm {__version__}")
+        return 0
     if _answered_by_stamp(argv):
         return 0  # this exact wgt.mod and wgt.sum were fully fetched and verified before
     from .._errors import UsageError, WgtpmError

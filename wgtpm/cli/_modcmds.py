@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +34,10 @@ def _json_flag(p: argparse.ArgumentParser) -> None:
 
 
 def _project(
-    args: argparse.Namespace, quiet: bool = False, default: str = "readonly"
+    args: argparse.Namespace,
+    quiet: bool = False,
+    default: str = "readonly",
+    start: Path | None = None,
 ) -> AbstractContextManager[Project]:
     """The project of the working directory, locked against other writers until the block ends.
 
@@ -52,7 +56,30 @@ def _project(
         jobs=DEFAULT_JOBS if jobs is None else jobs,
         reporter=make_reporter(quiet),
     )
-    return Project.locked(Path.cwd(), opts)
+    return Project.locked(start or Path.cwd(), opts, private=start is not None)
+
+
+#: The module path of the temporary main module that ``get MODULE@VERSION`` and
+#: ``list -m -versions MODULE`` use outside a project (Go's ``command-line-arguments``).
+TEMP_MAIN = "command-line-arguments"
+
+
+@contextmanager
+def _main_module(outside_ok: bool) -> Iterator[Path | None]:
+    """Where the command's project is: ``None`` for the working directory's own, or, when
+    no wgt.mod lies at or above it and ``outside_ok``, a temporary main module that requires
+    nothing, as ``go install M@V`` and ``go list -m -versions M`` work outside a module.
+    Nothing is written to the working directory; the downloads stay in the module cache."""
+    from ..modload.root import MOD, nearest_root
+
+    if not outside_ok or nearest_root(Path.cwd()) is not None:
+        yield None
+        return
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="wgtpm-main-") as d:
+        (Path(d) / MOD).write_text(f"module {TEMP_MAIN}\nwgt 0.1\n")
+        yield Path(d)
 
 
 def register(sub: Any) -> None:
@@ -73,6 +100,22 @@ def register(sub: Any) -> None:
         "-j", "--jobs", type=int, default=None, help="files downloaded at once (default 16)"
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    p.add_argument(
+        "-u",
+        dest="update",
+        action="store_const",
+        const="latest",
+        default="",
+        help="also upgrade the dependencies of the modules named (of the build list without "
+        "arguments) to their latest release",
+    )
+    p.add_argument(  # an option string of its own: '-u' takes no value, as in Go
+        "-u=patch",
+        dest="update",
+        action="store_const",
+        const="patch",
+        help="as -u, to their latest patch release",
+    )
     p.add_argument(
         "--print-paths",
         action="store_true",
@@ -221,13 +264,44 @@ def _init(args: argparse.Namespace) -> int:
 
     write_atomic(path, mf.format())
     print(f"wgtpm: created {path}", file=sys.stderr)
+    ignored = _ignore_build_outputs(path.parent)
+    if ignored:
+        print(f"wgtpm: {ignored}", file=sys.stderr)
     return 0
+
+
+#: What ``wgtpm init`` puts in .gitignore: ``wgtpm build``'s and ``wgtpm publish``'s outputs.
+GITIGNORED = ("build/", "dist/")
+
+
+def _ignore_build_outputs(root: Path) -> str:
+    """Make ``root/.gitignore`` list :data:`GITIGNORED` (written if missing, the lines it
+    lacks added at its end); returns what was done, or ``""`` when it had them all."""
+    from .._fs import write_atomic
+
+    gitignore = root / ".gitignore"
+    try:
+        text = gitignore.read_text()
+    except FileNotFoundError:
+        text = None
+    have = {line.strip().lstrip("/") for line in (text or "").splitlines()}
+    missing = [g for g in GITIGNORED if g not in have and g.rstrip("/") not in have]
+    if not missing:
+        return ""
+    old = text or ""
+    new = (
+        old + ("\n" if old and not old.endswith("\n") else "") + "".join(f"{g}\n" for g in missing)
+    )
+    write_atomic(gitignore, new.encode())
+    what = "created" if text is None else "added " + " ".join(missing) + " to"
+    return f"{what} {gitignore} (build outputs stay out of git)"
 
 
 def _is_noop(args: argparse.Namespace, mode: str) -> bool:
     """Whether ``get`` is asked only to make sure the build list is in place (a stamp may answer)."""
     return (
-        not (args.modules or args.json or args.paw_install or args.print_paths) and mode != "vendor"
+        not (args.modules or args.json or args.paw_install or args.print_paths or args.update)
+        and mode != "vendor"
     )
 
 
@@ -246,15 +320,18 @@ def _get(args: argparse.Namespace) -> int:
         require("paw", *CHECKS_BUNDLE, purpose="wgtpm get --paw-install")
     from ..modget import get, parse_arg
 
-    with _project(args, quiet=args.quiet or args.json, default="mod") as project:
+    with (
+        _main_module(outside_ok=bool(args.modules)) as temp,
+        _project(args, quiet=args.quiet or args.json, default="mod", start=temp) as project,
+    ):
         with project.using_cache():
-            build, changes = get(project, args.modules, save=False)
+            build, changes = get(project, args.modules, save=False, update=args.update)
             named = {parse_arg(a)[0] for a in args.modules}
             placed = {m.path: str(project.placed_dir(m) or "") for m in build[1:]}
             # All or nothing: wgt.mod and wgt.sum are written only once every install succeeded.
             installed = _paw_install(project, build) if args.paw_install else []
         project.save()
-        key = _stamp.key(project.root)
+        key = _stamp.key(project.root) if temp is None else None
         if key is not None:
             _stamp.record(
                 project.cache.root, key, project.verified_meta(build), project.files(build)
@@ -274,7 +351,7 @@ def _get(args: argparse.Namespace) -> int:
         )
         print()
     else:
-        for c in changes:
+        for c in changes if temp is None else ():  # a temporary main module's are no news
             print(f"wgtpm: {c}", file=sys.stderr)
         if args.print_paths:
             for path, d in placed.items():
@@ -389,8 +466,11 @@ def _list(args: argparse.Namespace) -> int:
 
     if not args.modules_flag:
         raise UsageError("wgtpm list works on modules: use 'wgtpm list -m [all]'")
-    with _project(args, quiet=True) as project:
+    outside_ok = args.versions and bool(args.patterns) and "all" not in args.patterns
+    with _main_module(outside_ok) as temp, _project(args, quiet=True, start=temp) as project:
         rows = _rows(project, args)
+    if temp is not None:  # only what was asked for, not the temporary main module
+        rows = [r for r in rows if not r.get("main")]
     if args.json:
         json.dump(rows, sys.stdout, indent=2)
         print()

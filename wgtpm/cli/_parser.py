@@ -119,8 +119,31 @@ def _command_name(argv: Sequence[str]) -> str | None:
     return None
 
 
+def _command_flags_after_command(argv: list[str]) -> list[str]:
+    """``wgtpm -mod=vendor list -m`` -> ``wgtpm list -m -mod=vendor``: a command's ``-mod``
+    given before the command word, as a Go habit (``go -mod=vendor`` is an error in Go
+    too, but a plain mistake), goes where the command's parser reads it."""
+    moved: list[str] = []
+    rest = list(argv)
+    i = 0
+    while i < len(rest) and rest[i].startswith("-"):
+        flag = rest[i].partition("=")[0]
+        if flag in ("-mod", "--mod"):
+            n = 1 if "=" in rest[i] or i + 1 >= len(rest) else 2
+            moved += rest[i : i + n]
+            del rest[i : i + n]
+        elif rest[i] == "-C":
+            i += 2
+        else:
+            i += 1
+    if not moved or i >= len(rest):
+        return argv
+    return rest[: i + 1] + moved + rest[i + 1 :]
+
+
 def parse(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
     """The parser and what it read from ``argv``; a usage error exits 2, as argparse does."""
+    argv = _command_flags_after_command(argv)
     name = _command_name(argv)
     _Parser.json_errors = "--json" in argv or "-json" in argv
     parser = build_parser(name)

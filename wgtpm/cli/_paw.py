@@ -261,8 +261,11 @@ def _modules(args: argparse.Namespace) -> list[str]:
     return [m.strip() for m in str(args.target_modules).split(",") if m.strip()]
 
 
-def compile_spec_of(args: argparse.Namespace) -> Any:
-    """The :class:`~wgtpm.paw.spec.PawSpec` the flags describe; UsageError for a bad one."""
+def compile_spec_of(args: argparse.Namespace, recipe_only: bool = False) -> Any:
+    """The :class:`~wgtpm.paw.spec.PawSpec` the flags describe; UsageError for a bad one.
+
+    ``recipe_only``: check the recipe's flags and stop there (``None``), as compile.py's
+    ``--print-config`` does: the defaults print without a specification."""
     from ..paw.spec import (
         MIN_SPEC_CHARS,
         PawSpec,
@@ -314,6 +317,8 @@ def compile_spec_of(args: argparse.Namespace) -> Any:
     bad += [f"--{k.replace('_', '-')}: {message}" for k, message in recipe_problems(recipe)]
     if bad:
         raise UsageError("; ".join(bad))
+    if recipe_only:
+        return None
     if args.spec and args.spec_file:
         raise UsageError("pass either a positional specification or --spec-file, not both")
     try:
@@ -365,7 +370,7 @@ def _run_compile(args: argparse.Namespace) -> int:
     import time
 
     if args.print_config:
-        compile_spec_of(args)  # the same validation as compile.py's recipe_from_args
+        compile_spec_of(args, recipe_only=True)  # as compile.py's recipe_from_args
         print(json.dumps(compile_config(args), indent=2))
         return 0
     require("paw", purpose="wgtpm paw compile")

@@ -269,6 +269,7 @@ def _serve(args: argparse.Namespace) -> int:
             raise UsageError(f"--workers must be 1 or more, not {args.workers}")
         if sample < 1:
             raise UsageError(f"--access-log-sample must be 1 or more, not {sample}")
+        _check_port(host, port)
         serve(
             config,
             host=host,
@@ -280,6 +281,49 @@ def _serve(args: argparse.Namespace) -> int:
     except RegistryError as exc:
         raise _registry_error(exc) from exc
     return 0
+
+
+def _check_port(host: str, port: int) -> None:
+    """A usage error when ``host:port`` is taken, saying whether a registry holds it (it
+    answers ``/healthz``) and what to do; before the stores are opened, so that the
+    error is one line and not uvicorn's log. The socket is bound as uvicorn binds it
+    (``SO_REUSEADDR``), then closed for uvicorn to bind."""
+    import errno
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError:
+        return  # uvicorn says what is wrong with the host
+    family, kind, proto, _, addr = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(addr)
+            return
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                return  # uvicorn says it (a permission, an address not of this machine)
+    who = "a wgtpm registry" if _answers_healthz(host, port) else "another program"
+    raise UsageError(
+        f"port {port} on {host} is in use, by {who}; stop it, or serve on another port "
+        f"with --port (or WGTPM_REGISTRY_PORT)"
+    )
+
+
+def _answers_healthz(host: str, port: int) -> bool:
+    """Whether ``http://host:port/healthz`` answers as a registry does (``{"status": "ok"}``)."""
+    import json
+    import urllib.request
+
+    if host in ("0.0.0.0", "::", ""):
+        host = "127.0.0.1"
+    shown = f"[{host}]" if ":" in host else host
+    try:
+        with urllib.request.urlopen(f"http://{shown}:{port}/healthz", timeout=1) as resp:
+            return bool(json.loads(resp.read(1000)) == {"status": "ok"})
+    except (OSError, ValueError):
+        return False
 
 
 def _with_meta(args: argparse.Namespace, fn: Any, *, creates: bool = False) -> int:

@@ -220,6 +220,7 @@ def _build_files(root: Path, files: Sequence[str], out: Path, as_json: bool = Fa
             "not both at once"
         )
     require("weightlang", purpose="wgtpm build " + " ".join(files))
+    _check_writable(out)  # before any training: a model trained for nothing is a lost hour
     from ..weightlang.build import build_file
     from ..weightlang.report import build_line
 
@@ -238,6 +239,21 @@ def _build_files(root: Path, files: Sequence[str], out: Path, as_json: bool = Fa
     if as_json:
         _print_json({"artifacts": done})
     return 0
+
+
+def _check_writable(out: Path) -> None:
+    """Make ``out`` and write a file in it; a usage error naming it when either fails."""
+    import tempfile
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".wgtpm-probe-"):
+            pass
+    except OSError as exc:
+        raise UsageError(
+            f"-o {out}: cannot write there ({exc.strerror or exc}); nothing was built: "
+            "choose a directory you can write to"
+        ) from exc
 
 
 def _select(declared: Sequence[ModArtifact], names: Sequence[str]) -> list[ModArtifact]:

@@ -12,6 +12,7 @@ from ._body import buffered, read_capped
 from ._credentials import Credential, register_userinfo
 from ._errors import HTTPStatusError, TransportError, network_errors
 from ._pace import Deadline, MinRate, Pace
+from .._retry import refused_for_good
 from ._retrying import IDEMPOTENT, Retries
 from ._sender import Sender
 from ._settings import DOWNLOAD_READ, MAX_ERROR_BODY, MAX_METADATA, HttpOptions
@@ -91,7 +92,7 @@ class HttpClient:
             except network_errors() as exc:
                 _interrupt.check()
                 err = exc if isinstance(exc, TransportError) else self._sender.error(url, exc)
-                if err.final or attempt >= self.opts.retries:
+                if err.final or attempt >= self.opts.retries or refused_for_good(url, exc):
                     raise self._retries.gave_up(err, url, attempt + 1) from exc
                 rh, why = None, err.reason
             pace.check()  # out of time: no wait, no other try
@@ -133,7 +134,7 @@ class HttpClient:
             except TransportError as exc:
                 stack.close()
                 _interrupt.check()
-                if attempt >= self.opts.retries or exc.final:
+                if attempt >= self.opts.retries or exc.final or refused_for_good(url, exc):
                     raise self._retries.gave_up(exc, url, attempt + 1) from exc
                 self._retries.sleep(attempt, None, url, exc.reason)
                 attempt += 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from typing import TYPE_CHECKING
@@ -80,6 +81,7 @@ class Watch:
             live.idle(time.monotonic())
             took = (time.monotonic() - live.started) * 1000
             got = live.error or (str(live.status) if live.status is not None else "interrupted")
+            got += _range_shown(live)
             network().notice(
                 f"{live.method} {shown_url(live.url)} -> {got} ({human_size(live.nbytes)}, "
                 f"{took:.0f} ms)"
@@ -105,3 +107,16 @@ class Watch:
                         f"{r.method} {shown_url(r.url)}: {what} for {idle:.0f}s, still waiting "
                         f"(up to {self._opts.timeout:g}s: WGTPM_HTTP_TIMEOUT)"
                     )
+
+
+def _range_shown(live: Live) -> str:
+    """`` bytes 30.0 MiB-120.0 MiB of 120.0 MiB``: the part of the file a 206 holds (a
+    resumed download), from its ``Content-Range``; ``""`` for any other answer."""
+    resp = live._resp
+    cr = resp.headers.get("content-range", "") if resp is not None and live.status == 206 else ""
+    m = re.fullmatch(r"bytes (\d+)-(\d+)/(\d+|\*)", cr.strip())
+    if m is None:
+        return ""
+    first, last, total = m.groups()
+    of = f" of {human_size(int(total))}" if total != "*" else ""
+    return f" bytes {human_size(int(first))}-{human_size(int(last) + 1)}{of}"

@@ -296,7 +296,7 @@ class ModFile:
     # ---- editing -------------------------------------------------------
 
     def set_module(self, path: str) -> None:
-        _module.check_path(path)
+        _module.check_path(path, main=True)
         if self.module:
             self.module.line.tokens = ["module", path]
         else:
@@ -330,7 +330,8 @@ class ModFile:
         """Make the requirements exactly ``reqs`` (path, version, indirect); keeps comments.
 
         Existing lines are updated in place, lines no longer needed are
-        dropped, new ones are added to the last ``require`` block.
+        dropped, new ones are added to the last ``require`` block, and each
+        ``require`` block is then sorted by module path (as ``go get`` keeps go.mod).
         """
         want = {p: (v, ind) for p, v, ind in reqs}
         for r in list(self.requires):
@@ -340,6 +341,15 @@ class ModFile:
             cur = self.require(p)
             if cur is None or cur.version != v or cur.indirect != ind:
                 self.add_require(p, v, ind)
+        self.sort_requires()
+
+    def sort_requires(self) -> None:
+        """Sort the lines of each ``require`` block by module path, then version (Go's
+        ``SortBlocks``); each line keeps the comments above it and after it."""
+        for st in self.syntax.stmts:
+            if isinstance(st, Block) and st.verb == "require":
+                st.lines.sort(key=_require_order)
+        self._resync()
 
     def add_exclude(self, path: str, version: str) -> None:
         _module.check_path_major(path, version)
@@ -582,10 +592,18 @@ def _shown(token: str) -> str:
     return repr(token) if _WORD.match(token) else "(a token that is not a directive name)"
 
 
-def _check_path(args: list[str], i: int, err: ErrFn) -> str | None:
+def _require_order(line: Line) -> tuple[str, tuple[int, ...], str]:
+    """A require block line's place: by path, then by version (semver order)."""
+    path = line.tokens[0] if line.tokens else ""
+    v = line.tokens[1] if len(line.tokens) > 1 else ""
+    nums = tuple(int(n) for n in re.findall(r"\d+", v.split("-", 1)[0])[:3])
+    return (path, nums, v)
+
+
+def _check_path(args: list[str], i: int, err: ErrFn, main: bool = False) -> str | None:
     try:
         p = _module.normalise(args[i])
-        _module.check_path(p)
+        _module.check_path(p, main)
         return p
     except ModuleError as exc:
         err(i, exc.message)
@@ -616,7 +634,7 @@ def _module_stmt(mf: ModFile, line: Line, args: list[str], err: ErrFn) -> None:
     if mf.module is not None:
         err(-1, f"repeated module statement (first at line {mf.module.line.pos.line})")
         return
-    if _want(args, 1, "module PATH", err) and (p := _check_path(args, 0, err)):
+    if _want(args, 1, "module PATH", err) and (p := _check_path(args, 0, err, main=True)):
         mf.module = Module(p, line, deprecation(line))
 
 

@@ -19,14 +19,14 @@ for the cache, the fetcher or anything that needs them is a usage error.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from .. import mvs
 from .. import version as _v
-from .._errors import ReadonlyError, ResolveError, UsageError
+from .._errors import FetchError, ReadonlyError, ResolveError, UsageError
 from ..modfile._rules import TENSOR_TABLES
 from ..module import ModuleVersion
 from .buildlist import Fetched, FromDirectory, Origin, origin_of
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = ["Project", "plain_readonly_errors"]
 
 MV = ModuleVersion
+_T = TypeVar("_T")
 DOWNLOAD_MODULES_AT_ONCE = 4  # module versions downloaded at once (each runs opts.jobs files)
 
 
@@ -72,6 +73,7 @@ class Project:
         self._cache: Cache | None = None
         self._fetcher: Fetcher | None = None
         self._closing = ExitStack()  # the fetcher's block, ended by close()
+        self._unchecked = False  # a latest wgt.mod could not be fetched: checks are off
         self.reqs = Reqs(files.modfile, files.root, self._fetch, self._the_cache)
         #: Read ``select FILE#TENSOR`` tensors by range with tables a checksum database
         #: logged, where the release locks none (:func:`wgtpm.tensors.logged_tables`);
@@ -89,14 +91,20 @@ class Project:
 
     @classmethod
     @contextmanager
-    def locked(cls, start: Path | None = None, opts: Options | None = None) -> Iterator[Project]:
-        """:meth:`load`, holding the project's lock until the block ends (unless read-only),
-        then :meth:`close`.
+    def locked(
+        cls, start: Path | None = None, opts: Options | None = None, private: bool = False
+    ) -> Iterator[Project]:
+        """:meth:`load`, holding the project's lock until the block ends (unless read-only
+        or ``private``: a temporary main module no other command sees), then :meth:`close`.
 
         See :func:`wgtpm.modload.files.locked`.
         """
         opts = opts or Options()
         root = find_root(start or Path.cwd())
+        if private:
+            with cls(ProjectFiles.load(root, opts.readonly, opts.missing_sum_fix), opts) as project:
+                yield project
+            return
         if opts.readonly:  # nothing will be written
             with cls(ProjectFiles.load(root, True, opts.missing_sum_fix), opts) as project:
                 yield project
@@ -334,7 +342,7 @@ class Project:
         """Report each released version of the build list that its author retracted."""
         for m in build[1:]:
             if _v.is_valid(m.version) and not _v.is_pseudo(m.version):
-                why = self.reqs.retraction(m)
+                why = self._latest_says(self.reqs.retraction, m)
                 if why:
                     self.opts.reporter.warning(f"{m}: retracted by module author: {why}")
                     self.opts.reporter.notice(
@@ -360,9 +368,23 @@ class Project:
         direct = self.direct() | named
         for m in build[1:]:
             if m.path in direct:
-                why = self.reqs.deprecation(m.path)
+                why = self._latest_says(self.reqs.deprecation, m.path)
                 if why:
                     self.opts.reporter.notice(f"module {m.path} is deprecated: {why}")
+
+    def _latest_says(self, check: Callable[[_T], str | None], arg: _T) -> str | None:
+        """``check(arg)``, which reads the wgt.mod of a module's latest version: best effort,
+        as in Go. When that cannot be fetched (the registry is down, the version list does
+        not come), one note says so and the command goes on without such checks: the
+        versions it selected were fetched and verified already."""
+        if self._unchecked:
+            return None
+        try:
+            return check(arg)
+        except FetchError as exc:
+            self._unchecked = True
+            self.opts.reporter.notice(f"note: retractions and deprecations not checked: {exc}")
+            return None
 
     def warn_empty_selects(self, build: list[MV]) -> None:
         """Warn for each ``select`` line that selects no file of its module (a typo, most often)."""

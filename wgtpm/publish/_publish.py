@@ -122,7 +122,7 @@ def publish_package(
     tag = tag_for(module, opts.version, checkout.subdir)
     check_tag(tag, tag_commit(pkg, tag), checkout.commit)
     check_replacements(mf)
-    published = _published(module, target, reporter)
+    published = _published(module, target, reporter, pkg)
     check_newer(module, opts.version, published, opts.allow_older)
     if opts.version in published:
         reporter.notice(
@@ -291,9 +291,11 @@ def _attach(release: Release, bundle: bytes, path: Path, reporter: Reporter) -> 
     return replace(release, signature=bundle)
 
 
-def _published(module: str, target: PublishTarget, reporter: Reporter) -> list[str]:
+def _published(module: str, target: PublishTarget, reporter: Reporter, pkg: Path) -> list[str]:
     """The versions of ``module`` at ``target``; for a dry run also those at the target
-    a publish would use, or a warning saying why they were not seen."""
+    a publish would use, or a warning saying why they were not seen. Where that target
+    answered, a version only in ``dist/`` (an earlier dry run: a preview, not a release)
+    does not count."""
     versions = target.published_versions(module)
     if not isinstance(target, DirectoryTarget):
         return versions
@@ -312,6 +314,8 @@ def _published(module: str, target: PublishTarget, reporter: Reporter) -> list[s
             f"the version was checked against {target.tree.root} only: {exc}"
         )
         return versions
+    if target.tree.root == pkg / DRY_RUN_DIR:
+        return _v.sort_versions(more)
     return _v.sort_versions(list(set(versions) | set(more)))
 
 

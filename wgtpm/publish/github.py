@@ -164,8 +164,7 @@ class GitHubTarget:
             raise token_needed(
                 self.name,
                 "GITHUB_TOKEN",
-                "(the github.com variable of wgtpm/sources/hosts.py) to a token that can "
-                "write releases (contents: write)",
+                "to a GitHub token that can write releases (contents: write)",
             )
 
     def published_versions(self, module: str) -> list[str]:

@@ -102,8 +102,7 @@ class HuggingFaceTarget:
             raise token_needed(
                 self.name,
                 "HF_TOKEN",
-                "(the hf.co variable of wgtpm/sources/hosts.py) to a Hugging Face token that "
-                f"can write to {self.repo_id}",
+                f"to a Hugging Face token that can write to {self.repo_id}",
             )
 
     def published_versions(self, module: str) -> list[str]:

@@ -45,7 +45,8 @@ __all__ = ["Artifact", "load", "load_layer", "locate", "open_artifact"]
 class Artifact:
     """A verified WeightLang artifact, ready to run.
 
-    ``module`` is the ``torch.nn.Module`` (in eval mode); ``manifest`` the
+    ``module`` is the ``torch.nn.Module`` (in eval mode; the parameters of layers
+    imported frozen have ``requires_grad`` off, as in the build); ``manifest`` the
     validated manifest (``manifest.raw`` is the JSON as written).
     """
 
@@ -110,6 +111,9 @@ def open_artifact(path: Path, *, warn_untrained: bool = True) -> Artifact:
     module = build_module(stored.manifest.layers)
     module.load_state_dict(dict(stored.tensors), strict=True)
     module.eval()
+    for record in stored.manifest.imports:  # as the build had them: fine-tuning keeps them
+        if record.get("frozen"):
+            module.get_submodule(str(record["layer"])).requires_grad_(False)
     artifact = Artifact(stored, module)
     if warn_untrained and artifact.untrained_tensors:
         warnings.warn(
@@ -169,7 +173,8 @@ def locate(
     """The path of the artifact ``ref`` names (see the module docstring)."""
     project = project_dir if project_dir is not None else Path.cwd()
     text = str(ref)
-    if isinstance(ref, str) and "/" not in text:
+    if isinstance(ref, str) and "/" not in text and text not in (".", ".."):
+        # '.' and '..' are directories, never artifact names ('build/.' is no artifact)
         built = locate_built(project / BUILD_DIR, text)
         if built is not None:
             return built.path
