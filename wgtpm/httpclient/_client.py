@@ -8,11 +8,11 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from .. import _interrupt
+from .._retry import refused_for_good
 from ._body import buffered, read_capped
 from ._credentials import Credential, register_userinfo
 from ._errors import HTTPStatusError, TransportError, network_errors
 from ._pace import Deadline, MinRate, Pace
-from .._retry import refused_for_good
 from ._retrying import IDEMPOTENT, Retries
 from ._sender import Sender
 from ._settings import DOWNLOAD_READ, MAX_ERROR_BODY, MAX_METADATA, HttpOptions
