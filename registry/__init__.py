@@ -40,10 +40,11 @@ from ._errors import (
 from .limits import Limits
 
 if TYPE_CHECKING:
-    from .blobs import BlobStore, BlobWriter, FolderBlobStore, open_blob_store
+    from .blobs import BlobStore, BlobWriter, FolderBlobStore
     from .config import Config
     from .metadata import MetadataStore, SqlMetadataStore, open_metadata_store
     from .service import Registry
+    from .stores import open_blob_store
 
 # Loaded on first use, so that the pure parts (errors, limits, tokens) import
 # without SQLAlchemy or boto3.
@@ -51,7 +52,7 @@ _LAZY = {
     "BlobStore": "blobs",
     "BlobWriter": "blobs",
     "FolderBlobStore": "blobs",
-    "open_blob_store": "blobs",
+    "open_blob_store": "stores",
     "Config": "config",
     "MetadataStore": "metadata",
     "SqlMetadataStore": "metadata",

@@ -46,7 +46,6 @@ from wgtpm.trust._revoked import RevocationFile
 from . import api, hfmirror, sumdb, web
 from ._errors import BadRequestError, RegistryError, StoreError, UnauthorizedError, UpstreamError
 from .accesslog import AccessLog, request_id
-from .blobs import open_blob_store
 from .config import Config
 from .fastpath import FastPath, ProtocolCache
 from .limits import Timeouts
@@ -54,6 +53,7 @@ from .metadata import open_metadata_store
 from .protocol import parse_request_path, serve_protocol
 from .proxy import open_proxy
 from .service import Registry
+from .stores import open_blob_store
 from .sumdb import SumDB
 from .sumkey import signer_key
 from .tokens import parse_authorization

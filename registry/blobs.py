@@ -25,6 +25,7 @@ so a replica cleans its spool when it starts, and ``wgtpm registry gc`` does
 too. Blobs are listed (:meth:`BlobStore.list_blobs`) and deleted
 (:meth:`BlobStore.delete`) only by the garbage collector (:mod:`registry.gc`).
 
+>>> from registry.stores import open_blob_store                # doctest: +SKIP
 >>> store = open_blob_store("/srv/registry/blobs")           # doctest: +SKIP
 >>> store.put("2c26b4...", [b"foo"])                        # doctest: +SKIP
 """
@@ -59,7 +60,6 @@ __all__ = [
     "BlobStore",
     "BlobWriter",
     "FolderBlobStore",
-    "open_blob_store",
     "sweep_spool",
 ]
 
@@ -347,29 +347,3 @@ def _read_file(f: BinaryIO, length: int | None) -> Iterator[bytes]:
             if left is not None:
                 left -= len(chunk)
             yield chunk
-
-
-def open_blob_store(
-    url: str, *, endpoint: str | None = None, spool: Path | None = None, sweep: bool = True
-) -> BlobStore:
-    """The store named by ``url``: a folder path (or ``file://``), ``s3://bucket/prefix``, or
-    ``oci://REGISTRY/REPOSITORY`` (:mod:`registry.ocistore`).
-
-    ``endpoint`` is the S3 endpoint URL (default: ``AWS_ENDPOINT_URL``, else
-    AWS); ``spool`` is where S3 uploads are spooled and checked first. Unless
-    ``sweep`` is off, the stale spool files of killed processes are removed
-    (:func:`sweep_spool`).
-    """
-    if url.startswith("s3://"):
-        from .s3 import S3BlobStore
-
-        return S3BlobStore(url, endpoint=endpoint, spool=spool, sweep=sweep)
-    if url.startswith("oci://"):
-        from .ocistore import OciBlobStore
-
-        return OciBlobStore(url, spool=spool, sweep=sweep)
-    if url.startswith("file://"):
-        from urllib.parse import unquote, urlsplit
-
-        url = unquote(urlsplit(url).path)
-    return FolderBlobStore(Path(url), sweep=sweep)

@@ -130,9 +130,9 @@ def _serve(app: object) -> Iterator[str]:
 
 def _live(meta_url: str, blob_url: str, spool: Path) -> Iterator[Live]:
     from registry.app import create_app
-    from registry.blobs import open_blob_store
     from registry.metadata import open_metadata_store
     from registry.service import Registry
+    from registry.stores import open_blob_store
     from registry.sumdb import SumDB
     from wgtpm.sumdb import note
 

@@ -19,10 +19,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from registry.blobs import SPOOL_STALE_SECONDS, BlobStore, open_blob_store
+from registry.blobs import SPOOL_STALE_SECONDS, BlobStore
 from registry.gc import GcOptions, collect
 from registry.limits import UPLOAD_TTL_SECONDS
 from registry.service import Registry
+from registry.stores import open_blob_store
 
 from .conftest import Live, _live
 from .helpers import index_bytes, modtext, publish

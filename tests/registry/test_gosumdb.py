@@ -110,8 +110,8 @@ def registry(tmp: Path, skey: str) -> Iterator[tuple[str, str, Registry]]:
     """A registry on SQLite and a folder in ``tmp`` whose log is signed by ``skey``;
     yields its URL, a publish token for ``example.com`` and the registry."""
     from registry.app import create_app
-    from registry.blobs import open_blob_store
     from registry.metadata import open_metadata_store
+    from registry.stores import open_blob_store
     from registry.sumdb import SumDB
 
     tmp.mkdir(parents=True, exist_ok=True)

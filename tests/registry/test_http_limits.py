@@ -137,9 +137,9 @@ def either(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Server]:
 
     from registry._http import CoalescingH11
     from registry.app import create_app
-    from registry.blobs import open_blob_store
     from registry.metadata import open_metadata_store
     from registry.service import Registry
+    from registry.stores import open_blob_store
 
     reg = Registry(
         open_metadata_store(f"sqlite:///{tmp_path / 'r.db'}"),

@@ -19,9 +19,9 @@ import pytest
 import sqlalchemy as sa
 
 from registry.app import RegistryApp, create_app
-from registry.blobs import open_blob_store
 from registry.metadata import SqlMetadataStore, open_metadata_store
 from registry.service import Registry
+from registry.stores import open_blob_store
 
 from .conftest import _serve
 from .helpers import modtext, publish

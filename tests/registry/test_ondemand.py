@@ -72,7 +72,7 @@ def reg(
 
 
 def open_blob_store(tmp: Path):  # type: ignore[no-untyped-def]
-    from registry.blobs import open_blob_store as open_store
+    from registry.stores import open_blob_store as open_store
 
     return open_store(str(tmp / "blobs"), spool=tmp / "spool")
 

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from registry.blobs import open_blob_store
 from registry.hfmirror import is_lfs
 from registry.metadata import open_metadata_store
 from registry.ondemand import OnDemand, Pending
 from registry.proxy import open_proxy
 from registry.service import Registry
+from registry.stores import open_blob_store
 from tests.servers import CdnServer, RequestLog
 from tests.servers.huggingface import HuggingFaceServer
 

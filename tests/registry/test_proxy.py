@@ -53,7 +53,7 @@ class Proxied:
 
 def _proxied(tmp: Path, upstream: str, environ: Mapping[str, str] | None) -> Iterator[Proxied]:
     from registry.app import create_app
-    from registry.blobs import open_blob_store
+    from registry.stores import open_blob_store
     from registry.sumdb import SumDB
 
     tmp.mkdir(parents=True, exist_ok=True)
@@ -297,7 +297,7 @@ def test_two_replicas_fetch_each_file_once(
     """Two registries on one database and one blob store: the reservation row, not the
     in-process lock, keeps the second from fetching too; the log holds the version once."""
     from registry.app import create_app
-    from registry.blobs import open_blob_store
+    from registry.stores import open_blob_store
     from registry.sumdb import SumDB
 
     monkeypatch.setenv("WGTPM_HTTP_RETRIES", "0")

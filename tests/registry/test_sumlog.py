@@ -491,8 +491,8 @@ def test_two_replicas_over_http_serve_one_log(postgres: object, tmp_path: Path) 
     import uuid
 
     from registry.app import create_app
-    from registry.blobs import open_blob_store
     from registry.service import Registry
+    from registry.stores import open_blob_store
 
     from .conftest import _serve
 

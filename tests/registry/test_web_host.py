@@ -33,9 +33,9 @@ def _files() -> dict[str, bytes]:
 def hosted(tmp_path: Path) -> Iterator[Live]:
     """A live registry configured with ``public_url=PUBLIC``, with ``HF_MOD`` published."""
     from registry.app import create_app
-    from registry.blobs import open_blob_store
     from registry.metadata import open_metadata_store
     from registry.service import Registry
+    from registry.stores import open_blob_store
 
     meta = open_metadata_store(f"sqlite:///{tmp_path / 'r.db'}")
     reg = Registry(

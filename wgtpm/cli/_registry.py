@@ -425,9 +425,9 @@ def _gc(args: argparse.Namespace) -> int:
     require("registry", *STORES, purpose="wgtpm registry gc")
     config = _config(args)
     from registry import RegistryError
-    from registry.blobs import open_blob_store
     from registry.gc import GC_GRACE_SECONDS, GcOptions, collect
     from registry.metadata import open_metadata_store
+    from registry.stores import open_blob_store
 
     grace = GC_GRACE_SECONDS if args.grace is None else args.grace
     if not grace >= 0:
