@@ -127,7 +127,7 @@ class Ranges:
         self.direct: _direct.Direct | None = (
             None
             if dfd is None
-            else _direct.Direct(dfd, self._fd, self._cond, self._landed_at, self._failed)
+            else _direct.Direct(dfd, self._fd, self._landed_at, self._failed, self.wake)
         )
 
     @classmethod
@@ -247,8 +247,7 @@ class Ranges:
         get of 40 MiB files at 50 MB/s a connection took 0.45-0.50x snapshot_download's
         time with them, 0.41-0.45x without)."""
         if self.direct is not None:
-            with self._cond:
-                self.direct.on = False
+            self.direct.turn_off()
 
     def come(self) -> int:
         """Bytes of the file that have come (written, or in a buffer being written)."""
@@ -284,15 +283,16 @@ class Ranges:
                     while True:
                         if errors:
                             raise errors[0]
-                        piece = direct.ready.pop(pos, None) if direct is not None else None
+                        piece = direct.take_ready(pos) if direct is not None else None
                         avail = self.segs[i][0] + self.done[i]
                         if piece is not None or avail > pos:
                             break
                         self._cond.wait(0.1)
                         _interrupt.check()
                         tick()
-                    if piece is None and direct is not None and direct.ready:
-                        avail = min(avail, min((k for k in direct.ready if k > pos), default=avail))
+                    if piece is None and direct is not None:
+                        nxt = direct.next_ready(pos)
+                        avail = avail if nxt is None else min(avail, nxt)
                 if piece is not None:
                     assert direct is not None
                     with piece.data() as v:
