@@ -27,12 +27,14 @@ One concept a module, each importing only those above it in this list:
   :class:`TrustHook`, :func:`matches`);
 - ``_unit``: a file to fetch (``VersionFile``: a module version and its index
   entry) and one module version's download under way (``Unit``: its progress);
+- ``_metadata``: version lists, wgt.mod files and indexes, verified (``Metadata``);
 - ``_partial``: a partial file, hashed as it is written;
 - ``_transfer``: one transfer of a byte range, with the one retry policy and the
   one minimum-rate rule;
 - ``_ranges``: a file filled in place as parallel ranges, with their journals, and
   hashed in order;
 - ``_ranged``: ranged downloads and their pacing (how many connections);
+- ``_jobs``: tasks run on a few threads (``run_all``);
 - ``_early``: the early start of the files a source knows before its index;
 - ``_fetcher``: fetching and orchestration (:class:`Fetcher`).
 

@@ -4,7 +4,6 @@ docstring says in what order, and what is checked)."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import os
@@ -13,15 +12,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .. import _interrupt, dirhash
+from .. import _interrupt
 from .. import index as _index
-from .._errors import CacheError, ChecksumMismatchError, NotFoundError, VerifyError
+from .._errors import VerifyError
 from .._report import SILENT, Reporter, human_size
 from ..cache import Cache
 from ..sources import FileRequest, RevInfo, Source
 from . import _ranges
 from ._early import Early
 from ._jobs import run_all
+from ._metadata import Metadata
 from ._options import FetchOptions, SumChecker, TrustHook, matches
 from ._partial import Partial
 from ._ranged import fill
@@ -32,8 +32,6 @@ if TYPE_CHECKING:
     from ..httpclient import HttpClient
 
 __all__ = ["Fetcher"]
-
-MOD_SUFFIX = "/wgt.mod"
 
 
 class Fetcher:
@@ -59,8 +57,7 @@ class Fetcher:
         self._http_factory = http
         self._http: HttpClient | None = None
         self._http_lock = threading.Lock()
-        self._indexes: dict[tuple[str, str], _index.ReleaseIndex] = {}  # verified ones
-        self._indexes_lock = threading.Lock()
+        self._meta = Metadata(cache, source, sums, trust, self.opts.list_ttl)
 
     def http(self) -> HttpClient:
         """The one HTTP client of this fetcher, made on first use by whichever download
@@ -75,97 +72,21 @@ class Fetcher:
                     self._http = HttpClient()
             return self._http
 
-    # ---- metadata ---------------------------------------------------------
+    # ---- metadata (_metadata.Metadata's) --------------------------------------
 
     def versions(self, path: str) -> list[str]:
-        key = "list/" + hashlib.sha256(path.encode()).hexdigest()
-        cached = self.cache.read_ttl(key, self.opts.list_ttl)
-        if isinstance(cached, list):
-            return [str(v) for v in cached]
-        vs = self.source.versions(path)
-        with contextlib.suppress(CacheError):
-            self.cache.write_ttl(key, vs)
-        return vs
+        return self._meta.versions(path)
 
     def info(self, path: str, query: str) -> RevInfo:
         return self.source.info(path, query)
 
-    def _check(
-        self, path: str, version: str, h1: str, *, record: bool = True, cached: bool
-    ) -> None:
-        """``sums.check``; a mismatch of bytes read from the cache says they were cached."""
-        try:
-            self.sums.check(path, version, h1, record)
-        except ChecksumMismatchError as exc:
-            if not cached:
-                raise
-            raise ChecksumMismatchError(
-                exc.path, exc.version or version, exc.what, exc.want, exc.got, got_from="cached"
-            ) from exc
-
     def mod(self, path: str, version: str, record: bool = True) -> bytes:
         """The verified wgt.mod of ``path@version``."""
-        data = self.cache.read_meta(path, version, "mod")
-        fresh = data is None
-        if data is None:
-            data = self.source.mod(path, version)
-        h1 = dirhash.hash1_bytes({"wgt.mod": data})
-        self._check(path, version + MOD_SUFFIX, h1, record=record, cached=not fresh)
-        if fresh:
-            with self.cache.using():
-                self.cache.write_meta(path, version, "mod", data)
-        return data
+        return self._meta.mod(path, version, record)
 
     def index(self, path: str, version: str) -> _index.ReleaseIndex:
-        """The verified index of ``path@version`` (kept once verified: a command asks for
-        it again, and a large one costs much to parse)."""
-        with self._indexes_lock:
-            known = self._indexes.get((path, version))
-        if known is not None:
-            return known
-        data = self.cache.read_meta(path, version, "index.json")
-        fresh = data is None
-        if data is None:
-            data = self.source.index(path, version)
-        idx = _index.parse(data, path, version)
-        sig = self._signature(path, version, idx) if self.trust is not None else None
-        self._check(path, version, idx.h1(), cached=not fresh)
-        mod_entry = idx.entry("wgt.mod")
-        mod = self.mod(path, version)
-        if mod_entry is not None and hashlib.sha256(mod).hexdigest() != mod_entry.sha256:
-            raise VerifyError(
-                path,
-                version,
-                "the wgt.mod served for this version is not the one its index lists; the source is inconsistent",
-            )
-        if sig is not None:  # fetched now: kept for 'wgtpm verify' (and the next get)
-            with self.cache.using():
-                self.cache.write_meta(path, version, "sig", sig)
-        if fresh:
-            with self.cache.using():
-                self.cache.write_meta(path, version, "index.json", data)
-        with self._indexes_lock:
-            self._indexes[(path, version)] = idx
-        return idx
-
-    def _signature(self, path: str, version: str, idx: _index.ReleaseIndex) -> bytes | None:
-        """Run the trust hook on ``idx`` with the version's signature (the cached one, else
-        the source's; ``None`` when there is none) before wgt.sum hears of it; returns the
-        signature to keep beside the cached index when it was fetched now (``None`` when
-        it was cached already, or none is needed). The hook raises to refuse."""
-        assert self.trust is not None
-        if not self.trust.covers(path):
-            return None
-        cached = self.cache.read_meta(path, version, "sig")
-        sig = cached
-        if sig is None:
-            read = getattr(self.source, "signature", None)
-            try:
-                sig = read(path, version) if read is not None else None
-            except NotFoundError:
-                sig = None
-        self.trust.check(path, version, {e.path: e.sha256 for e in idx.files}, sig)
-        return sig if cached is None else None
+        """The verified index of ``path@version``."""
+        return self._meta.index(path, version)
 
     # ---- files ------------------------------------------------------------
 
@@ -175,14 +96,9 @@ class Fetcher:
         Cheap for a cached version: the cached index is checked against wgt.sum
         (a changed or missing wgt.sum line is caught here too) and the tree is stat'ed.
         """
-        with self._indexes_lock:
-            idx = self._indexes.get((path, version))
+        idx = self._meta.known_index(path, version)
         if idx is None:
-            raw = self.cache.read_meta(path, version, "index.json")
-            if raw is None:
-                return True
-            idx = _index.parse(raw, path, version)
-            self._check(path, version, idx.h1(), cached=True)
+            return True
         tree = self.cache.mod_dir(path, version)
         return any(not _placed(tree, e) for e in idx.files if matches(patterns, e.path))
 
