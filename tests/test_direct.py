@@ -175,7 +175,7 @@ def _direct_for(path: Path) -> tuple[_direct.Direct, int, list[tuple[int, int, i
     landed: list[tuple[int, int, int]] = []
     dfd = _direct.open_direct(path)
     assert dfd is not None, "this file system takes direct writes"
-    d = _direct.Direct(dfd, fd, threading.Condition(), lambda *a: landed.append(a), print)
+    d = _direct.Direct(dfd, fd, lambda *a: landed.append(a), print, lambda: None)
     return d, fd, landed
 
 
@@ -189,7 +189,8 @@ def test_pieces_off_the_page_grid_land_in_place(
     monkeypatch.setattr(_direct, "TAKE_WAIT", 30.0)
     data = os.urandom(3 * _direct.BUF)
     d, fd, landed = _direct_for(tmp_path / "f")
-    d.on = on
+    if not on:
+        d.turn_off()
     stop = threading.Event()
     cuts = [
         0,
@@ -210,7 +211,9 @@ def test_pieces_off_the_page_grid_land_in_place(
                 room[: b - a] = data[a:b]
             p.n = b - a
             d.submit(p)
-            d.hashed(d.ready.pop(a))  # as the hasher does, before or after the write
+            piece = d.take_ready(a)  # as the hasher does, before or after the write
+            assert piece is not None
+            d.hashed(piece)
         d.drain(0)
     finally:
         d.close()
@@ -237,7 +240,8 @@ def test_buffers_are_bounded_and_come_back(tmp_path: Path) -> None:
         stop.set()
         assert d.take(0, 0, stop) is None
         stop.clear()
-        first = d.ready.pop(0)
+        first = d.take_ready(0)
+        assert first is not None
         d.hashed(first)
         again = d.take(0, 0, stop)
         assert again is not None and again.buf is first.buf  # the same memory, again

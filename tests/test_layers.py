@@ -369,3 +369,33 @@ def test_one_default_for_jobs() -> None:
     from wgtpm.modload import DEFAULT_JOBS
 
     assert FetchOptions().jobs == DEFAULT_JOBS
+
+
+#: The parts of ``wgtpm.modfetch``, lowest first (its docstring draws the same list): each
+#: imports only parts before it, so a reader can take them in this order.
+MODFETCH_PARTS = (
+    "_options",
+    "_unit",
+    "_metadata",
+    "_partial",
+    "_transfer",
+    "_ranges",
+    "_ranged",
+    "_jobs",
+    "_early",
+    "_fetcher",
+)
+
+
+def test_modfetch_parts_import_one_way() -> None:
+    graph = _graph()
+    names = [f"wgtpm.modfetch.{p}" for p in MODFETCH_PARTS]
+    found = sorted(n for n in graph if n.startswith("wgtpm.modfetch."))
+    assert found == sorted(names), "list each part of wgtpm.modfetch in MODFETCH_PARTS"
+    bad = [
+        f"{name} imports {dep}"
+        for k, name in enumerate(names)
+        for dep in sorted(graph[name])
+        if dep.startswith("wgtpm.modfetch.") and dep not in names[:k]
+    ]
+    assert not bad, "a part of wgtpm.modfetch imports one above it:\n" + "\n".join(bad)

@@ -13,6 +13,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import BinaryIO
@@ -24,7 +25,8 @@ from tests.servers import CdnServer, Fault, LoopbackServer, Request, Response, s
 from tests.servers.huggingface import HuggingFaceServer
 from tests.servers.proxytree import ProxyTreeServer
 from tests.sources.conftest import RecordingSums
-from wgtpm import _httptransport, modfetch
+from wgtpm import _httptransport, _interrupt, modfetch
+from wgtpm._errors import FetchError
 from wgtpm.cache import Cache
 from wgtpm.httpclient import HttpClient
 from wgtpm.modfetch import Fetcher
@@ -568,3 +570,39 @@ def test_a_learned_url_that_expires_is_asked_for_again(tmp_path: Path) -> None:
     # asked again after the refusal (and by a range that started before the new URL was
     # learned), but not before every range as without learning
     assert modfetch.RANGES_FIRST + 1 <= len(resolves) < len(asked)
+
+
+def test_a_learned_url_that_expires_on_the_last_try_fails_the_range(tmp_path: Path) -> None:
+    """Asking again for an expired URL counts as a try: on a range's last one, the get
+    fails with the range's error (it once ended the range unfilled, and the hash waited
+    for its bytes for ever)."""
+    opts = modfetch.FetchOptions(resume_attempts=0)
+    with _ExpiringCdn() as cdn, HuggingFaceServer(cdn, token="hf_secret") as hub:
+        cdn.good = modfetch.RANGES_FIRST  # the first ranges' own; the next one is refused
+        repo = hub.repo("acme", "big")
+        repo.commit({"model.safetensors": BIG})
+        repo.tag("v0.1.0")
+        with HttpClient() as http:
+            src = HuggingFaceSource(http, endpoint=hub.url, token="hf_secret")
+            cache = Cache(tmp_path / "c")
+            fetcher = Fetcher(cache, src, RecordingSums(), http=lambda: http, opts=opts)
+            errors: list[BaseException] = []
+
+            def get() -> None:
+                try:
+                    fetcher.download("hf.co/acme/big", "v0.1.0")
+                except BaseException as exc:
+                    errors.append(exc)
+
+            th = threading.Thread(target=get, daemon=True)
+            th.start()
+            th.join(120)  # a hang guard, not a speed check
+            if th.is_alive():
+                _interrupt.CANCEL.set()  # let the stuck download go, then fail
+                th.join(10)
+                _interrupt.CANCEL.clear()
+                raise AssertionError("the download never ended")
+    assert len(errors) == 1
+    err = errors[0]
+    assert isinstance(err, FetchError), err
+    assert "gave up after 1 tries" in str(err) and "403" in str(err), err

@@ -1,6 +1,6 @@
 """A large download's next bytes: into memory, hashed there, written past the page cache.
 
-A ranged download (:class:`wgtpm.modfetch._Ranges`) hashes its file in order.
+A ranged download (:class:`wgtpm.modfetch._ranges.Ranges`) hashes its file in order.
 The bytes next in line for the hash (every byte before them has come) are read
 into buffers of this module (:class:`Direct`): the hash is taken from the buffer
 while writer threads write it with ``O_DIRECT``, from the buffer to the disk.
@@ -122,37 +122,57 @@ class Piece:
 class Direct:
     """The buffers, direct writes and hand-over to the hasher of one file's next bytes.
 
-    Everything here is guarded by ``cond``, the file's condition (shared with
-    :class:`wgtpm.modfetch._Ranges`, whose hasher waits on it). A range thread
-    takes a buffer (:meth:`take`; it waits while all :data:`BUFFERS` are in use),
-    fills it, and hands it over (:meth:`submit`): it is then ``ready`` for the hasher
-    and queued for a writer. A writer writes it (the unaligned head and tail through
-    ``fd``, the rest with ``O_DIRECT``), then calls ``landed(i, at, n)`` (with
-    ``cond`` held), or ``failed(exc)``. The buffer is free again once it is both
-    written and hashed (:meth:`hashed`).
+    Everything here is guarded by this object's own lock. A range thread takes a
+    buffer (:meth:`take`; it waits while all :data:`BUFFERS` are in use), fills it,
+    and hands it over (:meth:`submit`): it is then ready for the hasher
+    (:meth:`take_ready`) and queued for a writer, and ``wake()`` tells the hasher. A
+    writer writes it (the unaligned head and tail through ``fd``, the rest with
+    ``O_DIRECT``), then calls ``landed(i, at, n)``, or ``failed(exc)``, before it
+    counts the buffer written (so that :meth:`drain` returns after the file's owner
+    heard of it). The buffer is free again once it is both written and hashed
+    (:meth:`hashed`). The three callbacks are called without this object's lock
+    held: the file's owner may ask this object while it holds its own lock, never
+    the other way round.
     """
 
     def __init__(
         self,
         dfd: int,
         fd: int,
-        cond: threading.Condition,
         landed: Callable[[int, int, int], None],
         failed: Callable[[BaseException], None],
+        wake: Callable[[], None],
     ) -> None:
         self._dfd = dfd
         self._fd = fd
-        self._cond = cond
+        self._cond = threading.Condition(threading.Lock())
         self._landed = landed
         self._failed = failed
-        self.on = True  # direct writes work (off after a refusal: then all go through fd)
-        self.ready: dict[int, Piece] = {}  # file offset -> piece, not hashed yet
+        self._wake = wake
+        self._on = True  # direct writes work (off after a refusal, or turn_off())
+        self._ready: dict[int, Piece] = {}  # file offset -> piece, not hashed yet
         self._held = 0  # buffers of this file taken and not yet free
         self._writing: dict[int, int] = {}  # range -> pieces queued or being written
         self._queue: queue.SimpleQueue[Piece | None] = queue.SimpleQueue()
         self._writers: list[threading.Thread] = []
         self._dead = False
-        self.waited = 0.0  # seconds range threads have waited in take(), all told
+        self._waited = 0.0  # seconds range threads have waited in take(), all told
+
+    @property
+    def on(self) -> bool:
+        """Whether bytes go past the page cache (direct writes work, and are wanted)."""
+        return self._on
+
+    @property
+    def waited(self) -> float:
+        """Seconds range threads have waited in :meth:`take` for a buffer, all told."""
+        with self._cond:
+            return self._waited
+
+    def turn_off(self) -> None:
+        """Write every byte from now on through the page cache (:meth:`take` still
+        hands out buffers; their bytes are written through ``fd``)."""
+        self._on = False
 
     # ---- range threads ---------------------------------------------------
 
@@ -166,10 +186,10 @@ class Direct:
                 while self._held >= BUFFERS:
                     left = t0 + TAKE_WAIT - time.monotonic()
                     if stop.is_set() or self._dead or left <= 0:
-                        self.waited += time.monotonic() - t0
+                        self._waited += time.monotonic() - t0
                         return None
                     self._cond.wait(left)
-                self.waited += time.monotonic() - t0
+                self._waited += time.monotonic() - t0
             buf = _POOL.get()
             if buf is None:
                 return None
@@ -188,7 +208,7 @@ class Direct:
             if not p.n:
                 self._free(p)
                 return
-            self.ready[p.at] = p
+            self._ready[p.at] = p
             self._writing[p.i] = self._writing.get(p.i, 0) + 1
             if len(self._writers) < WRITERS:
                 t = threading.Thread(target=self._write_all, daemon=True)
@@ -196,6 +216,7 @@ class Direct:
                 t.start()
             self._cond.notify_all()
         self._queue.put(p)
+        self._wake()
 
     def drain(self, i: int) -> None:
         """Wait until every buffer of range ``i`` handed over is written (or failed)."""
@@ -204,6 +225,17 @@ class Direct:
                 self._cond.wait(0.1)
 
     # ---- the hasher --------------------------------------------------------
+
+    def take_ready(self, at: int) -> Piece | None:
+        """The piece of bytes from file offset ``at``, if one is ready; the hasher's from
+        now (hand it back with :meth:`hashed`)."""
+        with self._cond:
+            return self._ready.pop(at, None)
+
+    def next_ready(self, after: int) -> int | None:
+        """The offset of the first piece ready past ``after``, if any."""
+        with self._cond:
+            return min((k for k in self._ready if k > after), default=None)
 
     def hashed(self, p: Piece) -> None:
         """The hasher is done with ``p`` (taken out of ``ready``)."""
@@ -216,19 +248,16 @@ class Direct:
 
     def _write_all(self) -> None:
         while (p := self._queue.get()) is not None:
-            err: BaseException | None = None
             try:
                 self._write(p)
+                self._landed(p.i, p.at, p.n)
             except BaseException as exc:  # handed to the hasher
-                err = exc
+                with self._cond:
+                    self._dead = True
+                self._failed(exc)
             with self._cond:
                 p.written = True
                 self._writing[p.i] -= 1
-                if err is None:
-                    self._landed(p.i, p.at, p.n)
-                else:
-                    self._dead = True
-                    self._failed(err)
                 if p.hashed:
                     self._free(p)
                 self._cond.notify_all()
@@ -242,13 +271,13 @@ class Direct:
                 pwrite_all(self._fd, v[lo : lo + head - at], at)
             if tail > head:
                 middle = v[lo + head - at : lo + tail - at]
-                if self.on:
+                if self._on:
                     try:
                         pwrite_all(self._dfd, middle, head)
                     except OSError as exc:
                         if exc.errno != errno.EINVAL:
                             raise
-                        self.on = False  # misaligned for this device: the page cache then
+                        self._on = False  # misaligned for this device: the page cache then
                         pwrite_all(self._fd, middle, head)
                 else:
                     pwrite_all(self._fd, middle, head)
@@ -266,9 +295,9 @@ class Direct:
             t.join()
         self._writers.clear()
         with self._cond:
-            for p in self.ready.values():
+            for p in self._ready.values():
                 if p.written:
                     self._free(p)
-            self.ready.clear()
+            self._ready.clear()
         with contextlib.suppress(OSError):
             os.close(self._dfd)
