@@ -66,9 +66,6 @@ def test_security_md_names_only_tests_that_exist() -> None:
 
 #: The pages a reader is sent to: the README and everything under docs/.
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
-#: Guides whose examples are not run yet: they were written alongside this test, and their
-#: blocks still need their markers (their links are checked all the same).
-NOT_RUN_YET = {"pinned-layers.md", "registry-operations.md", "signing.md"}
 RUNS = {"sh": "sh", "bash": "sh", "shell": "sh", "console": "console", "python": "python"}
 _MARKER = re.compile(r"<!--\s*docs-test:\s*(\S+)(.*?)-->")
 _FENCE = re.compile(r"^(`{3,})(\S*)\s*$")
@@ -171,9 +168,7 @@ def test_every_relative_link_and_anchor_resolves() -> None:
 
 
 def test_every_runnable_example_is_run_or_marked_illustrative_with_a_reason() -> None:
-    runnable = [
-        b for page in PAGES if page.name not in NOT_RUN_YET for b in blocks(page) if b.lang in RUNS
-    ]
+    runnable = [b for page in PAGES for b in blocks(page) if b.lang in RUNS]
     assert len(runnable) > 10
     for b in runnable:
         if b.marker is not None:
@@ -181,7 +176,13 @@ def test_every_runnable_example_is_run_or_marked_illustrative_with_a_reason() ->
                 f"{b.where}: the marker is '<!-- docs-test: illustrative (why) -->', not {b.marker!r}"
             )
     ran = [b for b in runnable if b.marker is None]
-    assert {b.page.name for b in ran} >= {"README.md", "wgt-sum.md", "publishing.md"}
+    assert {b.page.name for b in ran} >= {
+        "README.md",
+        "wgt-sum.md",
+        "publishing.md",
+        "signing.md",
+        "pinned-layers.md",
+    }
 
 
 def test_markdown_helpers() -> None:
@@ -251,7 +252,9 @@ def reader_env(home: Path, hub: HuggingFaceServer) -> dict[str, str]:
     hf.co served by the loopback Hub, and every other network address refused."""
     bin_dir = home.parent / "bin"
     bin_dir.mkdir(exist_ok=True)
-    for name, run in (("wgtpm", " -m wgtpm"), ("python", "")):
+    # model-signing's own command, as `pip install model-signing` puts it on PATH
+    tools = (("wgtpm", " -m wgtpm"), ("python", ""), ("model_signing", " -m model_signing"))
+    for name, run in tools:
         script = bin_dir / name  # a script, not a link: a link to a venv's python loses the venv
         script.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)}{run} "$@"\n')
         script.chmod(0o755)
@@ -316,7 +319,7 @@ def run_page(page: Path, tmp: Path, hub: HuggingFaceServer) -> None:
 
 @pytest.mark.parametrize(
     "page",
-    [p for p in PAGES if steps(p) and p.name not in NOT_RUN_YET],
+    [p for p in PAGES if steps(p)],
     ids=lambda p: str(p.relative_to(ROOT)),
 )
 def test_the_examples_run(page: Path, tmp_path: Path, hub: HuggingFaceServer) -> None:
