@@ -390,6 +390,18 @@ def test_the_environment_reference_lists_every_variable_the_code_reads() -> None
     text = (ROOT / "docs/reference/environment.md").read_text(encoding="utf-8")
     listed = set(re.findall(r"^\| `([A-Z][A-Z0-9_]+)`", text, re.M))
     assert not read - listed, f"docs/reference/environment.md lacks {sorted(read - listed)}"
-    from wgtpm.cli._help import ENVIRONMENT
 
-    assert not {n for n, _ in ENVIRONMENT} - listed, "wgtpm help environment names more"
+
+def test_wgtpm_help_environment_and_the_reference_list_the_same_variables() -> None:
+    from wgtpm.cli._help import ENVIRONMENT, environment_text
+
+    text = (ROOT / "docs/reference/environment.md").read_text(encoding="utf-8")
+    listed = set(re.findall(r"^\| `([A-Z][A-Z0-9_]+)`", text, re.M))
+    helped = [n for n, _ in ENVIRONMENT]
+    assert len(helped) == len(set(helped)), "wgtpm help environment names a variable twice"
+    assert not set(helped) - listed, (
+        f"docs/reference/environment.md lacks {sorted(set(helped) - listed)}"
+    )
+    assert not listed - set(helped), f"wgtpm help environment lacks {sorted(listed - set(helped))}"
+    shown = environment_text()
+    assert all(re.search(rf"^  {n} ", shown, re.M) for n in helped), shown
