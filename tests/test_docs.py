@@ -15,6 +15,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import re
 import shlex
@@ -436,3 +438,67 @@ def test_the_code_cites_docs_design_md_sections_that_exist() -> None:
     assert cited > 15
     assert not stale, f"these cite DESIGN.md, which is not in the repository: {stale}"
     assert not unknown, f"docs/design.md has no such section: {unknown}"
+
+
+#: Shown on purpose though no command parses them: a mistyped command, an output line,
+#: placeholders.
+_NOT_COMMANDS = {("install",), ("0.1.0",), ("COMMAND", "--help"), ("mod", "edit", "FLAGS")}
+_SHELL_STOP = {"|", "&&", "||", ";", ">", ">>", "2>&1", "<", "&", "2>"}
+
+
+def shown_wgtpm_commands(text: str) -> Iterator[list[str]]:
+    """The arguments of each ``wgtpm`` command in shell text: at a command's position
+    (after ``$ ``, ``VAR=value`` or a shell operator), up to the next operator or comment;
+    a ``[...]`` placeholder and what follows it are left out."""
+    for line in text.replace("\\\n", " ").split("\n"):
+        line = line.strip().removeprefix("$ ")
+        try:
+            words = shlex.split(line, comments=True)
+        except ValueError:
+            continue
+        for i, word in enumerate(words):
+            before = words[i - 1] if i else ""
+            if word != "wgtpm" or not (
+                i == 0 or before in _SHELL_STOP or re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", before)
+            ):
+                continue
+            args = []
+            for arg in words[i + 1 :]:
+                if (
+                    arg in _SHELL_STOP
+                    or arg.startswith((">", "2>"))
+                    or re.match(r"\[[A-Za-z-]", arg)
+                ):
+                    break
+                args.append(arg)
+            yield args
+
+
+def test_every_wgtpm_command_shown_parses() -> None:
+    """Each ``wgtpm`` command in a code block or an inline code span of the README and
+    docs/ (illustrative ones too) names real commands and flags with valid values: the
+    parser refuses no argument (a command merely named, without its required arguments,
+    counts). ``wgtpm graph --format svg`` would fail here: there is no such format."""
+    from wgtpm.cli._parser import build_parser
+
+    parser, bad, seen = build_parser(), [], 0
+    for page in PAGES:
+        texts = [b.text for b in blocks(page) if b.lang in (*RUNS, "")]
+        texts += re.findall(r"`(wgtpm [^`]+)`", prose(page))
+        for text in texts:
+            for args in shown_wgtpm_commands(text):
+                if tuple(args) in _NOT_COMMANDS:
+                    continue
+                seen += 1
+                err = io.StringIO()
+                try:
+                    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                        parser.parse_args(args)
+                except SystemExit as e:
+                    said = err.getvalue().strip().splitlines()
+                    if e.code and not (said and "arguments are required" in said[-1]):
+                        bad.append(
+                            f"{page.relative_to(ROOT)}: wgtpm {shlex.join(args)}: {said[-1:]}"
+                        )
+    assert seen > 100, seen
+    assert not bad, "\n".join(bad)
