@@ -502,3 +502,34 @@ def test_every_wgtpm_command_shown_parses() -> None:
                         )
     assert seen > 100, seen
     assert not bad, "\n".join(bad)
+
+
+def test_the_readme_is_a_users_first_page() -> None:
+    """Issue 31: a short README that starts with using wgtpm (install, then a quick start),
+    without lab notes, and says what a clone without ../shared skips."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.encode()) < 10_000, "the README is over 10 KB: move detail to docs/"
+    heads = re.findall(r"^## (.+)$", prose(ROOT / "README.md"), re.M)
+    assert heads[:2] == ["Install", "Quick start"], heads
+    first = next(b for b in blocks(ROOT / "README.md") if b.lang in RUNS)
+    assert "pip install" in first.text, "the first command shown installs wgtpm"
+    assert not re.search(r"\b20\d\d-\d\d-\d\d[ T]\d\d:\d\d", text), "dated lab notes"
+    assert not re.search(r"\bissue \d+", text, re.I), "an issue number: say what it is instead"
+    assert "../shared" in text and "skip" in text
+
+
+def test_no_page_shows_an_h1_a_reader_cannot_reproduce() -> None:
+    """An h1 or a commit shown literally must be one the page's own run computes (a run
+    example): a release's h1 depends on the publisher's commit, so a tour shows ``h1:…``."""
+    found = []
+    for page in PAGES:
+        ran = "\n".join(b.text for b in blocks(page) if b.lang in RUNS and b.marker is None)
+        for m in re.finditer(r"h1:[A-Za-z0-9+/]{43}=|\b[0-9a-f]{40}\b", prose(page)):
+            found.append(f"{page.relative_to(ROOT)}: {m.group(0)} (in the text)")
+        for b in blocks(page):
+            if b.lang in RUNS and b.marker is None and b.lang != "console":
+                continue  # a command that runs computes what it shows, or the run fails
+            for m in re.finditer(r"h1:[A-Za-z0-9+/]{43}=|\b[0-9a-f]{40}\b", b.text):
+                if m.group(0) not in ran:
+                    found.append(f"{b.where}: {m.group(0)}")
+    assert not found, "\n".join(found)
