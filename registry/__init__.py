@@ -1,4 +1,4 @@
-"""wgtpm's registry server: hosts modules and speaks the proxy protocol (DESIGN.md section 11).
+"""wgtpm's registry server: hosts modules and speaks the proxy protocol (docs/design.md section 11).
 
 The layers, bottom up (imports run one way)::
 

@@ -1,6 +1,6 @@
 """The proxy protocol's hot path: answers that Starlette already gave once, again without it.
 
-A committed version never changes (DESIGN.md section 11), and neither does a
+A committed version never changes (docs/design.md section 11), and neither does a
 module's ``private`` flag, so once :mod:`registry.protocol` has answered 200
 for a **public** module's ``.info``, ``.mod``, ``.index.json`` or file of a
 committed version, the answer's headers (built by the same Starlette

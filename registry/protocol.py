@@ -1,4 +1,4 @@
-"""The proxy protocol (DESIGN.md section 7) over the modules the registry hosts.
+"""The proxy protocol (docs/design.md section 7) over the modules the registry hosts.
 
 Plain GETs (and HEADs), ``$module`` escaped as Go escapes module paths
 (``!`` + lower case for a capital), ``$version`` a full version::

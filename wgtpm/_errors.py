@@ -122,7 +122,7 @@ class ModuleError(WgtpmError):
 
 
 class InvalidPathError(ModuleError):
-    """A module path that breaks the path rules of DESIGN.md section 2."""
+    """A module path that breaks the path rules of docs/design.md section 2."""
 
     def __init__(self, path: str, message: str) -> None:
         super().__init__(path, None, f"malformed module path: {message}")

@@ -1,4 +1,4 @@
-"""The h1 hash of a set of files (DESIGN.md section 4).
+"""The h1 hash of a set of files (docs/design.md section 4).
 
 ``h1`` is Go's dirhash Hash1. For files named ``a`` and ``b/c``::
 

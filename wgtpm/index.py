@@ -1,4 +1,4 @@
-"""wgt.index.json: what a published version holds (DESIGN.md section 5).
+"""wgt.index.json: what a published version holds (docs/design.md section 5).
 
 ::
 

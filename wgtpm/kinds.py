@@ -9,7 +9,7 @@ kind of the artifact follows from the source's suffix alone::
     triage.paw          paw    validated as it is (prebuilt)   NAME.paw
     data/vocab.json     file   shipped verbatim                data/vocab.json
 
-The same names are the ``kind`` of a release index entry (DESIGN.md section
+The same names are the ``kind`` of a release index entry (docs/design.md section
 5). This module holds only the table: no file system, no builders, so that
 the pure :mod:`wgtpm.modfile` may ask it. The builders register themselves
 under these names in :mod:`wgtpm.build`.

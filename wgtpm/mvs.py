@@ -1,4 +1,4 @@
-"""Minimal version selection (DESIGN.md section 6), as Go does it.
+"""Minimal version selection (docs/design.md section 6), as Go does it.
 
 The build list of a target is the target followed by, for every module
 reachable in the requirement graph, the highest version required anywhere

@@ -1,4 +1,4 @@
-"""Version queries: what ``wgtpm get MODULE@QUERY`` asks for (DESIGN.md section 6).
+"""Version queries: what ``wgtpm get MODULE@QUERY`` asks for (docs/design.md section 6).
 
 ====================  ===================================================
 ``vX.Y.Z``            exactly that version (also when retracted)

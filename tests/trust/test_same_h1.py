@@ -1,4 +1,4 @@
-"""A WeightLang build records nothing of the machine that built it (DESIGN.md section 13).
+"""A WeightLang build records nothing of the machine that built it (docs/design.md section 13).
 
 Its manifest is covered by h1; the torch and Python versions that built it go into the
 SLSA statement instead. Two builds that differ only in those versions give the same bytes,

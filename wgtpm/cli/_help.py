@@ -56,6 +56,26 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
     ("WGTPM_REGISTRY_HOST", "the address 'wgtpm registry serve' listens on (default 127.0.0.1)"),
     ("WGTPM_REGISTRY_PORT", "the port 'wgtpm registry serve' listens on (default 8080)"),
     ("WGTPM_REGISTRY_DATA", "the registry's data folder (default: the user data dir)"),
+    ("WGTPM_REGISTRY_DB", "the registry's database URL (default sqlite:///DATA/registry.db)"),
+    (
+        "WGTPM_REGISTRY_STORE",
+        "the registry's blob store: a folder, s3://bucket/prefix or oci://REGISTRY/REPOSITORY "
+        "(default DATA/blobs)",
+    ),
+    (
+        "WGTPM_REGISTRY_UPSTREAM",
+        "the registry's caching-proxy upstream, a WGTPROXY list (default: off)",
+    ),
+    (
+        "WGTPM_REGISTRY_HF_ALLOW",
+        "the Hugging Face repositories the registry's Hub API mirrors (default: all)",
+    ),
+    ("WGTPM_REGISTRY_OFFLINE", "1: the registry serves only what it has stored"),
+    (
+        "WGTPM_REGISTRY_REVOKED_KEYS",
+        "a file of revoked signing keys ('sha256:FPR [date] [reason]' lines): the registry "
+        "refuses their publishes and shows them as revoked (default DATA/revoked-keys)",
+    ),
     (
         "WGTPM_REGISTRY_KEEP_ALIVE_TIMEOUT",
         "seconds the registry keeps a connection with no request open (default 10)",
@@ -91,6 +111,7 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
     ),
     ("GITHUB_API_URL", "the GitHub API (default https://api.github.com; GitHub Enterprise)"),
     ("HF_TOKEN", "a Hugging Face token, sent only to the Hub (gated and private repositories)"),
+    ("HUGGING_FACE_HUB_TOKEN", "the older name of HF_TOKEN, read when HF_TOKEN is unset"),
     ("HF_ENDPOINT", "the Hugging Face Hub (default https://huggingface.co; a mirror)"),
     ("PAW_API_KEY", "the key for the PAW hub (paw.* modules)"),
     ("PAW_API_URL", "the PAW hub's API"),
@@ -118,6 +139,11 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
     ("WGTOCI_INSECURE", "OCI registries (HOST[:PORT] globs) spoken to over plain HTTP"),
     ("DOCKER_CONFIG", "the folder of Docker's config.json: OCI registry credentials (~/.docker)"),
     ("REGISTRY_AUTH_FILE", "OCI registry credentials read before config.json (podman's)"),
+    (
+        "SOURCE_DATE_EPOCH",
+        "set by 'publish' and 'verify --rebuild' to the commit's time while they build; "
+        "a PAW bundle's created_at",
+    ),
 )
 
 

@@ -1,4 +1,4 @@
-"""wgt.mod: parse, check, edit and print (DESIGN.md section 3).
+"""wgt.mod: parse, check, edit and print (docs/design.md section 3).
 
 >>> mf = parse(b"module github.com/acme/xor\\nwgt 0.1\\n", "wgt.mod")
 >>> mf.add_require("github.com/acme/base", "v0.1.0")

@@ -1,6 +1,6 @@
 """The licenses of the build list: what each module declares, and the main module's deny list.
 
-A module's license is, in order (DESIGN.md section 13):
+A module's license is, in order (docs/design.md section 13):
 
 1. the ``license`` line of its wgt.mod, which wgt.sum locks like the rest of it;
 2. else the ``license`` field of its model card, the front matter of its

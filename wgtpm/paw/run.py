@@ -179,7 +179,7 @@ class _TransformersProgram:
         model: Any
         try:
             self._tokenizer = AutoTokenizer.from_pretrained(str(directory))
-            # safetensors only: weights are never unpickled (DESIGN.md section 9).
+            # safetensors only: weights are never unpickled (docs/design.md section 9).
             model = AutoModelForCausalLM.from_pretrained(
                 str(directory), dtype=torch.float32, use_safetensors=True
             )

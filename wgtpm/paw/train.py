@@ -256,7 +256,7 @@ def _train(
         for k, pool in enumerate(numbered)
     ]
 
-    # safetensors only: weights are never unpickled (DESIGN.md section 9).
+    # safetensors only: weights are never unpickled (docs/design.md section 9).
     model: Any = AutoModelForCausalLM.from_pretrained(
         str(model_dir), dtype=torch_dtype(device), use_safetensors=True
     )

@@ -1,6 +1,6 @@
 """``wgt.provenance.json``: what a release was built from, inside the release so that h1 covers it.
 
-DESIGN.md section 5 puts provenance in the index (``build``), and the index's
+docs/design.md section 5 puts provenance in the index (``build``), and the index's
 ``artifact``/``kind`` of each file next to its hash; neither is covered by
 the h1 of wgt.sum, which hashes only (path, sha256) pairs. A consumer acts on
 both (which file is which artifact, of which kind, trained from what), so
@@ -40,7 +40,7 @@ directory in the repository (``""`` at its root).
 ``time`` is the commit's time (the committer date), never the clock.
 ``files`` lists every artifact file (not ``wgt.mod`` nor this file).
 
-Only what determines the release's bytes is here, since h1 covers it (DESIGN.md
+Only what determines the release's bytes is here, since h1 covers it (docs/design.md
 section 13): nothing of the machine that built it, so that two publishers of
 one commit who build the same bytes get the same h1. The build environment
 (:func:`tool_versions`: python, wgtpm, torch, transformers, peft, gguf,

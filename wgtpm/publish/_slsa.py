@@ -4,7 +4,7 @@ h1 locks what a release *is* (its files, and in ``wgt.provenance.json`` the
 facts that determine them); this statement says how one publisher *built*
 it: the tool versions, the platform, when. Two honest publishers of one
 commit get one h1 and two statements. Every target serves the envelope
-beside the version's index, never in the index's ``files`` (DESIGN.md
+beside the version's index, never in the index's ``files`` (docs/design.md
 section 13): ``$module/@v/$version.slsa.json`` in a proxy tree or a wgtpm
 registry, the asset ``wgt.slsa.json`` of a GitHub release, the file
 ``wgt.slsa.json`` of a Hugging Face repository.

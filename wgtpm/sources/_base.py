@@ -1,6 +1,6 @@
 """The one interface every source of modules implements.
 
-A source answers the questions of the proxy protocol (DESIGN.md section 7):
+A source answers the questions of the proxy protocol (docs/design.md section 7):
 which versions a module has, what a query (a version, ``latest``, a branch or
 a commit) resolves to, the wgt.mod and the index of a version, and where each
 file of the index can be downloaded. Sources never verify hashes and never

@@ -258,7 +258,7 @@ def synthesise_index(
     build: Mapping[str, Any],
     commit: str | None = None,
 ) -> bytes:
-    """The ``wgt.index.json`` of a release wgtpm did not publish (DESIGN.md section 5)."""
+    """The ``wgt.index.json`` of a release wgtpm did not publish (docs/design.md section 5)."""
     module = _module.normalise(path)
     # Checked as parse checks what it reads, but on the entries themselves: encoding and
     # parsing 100,000 files again to check them cost tens of MB at once.

@@ -1,4 +1,4 @@
-"""The proxy protocol over http(s) and ``file://`` (DESIGN.md section 7).
+"""The proxy protocol over http(s) and ``file://`` (docs/design.md section 7).
 
 A registry, a static web server, a directory and wgtpm's own download cache
 all answer the same plain GETs, ``$module`` escaped (capitals as ``!`` +

@@ -1,5 +1,5 @@
 """Tensor tables: each tensor of a ``.safetensors`` or ``.gguf`` file, by name, with its
-dtype, shape, byte range and sha256 (``wgt.tensors.json``; DESIGN.md section 13).
+dtype, shape, byte range and sha256 (``wgt.tensors.json``; docs/design.md section 13).
 
 Pure: no numpy, torch, safetensors nor gguf; headers are read here, from bytes.
 

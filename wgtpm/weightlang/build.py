@@ -14,7 +14,7 @@ The steps, each of which reports every problem it finds before stopping:
 Building the same source with the same data and imports gives the same
 bytes on every machine whose torch computes the same floats: the manifest
 records nothing of the machine (no ``built_with``, which the prototype wrote;
-DESIGN.md section 13: h1 covers it), so two builds that differ only in the
+docs/design.md section 13: h1 covers it), so two builds that differ only in the
 torch or Python version installed give one h1 when their weights agree. The
 versions that built a release go into its SLSA statement instead
 (:func:`wgtpm.publish._provenance.tool_versions`).

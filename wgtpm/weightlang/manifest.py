@@ -82,7 +82,7 @@ written.
 ``built_with`` (the prototype's ``{"torch": ..., "python": ...}``, the
 versions on the machine that built it) is no longer written: the manifest is
 covered by h1, and nothing that depends on the building machine may be
-(DESIGN.md section 13); those versions are in the release's SLSA statement.
+(docs/design.md section 13); those versions are in the release's SLSA statement.
 It is still read, and optional, as it always was: the prototype's reader
 never looks at it, so a manifest without it reads in either tool.
 """
