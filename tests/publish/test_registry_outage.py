@@ -165,7 +165,10 @@ def test_a_publish_rides_out_a_registry_restart(base_pkg: Path, registry: Regist
     assert any("trying again for up to 60s (WGTPM_HTTP_DEADLINE)" in n for n in reporter.notices)
     _check_release(registry.url, base_pkg, done.release)
     # resumed after the restart: no new upload, each file the kill left unsent went up once,
-    # the one sent before it not again, and one commit
+    # the one sent before it not again, and one commit. Access lines wait up to half a second
+    # in the log's buffer (registry.accesslog.FLUSH_SECONDS), so stop the registry first: a
+    # clean stop writes them all.
+    registry.stop()
     after = registry.killed_at
     posts = registry.requests("POST", "/api/v1/uploads", since=after)
     assert len(posts) == 1 and posts[0].endswith("/commit"), posts
