@@ -296,3 +296,66 @@ def test_credentials_and_tokens_never_cross_registries(
     assert r.code == 0, r.err  # type: ignore[attr-defined]
     assert front.log.where(path="/v2/*"), "the first registry was asked"
     assert not front.log.where(header="authorization")
+
+
+@pytest.mark.parametrize("way", ["WGTPROXY", "WGTOCI"])
+def test_a_token_held_for_one_registry_is_never_sent_to_the_next(
+    way: str,
+    wgtpm: Callable[..., object],
+    project: Path,
+    oci_registry: OciRegistry,
+    oci_registry_token: OciRegistry,
+    oci_namespace: str,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    """One command gets a module from a token registry (its credentials in config.json,
+    a bearer token fetched and held) and then one from another registry on the same host
+    (another port): the second registry is sent neither the token nor the password, the
+    token service is sent the password only by the registry whose credentials they are."""
+    ns = oci_namespace
+    if way == "WGTPROXY":  # both registries listed; the token one asked first for both
+        locked, open_ = "example.com/acme/locked", "example.com/acme/open"
+        locked_repo, open_repo = f"{ns}/{locked}", f"{ns}/{open_}"
+    else:  # each path names its registry
+        locked, open_ = f"b.internal/{ns}/locked", f"a.internal/{ns}/open"
+        locked_repo, open_repo = f"{ns}/locked", f"{ns}/open"
+    push_release(
+        oci_registry_token,
+        locked_repo,
+        locked,
+        "v1.0.0",
+        {"wgt.mod": f"module {locked}\n".encode()},
+    )
+    push_release(
+        oci_registry, open_repo, open_, "v1.0.0", {"wgt.mod": f"module {open_}\n".encode()}
+    )
+    front = RegistryFront(oci_registry.url).start()
+    token = oci_registry_token.token_server
+    assert token is not None
+    try:
+        docker = tmp_path / "docker"
+        docker.mkdir()
+        auth = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+        cfg = {"auths": {oci_registry_token.host: {"auth": auth}}}
+        (docker / "config.json").write_text(json.dumps(cfg))
+        monkeypatch.setenv("DOCKER_CONFIG", str(docker))
+        if way == "WGTPROXY":
+            monkeypatch.setenv(
+                "WGTPROXY", f"{oci_registry_token.oci(ns)},oci://127.0.0.1:{front.port}/{ns}"
+            )
+        else:
+            monkeypatch.setenv("WGTPROXY", "direct")
+            monkeypatch.setenv(
+                "WGTOCI",
+                f"b.internal={oci_registry_token.host},a.internal=127.0.0.1:{front.port}",
+            )
+        r = wgtpm("get", f"{locked}@v1.0.0", f"{open_}@v1.0.0", cwd=project)  # type: ignore[operator]
+    finally:
+        front.stop()
+    assert r.code == 0, r.err  # type: ignore[attr-defined]
+    assert token.log.where(path="/token*", header="authorization"), "a token was fetched"
+    assert front.log.where(path="/v2/*"), "the second registry was asked"
+    assert not front.log.where(header="authorization")
+    sums = (project / "wgt.sum").read_text()
+    assert locked in sums and open_ in sums
