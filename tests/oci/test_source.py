@@ -359,3 +359,42 @@ def test_a_token_held_for_one_registry_is_never_sent_to_the_next(
     assert not front.log.where(header="authorization")
     sums = (project / "wgt.sum").read_text()
     assert locked in sums and open_ in sums
+
+
+def test_refresh_fetches_a_new_token_for_a_refused_download(
+    oci_registry_token: OciRegistry, oci_namespace: str
+) -> None:
+    """The half of resuming past a token's life that the source owns: ``refresh`` forgets
+    the token the refused request carried and asks the token service again; a request
+    with a token it does not hold (refreshed already by another thread) costs no token."""
+    from wgtpm.oci.auth import Credentials
+    from wgtpm.sources import FileRequest
+
+    path = "example.com/acme/refresh"
+    weights = os.urandom(5000)
+    push_release(
+        oci_registry_token,
+        f"{oci_namespace}/{path}",
+        path,
+        "v1.0.0",
+        {"wgt.mod": f"module {path}\n".encode(), "w.bin": weights},
+    )
+    token = oci_registry_token.token_server
+    assert token is not None
+    creds = Credentials(USER, PASSWORD, source="test")
+
+    def asked() -> int:
+        return len(token.log.where(path="/token*"))
+
+    with HttpClient() as http:
+        src = OciSource(http, oci_registry_token.host, oci_namespace, auth=creds)
+        first = src.file(path, "v1.0.0", "w.bin")
+        assert first.headers.get("Authorization", "").startswith("Bearer ")
+        n = asked()
+        assert src.file(path, "v1.0.0", "w.bin") == first and asked() == n  # held
+        other = FileRequest(first.url, {"Authorization": "Bearer not-one-we-hold"})
+        assert src.refresh(path, "v1.0.0", "w.bin", other) == first and asked() == n
+        again = src.refresh(path, "v1.0.0", "w.bin", first)
+        assert asked() == n + 1
+        got = httpx.get(again.url, headers=dict(again.headers), follow_redirects=True)
+        assert got.status_code == 200 and got.content == weights
