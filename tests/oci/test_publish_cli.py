@@ -109,3 +109,38 @@ def test_publishing_the_same_commit_again_is_a_no_op_and_another_is_refused(
     assert r.code != 0, r.err
     last = r.err.strip().splitlines()[-1]  # progress, then the error in one line
     assert "never changes" in last and last.count("h1:") == 2, r.err
+
+
+def test_publish_and_get_through_a_token_registry(
+    wgtpm,  # type: ignore[no-untyped-def]
+    base_pkg: Path,
+    oci_registry_token: OciRegistry,
+    oci_namespace: str,
+    project: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The example published by the CLI to a registry that wants bearer tokens (the user's
+    password in Docker's config.json), then got into a new project: every byte as built."""
+    from tests.oci.test_publish_auth import docker_config
+
+    reg = oci_registry_token
+    assert reg.token_server is not None and reg.user and reg.password
+    for k, v in docker_config(tmp_path, reg).items():
+        monkeypatch.setenv(k, v)
+    to = reg.oci(oci_namespace)
+    for dry in (("--dry-run",), ()):  # the dry run leaves the release in dist/ to compare
+        r = wgtpm("publish", "--version", "v0.1.0", "--to", to, *dry, cwd=base_pkg)
+        assert r.code == 0, r.err
+    assert reg.password not in r.out + r.err
+    monkeypatch.setenv("WGTPROXY", to)
+    r = wgtpm("get", "-json", f"{MODULE}@v0.1.0", cwd=project)
+    assert r.code == 0, r.err
+    (got,) = [m for m in json.loads(r.out)["build"] if m["path"] == MODULE]
+    tree, dist = Path(got["dir"]), base_pkg / "dist" / MODULE / "@v" / "v0.1.0"
+    want = _index_files(base_pkg)
+    assert {p.relative_to(tree).as_posix() for p in tree.rglob("*") if p.is_file()} == set(want)
+    for path, sha in want.items():
+        data = (tree / path).read_bytes()
+        assert data == (dist / path).read_bytes() and hashlib.sha256(data).hexdigest() == sha
+    assert reg.token_server.log.where(path="/token*", header="authorization")

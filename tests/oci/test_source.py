@@ -296,3 +296,105 @@ def test_credentials_and_tokens_never_cross_registries(
     assert r.code == 0, r.err  # type: ignore[attr-defined]
     assert front.log.where(path="/v2/*"), "the first registry was asked"
     assert not front.log.where(header="authorization")
+
+
+@pytest.mark.parametrize("way", ["WGTPROXY", "WGTOCI"])
+def test_a_token_held_for_one_registry_is_never_sent_to_the_next(
+    way: str,
+    wgtpm: Callable[..., object],
+    project: Path,
+    oci_registry: OciRegistry,
+    oci_registry_token: OciRegistry,
+    oci_namespace: str,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    """One command gets a module from a token registry (its credentials in config.json,
+    a bearer token fetched and held) and then one from another registry on the same host
+    (another port): the second registry is sent neither the token nor the password, the
+    token service is sent the password only by the registry whose credentials they are."""
+    ns = oci_namespace
+    if way == "WGTPROXY":  # both registries listed; the token one asked first for both
+        locked, open_ = "example.com/acme/locked", "example.com/acme/open"
+        locked_repo, open_repo = f"{ns}/{locked}", f"{ns}/{open_}"
+    else:  # each path names its registry
+        locked, open_ = f"b.internal/{ns}/locked", f"a.internal/{ns}/open"
+        locked_repo, open_repo = f"{ns}/locked", f"{ns}/open"
+    push_release(
+        oci_registry_token,
+        locked_repo,
+        locked,
+        "v1.0.0",
+        {"wgt.mod": f"module {locked}\n".encode()},
+    )
+    push_release(
+        oci_registry, open_repo, open_, "v1.0.0", {"wgt.mod": f"module {open_}\n".encode()}
+    )
+    front = RegistryFront(oci_registry.url).start()
+    token = oci_registry_token.token_server
+    assert token is not None
+    try:
+        docker = tmp_path / "docker"
+        docker.mkdir()
+        auth = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+        cfg = {"auths": {oci_registry_token.host: {"auth": auth}}}
+        (docker / "config.json").write_text(json.dumps(cfg))
+        monkeypatch.setenv("DOCKER_CONFIG", str(docker))
+        if way == "WGTPROXY":
+            monkeypatch.setenv(
+                "WGTPROXY", f"{oci_registry_token.oci(ns)},oci://127.0.0.1:{front.port}/{ns}"
+            )
+        else:
+            monkeypatch.setenv("WGTPROXY", "direct")
+            monkeypatch.setenv(
+                "WGTOCI",
+                f"b.internal={oci_registry_token.host},a.internal=127.0.0.1:{front.port}",
+            )
+        r = wgtpm("get", f"{locked}@v1.0.0", f"{open_}@v1.0.0", cwd=project)  # type: ignore[operator]
+    finally:
+        front.stop()
+    assert r.code == 0, r.err  # type: ignore[attr-defined]
+    assert token.log.where(path="/token*", header="authorization"), "a token was fetched"
+    assert front.log.where(path="/v2/*"), "the second registry was asked"
+    assert not front.log.where(header="authorization")
+    sums = (project / "wgt.sum").read_text()
+    assert locked in sums and open_ in sums
+
+
+def test_refresh_fetches_a_new_token_for_a_refused_download(
+    oci_registry_token: OciRegistry, oci_namespace: str
+) -> None:
+    """The half of resuming past a token's life that the source owns: ``refresh`` forgets
+    the token the refused request carried and asks the token service again; a request
+    with a token it does not hold (refreshed already by another thread) costs no token."""
+    from wgtpm.oci.auth import Credentials
+    from wgtpm.sources import FileRequest
+
+    path = "example.com/acme/refresh"
+    weights = os.urandom(5000)
+    push_release(
+        oci_registry_token,
+        f"{oci_namespace}/{path}",
+        path,
+        "v1.0.0",
+        {"wgt.mod": f"module {path}\n".encode(), "w.bin": weights},
+    )
+    token = oci_registry_token.token_server
+    assert token is not None
+    creds = Credentials(USER, PASSWORD, source="test")
+
+    def asked() -> int:
+        return len(token.log.where(path="/token*"))
+
+    with HttpClient() as http:
+        src = OciSource(http, oci_registry_token.host, oci_namespace, auth=creds)
+        first = src.file(path, "v1.0.0", "w.bin")
+        assert first.headers.get("Authorization", "").startswith("Bearer ")
+        n = asked()
+        assert src.file(path, "v1.0.0", "w.bin") == first and asked() == n  # held
+        other = FileRequest(first.url, {"Authorization": "Bearer not-one-we-hold"})
+        assert src.refresh(path, "v1.0.0", "w.bin", other) == first and asked() == n
+        again = src.refresh(path, "v1.0.0", "w.bin", first)
+        assert asked() == n + 1
+        got = httpx.get(again.url, headers=dict(again.headers), follow_redirects=True)
+        assert got.status_code == 200 and got.content == weights

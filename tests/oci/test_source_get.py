@@ -42,6 +42,28 @@ def leftovers() -> list[str]:
     return sorted(p.name for p in tmp.iterdir() if not p.name.endswith(".lock"))
 
 
+def kept_of(path: str, version: str) -> list[str]:
+    """What the cache keeps of ``path@version`` beside its wgt.mod (read while resolving, as
+    from any source): an index, a version list, a signature, an extracted tree. ``[]`` for a
+    version that was refused."""
+    from wgtpm.cache import Cache
+
+    cache = Cache(cache_root())
+    meta = cache.meta_dir(path)
+    kept = [p for p in meta.rglob("*") if p.is_file() or p.is_symlink()] if meta.is_dir() else []
+    kept += [cache.mod_dir(path, version)] if cache.mod_dir(path, version).exists() else []
+    return sorted(str(p) for p in kept if not p.name.endswith((".mod", ".lock")))
+
+
+def not_extracted(path: str, version: str, name: str) -> bool:
+    """Whether the module tree of ``path@version`` lacks ``name`` (its index, which the
+    registry stated truly, may stay: only the bytes it served were false)."""
+    from wgtpm.cache import Cache
+
+    tree = Cache(cache_root()).mod_dir(path, version)
+    return not (tree / name).exists() and not (tree / name).is_symlink()
+
+
 def modtext(path: str, requires: tuple[str, ...] = ()) -> bytes:
     return ("".join([f"module {path}\nwgt 0.1\n", *(f"require {r}\n" for r in requires)])).encode()
 
@@ -141,7 +163,7 @@ def test_tampered_blob_is_refused_and_nothing_kept(
     line = one_line(r.err)
     assert "m/weights.bin" in line and "tampered" in line, line
     assert hashlib.sha256(files["m/weights.bin"]).hexdigest() not in cached_blobs()
-    assert leftovers() == []
+    assert leftovers() == [] and not_extracted(path, "v1.0.0", "m/weights.bin")
     assert not (project / "wgt.sum").exists() or path not in (project / "wgt.sum").read_text()
 
 
@@ -167,7 +189,7 @@ def test_tag_moved_after_wgt_sum_locked_it(
     line = one_line(r.err)
     assert path in line and "v1.0.0" in line and "mismatch" in line.lower(), line
     assert hashlib.sha256(b"other weights").hexdigest() not in cached_blobs()
-    assert leftovers() == []
+    assert leftovers() == [] and kept_of(path, "v1.0.0") == []
 
 
 class _Relay(RegistryFront):
@@ -219,7 +241,7 @@ def test_manifest_whose_digest_does_not_match(
     assert r.code != 0
     line = one_line(r.err)
     assert "digest" in line and "refusing" in line, line
-    assert cached_blobs() == set() and leftovers() == []
+    assert cached_blobs() == set() and leftovers() == [] and kept_of(path, "v1.0.0") == []
 
 
 def test_registry_that_lies_about_sizes(
@@ -253,7 +275,7 @@ def test_registry_that_lies_about_sizes(
     assert r.code != 0
     line = one_line(r.err)
     assert "m/weights.bin" in line and "inconsistent" in line, line
-    assert cached_blobs() == set()
+    assert cached_blobs() == set() and leftovers() == [] and kept_of(path, "v1.0.0") == []
 
     # an artifact pushed by another tool: its manifest is the only word on sizes
     other = f"{oci_namespace}/example.com/acme/foreign"
@@ -271,7 +293,7 @@ def test_registry_that_lies_about_sizes(
     line = one_line(r.err)
     assert "w.bin" in line, line
     assert hashlib.sha256(weights).hexdigest() not in cached_blobs()
-    assert leftovers() == []
+    assert leftovers() == [] and not_extracted("example.com/acme/foreign", "v1.0.0", "w.bin")
 
 
 def test_direct_wgtoci_reads_an_oras_push(

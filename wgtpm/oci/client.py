@@ -280,6 +280,16 @@ class OciClient:
             self._tokens[scope] = _Token(value, time.monotonic() + max(1.0, ttl - _EARLY))
         return value
 
+    def forget(self, authorization: str) -> None:
+        """Drop the token ``authorization`` (``Bearer TOKEN``) if this client holds it: the
+        registry refused it before its ``expires_in`` ran out (a token revoked, or one
+        handed out for a download that was cut and resumed later), so the next request of
+        its scope fetches another."""
+        with self._lock:
+            for scope, tok in list(self._tokens.items()):
+                if "Bearer " + tok.value == authorization:
+                    del self._tokens[scope]
+
     def authorization(self, repository: str, actions: Sequence[str] = ("pull",)) -> dict[str, str]:
         """The headers that authorise ``actions`` on ``repository`` now (a token is fetched
         if the registry wants one): for a request made elsewhere (a download by the fetcher).

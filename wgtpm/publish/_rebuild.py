@@ -366,10 +366,8 @@ def fetch_statement(module: str, version: str) -> tuple[bytes, str] | None:
             if e.url == "off":
                 continue
             try:
-                if e.url == "direct":  # a GitHub asset or a Hugging Face file
-                    from ..sources.direct import DirectSource
-
-                    host = DirectSource(http).source_for(module)
+                if e.url == "direct":  # a GitHub asset, a Hugging Face file, or a referrer
+                    host = _direct_host(module, http)
                     read = getattr(host, "attestation", None)
                     if read is None:
                         continue
@@ -388,6 +386,27 @@ def fetch_statement(module: str, version: str) -> tuple[bytes, str] | None:
             rest = f"{escape_path(module)}/@v/{escape_version(version)}.slsa.json"
             return data, redact_url(f"{src.base}/{rest}")
     return None
+
+
+def _direct_host(module: str, http: Any) -> Any:
+    """The source ``direct`` reads ``module`` from, as the chain dispatches it: the OCI
+    registry ``WGTOCI`` names for the path (the statement is a referrer of the version's
+    manifest), else the path's host (:class:`~wgtpm.sources.direct.DirectSource`; raises
+    :class:`~wgtpm.NotFoundError` for a host it has no source for)."""
+    import os
+
+    from ..sources.direct import DirectSource
+
+    inner = DirectSource(http)
+    wgtoci = os.environ.get("WGTOCI", "")
+    if wgtoci:
+        from ..sources.oci import OciDirect
+
+        insecure = os.environ.get("WGTOCI_INSECURE", "")
+        host = OciDirect(inner, wgtoci, lambda: http, insecure_patterns=insecure).source_for(module)
+        if host is not inner:
+            return host
+    return inner.source_for(module)
 
 
 def _tools(theirs: Mapping[str, str]) -> dict[str, tuple[str | None, str | None]]:

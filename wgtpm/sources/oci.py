@@ -294,6 +294,17 @@ class OciSource:
             headers = self.client.authorization(repo)
         return FileRequest(self.client.blob_url(repo, layer.digest), headers)
 
+    def refresh(self, path: str, version: str, name: str, stale: FileRequest) -> FileRequest:
+        """``name``'s request again, for a download the registry answered 401 although
+        ``stale`` (an earlier :meth:`file`) carried a token: that token is forgotten and a
+        fresh one fetched. A registry token lives minutes; a download cut and resumed after
+        that is refused with the old one. (The downloader does not call this yet: see
+        docs/guides/oci.md.)"""
+        held = stale.headers.get("Authorization")
+        if held:
+            self.client.forget(held)
+        return self.file(path, version, name)
+
     def known_files(self, path: str, version: str) -> Sequence[IndexEntry]:
         return ()  # the index is one small blob away, or made from the manifest at once
 
@@ -423,6 +434,16 @@ class OciDirect:
 
     def known_files(self, path: str, version: str) -> Sequence[IndexEntry]:
         return self.source_for(path).known_files(path, version)
+
+    def refresh(self, path: str, version: str, name: str, stale: FileRequest) -> FileRequest:
+        """:meth:`OciSource.refresh` for a path ``WGTOCI`` names; :meth:`file` again for
+        any other (its host's credentials do not expire mid-command)."""
+        src = self.source_for(path)
+        again = getattr(src, "refresh", None)
+        if again is None:
+            return src.file(path, version, name)
+        req: FileRequest = again(path, version, name, stale)
+        return req
 
     def signature(self, path: str, version: str) -> bytes:
         src = self.source_for(path)
