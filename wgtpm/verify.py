@@ -73,11 +73,17 @@ def verify_build(project: Project) -> list[str]:
         elif idx.h1() not in sums:
             problems.append(f"{m}: cached index has {idx.h1()}, wgt.sum has {sums[0]}")
         if trust is not None and trust.covers(path):
-            try:  # the signature kept beside the cached index when get checked it
-                sig = cache.read_meta(path, version, "sig")
-                trust.check(path, version, {e.path: e.sha256 for e in idx.files}, sig)
-            except WgtpmError as exc:
-                problems.append(str(exc))
+            sig = cache.read_meta(path, version, "sig")  # kept when get checked it
+            if sig is None:  # cached before the trust line: verify works offline, get fetches
+                problems.append(
+                    f"{m}: no signature was kept when it was downloaded, and a trust line asks "
+                    "for one; run 'wgtpm get' to fetch and check it"
+                )
+            else:
+                try:
+                    trust.check(path, version, {e.path: e.sha256 for e in idx.files}, sig)
+                except WgtpmError as exc:
+                    problems.append(str(exc))
         mod = cache.read_meta(path, version, "mod")
         if mod is not None:
             mod_key = version + MOD_SUFFIX

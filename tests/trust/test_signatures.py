@@ -339,6 +339,10 @@ def test_trust_added_after_the_module_was_cached_fetches_the_signature(
     (project / "wgt.mod").write_text(
         (project / "wgt.mod").read_text() + mod.split("wgt 0.1\n", 1)[1]
     )
+    r = wgtpm("verify", cwd=project)  # offline, as Go's: it says what to run, not "unsigned"
+    assert r.code != 0
+    assert "no signature was kept when it was downloaded" in r.out + r.err
+    assert "run 'wgtpm get' to fetch and check it" in r.out + r.err
     r = wgtpm("get", f"{MODULE}@{V}", cwd=project)
     assert r.code == 0, r.err
     r = wgtpm("verify", cwd=project)
