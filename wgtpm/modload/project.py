@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import mvs
-from .. import version as _v
 from .._errors import ReadonlyError, ResolveError, UsageError
 from ..modfile._rules import TENSOR_TABLES
 from ..module import ModuleVersion
@@ -307,18 +306,6 @@ class Project:
                 out.append(self.cache.meta_path(origin.path, origin.version, "index.json"))
         return out
 
-    def warn_retracted(self, build: list[MV]) -> None:
-        """Report each released version of the build list that its author retracted."""
-        for m in build[1:]:
-            if _v.is_valid(m.version) and not _v.is_pseudo(m.version):
-                why = self.reqs.retraction(m)
-                if why:
-                    self.opts.reporter.warning(f"{m}: retracted by module author: {why}")
-                    self.opts.reporter.notice(
-                        "to switch to the latest unretracted version, run:\n"
-                        f"\twgtpm get {m.path}@latest"
-                    )
-
     def license_of(self, m: MV, fetch: bool = True) -> ModuleLicense | None:
         """The license ``m`` declares: its wgt.mod's, else its model card's (:mod:`.licenses`)."""
         from .licenses import license_of
@@ -330,33 +317,6 @@ class Project:
         from .licenses import check_denied
 
         check_denied(self, build)
-
-    def warn_deprecated(self, build: list[MV], named: set[str]) -> None:
-        """Report each module named, or required directly, whose latest wgt.mod deprecates it
-        (as ``go get`` does: ``module M is deprecated: TEXT``)."""
-        direct = self.direct() | named
-        for m in build[1:]:
-            if m.path in direct:
-                why = self.reqs.deprecation(m.path)
-                if why:
-                    self.opts.reporter.notice(f"module {m.path} is deprecated: {why}")
-
-    def warn_empty_selects(self, build: list[MV]) -> None:
-        """Warn for each ``select`` line that selects no file of its module (a typo, most often)."""
-        from ..modfetch import matches
-
-        for m in build[1:]:
-            patterns = self.select_patterns(m)
-            origin = self.origin(m)
-            if not patterns or not isinstance(origin, Fetched):
-                continue
-            names = [e.path for e in self.index(origin).files if e.path != "wgt.mod"]
-            if not any(matches(patterns, n) for n in names):
-                shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
-                self.opts.reporter.warning(
-                    f"select {m.path}={','.join(patterns)} matches no file of {m}; "
-                    f"its files: {shown or 'none'}"
-                )
 
     # ---- changing and writing ------------------------------------------------------
 
