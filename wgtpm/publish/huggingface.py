@@ -145,7 +145,7 @@ class HuggingFaceTarget:
             if release.version not in src.versions(release.module):
                 return False
         except NotFoundError:
-            return False  # no repository: _branch_head says what to do
+            return False  # no repository: hub.branch_head says what to do
         try:
             data = src.index(release.module, release.version)
             h1 = _index.parse(data, release.module, release.version).h1()
