@@ -58,6 +58,8 @@ PURE = {
     "wgtpm.modfile",
     "wgtpm.modfile._syntax",
     "wgtpm.modfile._rules",
+    "wgtpm.modfile._stmts",
+    "wgtpm.modfile._interpret",
     "wgtpm.kinds",
     "wgtpm.spdx",
 }

@@ -17,6 +17,7 @@ from wgtpm import ChecksumMismatchError, ReadonlyError, UsageError, VerifyError,
 from wgtpm.cache import Cache
 from wgtpm.modload import stamp
 from wgtpm.modload.buildlist import FromDirectory, FromModule, FromReplacement, origin_of
+from wgtpm.modload.notices import warn_retracted
 from wgtpm.modload.options import DEFAULT_JOBS, Options
 from wgtpm.modload.project import Project
 from wgtpm.modload.sums import SumLedger
@@ -190,8 +191,8 @@ def test_retraction_warning_is_reported_not_printed(tree, project, monkeypatch) 
 
     rec = Recorder()
     with Project.load(project, Options(reporter=rec)) as p:
-        p.warn_retracted(
-            [p.main, MV("github.com/acme/b", "v0.2.0"), MV("github.com/acme/b", "v0.1.0")]
+        warn_retracted(
+            p, [p.main, MV("github.com/acme/b", "v0.2.0"), MV("github.com/acme/b", "v0.1.0")]
         )
     assert rec.lines == [
         "warning github.com/acme/b@v0.2.0: retracted by module author: trained on the wrong split",

@@ -17,24 +17,12 @@ MAX_FILE_LINES = 800
 MAX_CLASS_LINES = 300
 
 #: Files over the limit today, each to be split (paths relative to ``wgtpm/``).
-LONG_FILES = frozenset(
-    {
-        "modfile/_rules.py",
-        "weightlang/syntax.py",
-    }
-)
+LONG_FILES: frozenset[str] = frozenset()
 #: Classes over the limit today, as ``path::Class``.
-LONG_CLASSES = frozenset(
-    {
-        "cache.py::Cache",
-        "modload/project.py::Project",
-        "publish/github.py::GitHubTarget",
-        "publish/huggingface.py::HuggingFaceTarget",
-        "sources/github.py::GitHubSource",
-        "sources/huggingface.py::HuggingFaceSource",
-        "weightlang/syntax.py::_Parser",
-    }
-)
+LONG_CLASSES: frozenset[str] = frozenset()
+#: Classes with one role that may be long (issue 30: "a parser may be long"): the
+#: WeightLang parser is one recursive-descent method per grammar rule and nothing else.
+PARSERS = frozenset({"weightlang/_parser.py::Parser"})
 
 
 def _sizes(root: Path) -> tuple[dict[str, int], dict[str, int]]:
@@ -71,6 +59,7 @@ def test_no_file_over_the_limit() -> None:
 
 def test_no_class_over_the_limit() -> None:
     _, classes = _sizes(ROOT)
+    classes = {k: n for k, n in classes.items() if k not in PARSERS}
     new, gone = _over(classes, MAX_CLASS_LINES, LONG_CLASSES)
     assert not new, f"classes over {MAX_CLASS_LINES} lines (split them by role):\n" + "\n".join(new)
     assert not gone, f"no longer over {MAX_CLASS_LINES} lines, remove from LONG_CLASSES: {gone}"

@@ -48,31 +48,21 @@ import errno
 import hashlib
 import json
 import os
-import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
-from . import _json
+from . import _cachemaint, _json
 from ._cachedir import default_root
+from ._cachemaint import CacheProblem
 from ._errors import CacheError
-from ._fs import FileLock, sha256_file, write_atomic
+from ._fs import FileLock, write_atomic
 from .module import escape_path, escape_version
 
 __all__ = ["Cache", "CacheProblem", "default_root"]
 
 BLOB_MODE = 0o444
-
-
-class CacheProblem(NamedTuple):
-    """One thing ``cache verify`` found wrong."""
-
-    path: Path
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.message}"
 
 
 class Cache:
@@ -93,7 +83,7 @@ class Cache:
             d.mkdir(parents=True, exist_ok=True)
             self._dirs.add(key)
 
-    def _forget_dirs(self) -> None:
+    def forget_dirs(self) -> None:
         """What this object knows of directories is old: clean, gc or repair removed some."""
         self._dirs.clear()
         self._exposed.clear()
@@ -303,104 +293,23 @@ class Cache:
             p.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(p, json.dumps({"key": key, "etag": etag, "body": body.hex()}).encode())
 
-    # ---- maintenance ------------------------------------------------------
+    # ---- maintenance (:mod:`wgtpm._cachemaint`) ---------------------------
 
     def verify(self) -> list[CacheProblem]:
         """Re-hash every blob and check every tree file against its index."""
-        problems: list[CacheProblem] = []
-        blobs = self.root / "blobs" / "sha256"
-        if blobs.is_dir():
-            for p in sorted(blobs.glob("*/*")):
-                if sha256_file(p) != p.name:
-                    problems.append(CacheProblem(p, "content does not match its sha256 name"))
-        for idx_path, doc in self._indexes():
-            tree = self._tree_for_index(idx_path)
-            if tree is None or not tree.is_dir():
-                continue
-            for e in doc.get("files", []):
-                f = tree / e["path"]
-                if f.is_file() and sha256_file(f) != e["sha256"]:
-                    problems.append(
-                        CacheProblem(
-                            f, f"content does not match the index (want sha256 {e['sha256']})"
-                        )
-                    )
-        return problems
+        return _cachemaint.verify(self)
 
     def repair(self, problems: list[CacheProblem]) -> list[Path]:
-        """Remove the corrupted files of ``problems`` and every link to them; returns what went.
-
-        A tree file is a hard link to its blob, so a corrupted blob is removed
-        with every tree file that shares its inode (and a corrupted tree file
-        with its blob). Nothing else is touched: the next ``wgtpm get`` of a
-        project that uses them downloads and verifies just those files again
-        (it re-fetches a tree file that is missing). Runs under the cache-wide
-        lock, exclusively, as ``gc`` does.
-        """
-        with self.exclusive():
-            self._forget_dirs()
-            bad: set[tuple[int, int]] = set()
-            for pr in problems:
-                with contextlib.suppress(FileNotFoundError):
-                    st = pr.path.stat()
-                    bad.add((st.st_dev, st.st_ino))
-            removed: list[Path] = []
-            for top in ("blobs", "mod"):
-                d = self.root / top
-                for p in sorted(d.rglob("*")) if d.is_dir() else []:
-                    try:
-                        st = p.lstat()
-                    except FileNotFoundError:
-                        continue
-                    if stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) in bad:
-                        _unlink(p)
-                        removed.append(p)
-            return removed
-
-    def _indexes(self) -> Iterator[tuple[Path, dict[str, Any]]]:
-        dl = self.root / "download"
-        if not dl.is_dir():
-            return
-        for p in dl.rglob("*.index.json"):
-            try:
-                doc = _json.loads(p.read_bytes())
-            except ValueError:
-                continue
-            if isinstance(doc, dict):
-                yield p, doc
-
-    def _tree_for_index(self, idx_path: Path) -> Path | None:
-        link = idx_path.with_name(idx_path.name[: -len(".index.json")])
-        return link if link.exists() else None
+        """Remove the corrupted files of ``problems`` and every link to them; returns what went."""
+        return _cachemaint.repair(self, problems)
 
     def clean(self) -> None:
         """Remove everything (waits for other wgtpm processes to finish first)."""
-        with self.exclusive():
-            self._forget_dirs()
-            for name in ("blobs", "mod", "download", "meta", "tmp", "tensors"):
-                _rmtree(self.root / name)
+        _cachemaint.clean(self)
 
     def gc(self) -> tuple[int, int]:
         """Remove blobs no module tree uses and stale partial files; returns (files, bytes) freed."""
-        with self.exclusive():
-            self._forget_dirs()
-            used: set[str] = set()
-            for _, doc in self._indexes():
-                used.update(e.get("sha256", "") for e in doc.get("files", []))
-            freed_n = freed_b = 0
-            blobs = self.root / "blobs" / "sha256"
-            for p in list(blobs.glob("*/*")) if blobs.is_dir() else []:
-                if p.name not in used and p.stat().st_nlink <= 1:
-                    freed_b += p.stat().st_size
-                    freed_n += 1
-                    _unlink(p)
-            tmp = self.root / "tmp"
-            for p in list(tmp.iterdir()) if tmp.is_dir() else []:
-                if p.suffix != ".lock":
-                    freed_b += p.stat().st_size
-                    freed_n += 1
-                    _unlink(p)
-            return freed_n, freed_b
+        return _cachemaint.gc(self)
 
 
 def _disk_error(exc: OSError, where: Path) -> CacheError:
@@ -413,23 +322,3 @@ def _disk_error(exc: OSError, where: Path) -> CacheError:
             f"cannot write {where}: {exc.strerror}; set WGTPM_CACHE to a writable directory"
         )
     return CacheError(f"cannot write {where}: {exc}")
-
-
-def _unlink(p: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        os.chmod(p.parent, os.stat(p.parent).st_mode | stat.S_IWUSR)
-        p.unlink()
-
-
-def _rmtree(p: Path) -> None:
-    if not p.exists():
-        return
-    import shutil
-
-    def onerror(func: Any, path: str, exc: Any) -> None:
-        os.chmod(os.path.dirname(path), 0o755)
-        if os.path.isdir(path) and not os.path.islink(path):
-            os.chmod(path, 0o755)
-        func(path)
-
-    shutil.rmtree(p, onerror=onerror)

@@ -20,6 +20,7 @@ from . import mvs
 from . import version as _v
 from ._errors import NotFoundError, ResolveError, UsageError
 from .modload.buildlist import Fetched
+from .modload.notices import warn_deprecated, warn_empty_selects, warn_retracted
 from .modload.project import Project, plain_readonly_errors
 from .module import ModuleVersion
 from .query import check_query, is_revision, meant
@@ -164,7 +165,7 @@ def get(
         args = args + _update_args(project, current, args, update)
     if not args:
         project.download_all(current)
-        project.warn_empty_selects(current)
+        warn_empty_selects(project, current)
         if save:
             project.save()
         return current, []
@@ -237,9 +238,9 @@ def get(
     project.forget_graph()
     build = project.download_all()
     project.drop_unused_new_sums()
-    project.warn_retracted(build)
-    project.warn_deprecated(build, {t.path for t in ups if t.path in named})
-    project.warn_empty_selects(build)
+    warn_retracted(project, build)
+    warn_deprecated(project, build, {t.path for t in ups if t.path in named})
+    warn_empty_selects(project, build)
     if save:
         project.save()
     return build, _changes(before, chosen)

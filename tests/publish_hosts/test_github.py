@@ -354,9 +354,9 @@ def test_the_token_goes_only_to_the_api_and_its_upload_host(
     http: HttpClient, api: str, url: str, sent: bool
 ) -> None:
     t = GitHubTarget(MOD, http, {"GITHUB_API_URL": api, "GITHUB_TOKEN": GH_TOKEN})
-    t._trust_upload_url(url)  # as if a draft named it as its upload_url
-    assert ("Authorization" in t._headers(url)) is sent
-    assert "Authorization" not in t._headers("https://cdn.example/x")
+    t.api.trust_upload_url(url)  # as if a draft named it as its upload_url
+    assert ("Authorization" in t.api.headers(url)) is sent
+    assert "Authorization" not in t.api.headers("https://cdn.example/x")
 
 
 class _Events(Recorder):

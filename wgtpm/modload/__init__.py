@@ -12,6 +12,8 @@ The map, one concept per module, imports running downwards::
     reqs       Reqs: mvs.Reqs with excludes, retractions and query resolution
     licenses   ModuleLicense, license_of(), check_denied(): wgt.mod or card license, deny-license
     project    Project: the pieces above for one command (build list, downloads, save)
+    notices    warn_retracted(), warn_deprecated(), warn_empty_selects(): what a build list
+               tells the user
     vendor     vendor/ and its manifest: write, read, re-hash
     resolver   ProjectResolver, VendorResolver, open_resolver() for builders
     stamp      the no-op ``get`` stamp (imports nothing heavy)

@@ -19,15 +19,13 @@ for the cache, the fetcher or anything that needs them is a usage error.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 from .. import mvs
-from .. import version as _v
-from .._errors import FetchError, ReadonlyError, ResolveError, UsageError
-from ..modfile._rules import TENSOR_TABLES
+from .._errors import ReadonlyError, ResolveError, UsageError
 from ..module import ModuleVersion
 from .buildlist import Fetched, FromDirectory, Origin, origin_of
 from .files import ProjectFiles, find_root, locked
@@ -39,13 +37,13 @@ if TYPE_CHECKING:
     from ..cache import Cache
     from ..index import ReleaseIndex
     from ..modfetch import Fetcher, TrustHook
+    from ..modfile import ModFile
     from ..tensors import TensorInfo
     from .licenses import ModuleLicense
 
 __all__ = ["Project", "plain_readonly_errors"]
 
 MV = ModuleVersion
-_T = TypeVar("_T")
 DOWNLOAD_MODULES_AT_ONCE = 4  # module versions downloaded at once (each runs opts.jobs files)
 
 
@@ -73,14 +71,14 @@ class Project:
         self._cache: Cache | None = None
         self._fetcher: Fetcher | None = None
         self._closing = ExitStack()  # the fetcher's block, ended by close()
-        self._unchecked = False  # a latest wgt.mod could not be fetched: checks are off
+        self.latest_unchecked = False  # a latest wgt.mod could not be fetched (notices.py)
         self.reqs = Reqs(files.modfile, files.root, self._fetch, self._the_cache)
         #: Read ``select FILE#TENSOR`` tensors by range with tables a checksum database
         #: logged, where the release locks none (:func:`wgtpm.tensors.logged_tables`);
         #: ``wgtpm vendor`` turns it off (it vendors such a FILE whole: nothing could prove
         #: logged tables offline).
         self.ranged_by_log = True
-        self._ranged: dict[tuple[str, str], bool] = {}
+        self.ranged_known: dict[tuple[str, str], bool] = {}  # selection.ranged's answers
 
     @classmethod
     def load(cls, start: Path | None = None, opts: Options | None = None) -> Project:
@@ -143,6 +141,11 @@ class Project:
         return self._files.main
 
     @property
+    def modfile(self) -> ModFile:
+        """The main module's wgt.mod as read (and as edited, until :meth:`save`)."""
+        return self._files.modfile
+
+    @property
     def sums(self) -> SumLedger:
         """The wgt.sum ledger (check, record, read hashes)."""
         return self._files.sums
@@ -152,51 +155,18 @@ class Project:
         return {r.path for r in self._files.modfile.requires if not r.indirect}
 
     def select_patterns(self, m: MV) -> list[str] | None:
-        """The main module's ``select`` globs for ``m`` (``None``: every file is wanted).
+        """The main module's ``select`` globs for ``m`` (``None``: every file is wanted;
+        :func:`wgtpm.modload.selection.patterns`)."""
+        from .selection import patterns
 
-        A ``FILE#TENSOR`` item adds the release's ``wgt.tensors.json`` (the tensors come
-        by range: :meth:`fetch_selected_tensors`), or FILE itself, whole, when no tables
-        say where its tensors lie: the release locks none, and no checksum database
-        logged any (:meth:`ranged`).
-        """
-        pats = self._files.modfile.select_patterns(m.path)
-        tensors = self._files.modfile.select_tensors(m.path)
-        if pats is None or not tensors:
-            return pats
-        origin = self.origin(m)
-        if isinstance(origin, Fetched) and not self.ranged(origin):
-            pats = pats + sorted({f for f, _ in tensors})
-        return pats
-
-    def ranged(self, origin: Fetched) -> bool:
-        """Whether tables say where the tensors of ``origin``'s files lie, so that
-        ``select FILE#TENSOR`` reads them by range: the release's own (h1-locked), or ones
-        a checksum database logged (:func:`wgtpm.tensors.logged_tables`, fetched, proven
-        and kept in the cache the first time)."""
-        key = (origin.path, origin.version)
-        if key not in self._ranged:
-            idx = self.index(origin)
-            if idx.entry(TENSOR_TABLES) is not None:
-                self._ranged[key] = True
-            elif not self.ranged_by_log:
-                self._ranged[key] = False
-            else:
-                from ..tensors import logged_tables
-
-                self._ranged[key] = logged_tables(self._fetch(), idx) is not None
-        return self._ranged[key]
+        return patterns(self, m)
 
     def fetch_selected_tensors(self, m: MV) -> list[tuple[str, TensorInfo, bytes]]:
-        """Fetch the tensors that ``select MODULE FILE#TENSOR`` lines name into the cache, by
-        range and verified (:func:`wgtpm.rangeread.fetch_selected`; ``(FILE, tensor,
-        bytes)`` each); none without such lines, or when FILE came whole (no tables)."""
-        tensors = self._files.modfile.select_tensors(m.path)
-        origin = self.origin(m)
-        if not tensors or not isinstance(origin, Fetched) or not self.ranged(origin):
-            return []
-        from ..rangeread import fetch_selected
+        """The tensors ``select MODULE FILE#TENSOR`` lines name, fetched by range and
+        verified (:func:`wgtpm.modload.selection.fetch_tensors`)."""
+        from .selection import fetch_tensors
 
-        return fetch_selected(self._fetch(), origin.path, origin.version, tensors)
+        return fetch_tensors(self, m)
 
     def requirements(self) -> list[MV]:
         """The main module's requirements as written."""
@@ -338,18 +308,6 @@ class Project:
                 out.append(self.cache.meta_path(origin.path, origin.version, "index.json"))
         return out
 
-    def warn_retracted(self, build: list[MV]) -> None:
-        """Report each released version of the build list that its author retracted."""
-        for m in build[1:]:
-            if _v.is_valid(m.version) and not _v.is_pseudo(m.version):
-                why = self._latest_says(self.reqs.retraction, m)
-                if why:
-                    self.opts.reporter.warning(f"{m}: retracted by module author: {why}")
-                    self.opts.reporter.notice(
-                        "to switch to the latest unretracted version, run:\n"
-                        f"\twgtpm get {m.path}@latest"
-                    )
-
     def license_of(self, m: MV, fetch: bool = True) -> ModuleLicense | None:
         """The license ``m`` declares: its wgt.mod's, else its model card's (:mod:`.licenses`)."""
         from .licenses import license_of
@@ -361,47 +319,6 @@ class Project:
         from .licenses import check_denied
 
         check_denied(self, build)
-
-    def warn_deprecated(self, build: list[MV], named: set[str]) -> None:
-        """Report each module named, or required directly, whose latest wgt.mod deprecates it
-        (as ``go get`` does: ``module M is deprecated: TEXT``)."""
-        direct = self.direct() | named
-        for m in build[1:]:
-            if m.path in direct:
-                why = self._latest_says(self.reqs.deprecation, m.path)
-                if why:
-                    self.opts.reporter.notice(f"module {m.path} is deprecated: {why}")
-
-    def _latest_says(self, check: Callable[[_T], str | None], arg: _T) -> str | None:
-        """``check(arg)``, which reads the wgt.mod of a module's latest version: best effort,
-        as in Go. When that cannot be fetched (the registry is down, the version list does
-        not come), one note says so and the command goes on without such checks: the
-        versions it selected were fetched and verified already."""
-        if self._unchecked:
-            return None
-        try:
-            return check(arg)
-        except FetchError as exc:
-            self._unchecked = True
-            self.opts.reporter.notice(f"note: retractions and deprecations not checked: {exc}")
-            return None
-
-    def warn_empty_selects(self, build: list[MV]) -> None:
-        """Warn for each ``select`` line that selects no file of its module (a typo, most often)."""
-        from ..modfetch import matches
-
-        for m in build[1:]:
-            patterns = self.select_patterns(m)
-            origin = self.origin(m)
-            if not patterns or not isinstance(origin, Fetched):
-                continue
-            names = [e.path for e in self.index(origin).files if e.path != "wgt.mod"]
-            if not any(matches(patterns, n) for n in names):
-                shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
-                self.opts.reporter.warning(
-                    f"select {m.path}={','.join(patterns)} matches no file of {m}; "
-                    f"its files: {shown or 'none'}"
-                )
 
     # ---- changing and writing ------------------------------------------------------
 

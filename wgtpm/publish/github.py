@@ -46,12 +46,11 @@ at what the failed try left).
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 from .. import index as _index
 from .. import module as _module
@@ -59,25 +58,20 @@ from .. import version as _version
 from .._errors import ModuleError, UsageError
 from .._report import Reporter, begin
 from .._retry import Backoff
-from ..httpclient import Credential, TransportError, origin, redact, register_userinfo
 from ..sources._hosted import repo_elems
 from ..sources.github import (
-    API_VERSION,
     DEFAULT_API_URL,
-    MAX_PAGES,
     GitHubSource,
     asset_name,
     asset_problem,
 )
 from ..trust import SIG_ASSET
-from ._http import Answer, send
+from ._githubapi import ReleasesApi, WriteFailed
 from ._slsa import SLSA_ASSET
 from ._target import Published, Release, listed_versions, token_needed
 
 if TYPE_CHECKING:
-    import httpx
-
-    from ..httpclient import Body, HttpClient
+    from ..httpclient import HttpClient
 
 __all__ = ["UPLOAD_RETRY", "GitHubTarget"]
 
@@ -85,7 +79,6 @@ __all__ = ["UPLOAD_RETRY", "GitHubTarget"]
 UPLOAD_RETRY = Backoff(attempts=4, base=0.5, cap=8.0)
 #: Bytes read from a file per chunk while uploading it.
 CHUNK = 1 << 20
-_JSON = "application/vnd.github+json"
 INDEX = "wgt.index.json"
 
 
@@ -108,33 +101,6 @@ class _Blob:
                 yield chunk
 
 
-class _Failed(Exception):
-    """A write that GitHub refused (``status``) or that did not complete (``status`` 0)."""
-
-    def __init__(
-        self, status: int, message: str, body: Any = None, retry_after: float | None = None
-    ) -> None:
-        self.status = status
-        self.body = body
-        self.retry_after = retry_after  # a rate limit that lifts this many seconds from now
-        super().__init__(redact(message))
-
-    @property
-    def retryable(self) -> bool:
-        """A network failure, a 5xx, or a rate limit that lifts soon enough to wait for."""
-        if self.retry_after is not None:
-            return self.retry_after <= UPLOAD_RETRY.max_retry_after
-        return self.status == 0 or self.status == 429 or self.status >= 500
-
-    def code(self) -> str | None:
-        """The ``code`` of GitHub's first validation error (``already_exists``), if any."""
-        errs = self.body.get("errors") if isinstance(self.body, dict) else None
-        if isinstance(errs, list) and errs and isinstance(errs[0], dict):
-            code = errs[0].get("code")
-            return code if isinstance(code, str) else None
-        return None
-
-
 class GitHubTarget:
     """Publishes releases of ``module`` to its GitHub repository (see the module docstring)."""
 
@@ -148,10 +114,8 @@ class GitHubTarget:
         self.owner, self.repo = elems[0], elems[1]
         self.http = http
         self.api_url = (environ.get("GITHUB_API_URL") or DEFAULT_API_URL).rstrip("/")
-        register_userinfo(self.api_url)  # a password in the URL is hidden as the token is
         token = environ.get("GITHUB_TOKEN") or None
-        self._cred = Credential(self.api_url, "Authorization", f"Bearer {token}") if token else None
-        self._upload_cred: Credential | None = None  # for the upload host, once a draft names it
+        self.api = ReleasesApi(http, self.api_url, self.owner, self.repo, token)
 
     @property
     def name(self) -> str:
@@ -160,7 +124,7 @@ class GitHubTarget:
     # ---- the PublishTarget protocol -------------------------------------------
 
     def ready(self) -> None:
-        if self._cred is None:
+        if self.api.token is None:
             raise token_needed(
                 self.name,
                 "GITHUB_TOKEN",
@@ -172,7 +136,7 @@ class GitHubTarget:
 
     def check(self, release: Release) -> None:
         tag = self._check_release(release)
-        self._get(f"{self._repo_url()}", release, f"repository {self.owner}/{self.repo}")
+        self.api.get(f"{self.api.repo_url()}", release, f"repository {self.owner}/{self.repo}")
         if self._existing(release, tag) is None and self._tag_exists(release, tag):
             raise UsageError(
                 f"{release.module}@{release.version}: tag {tag} exists in {self.name} but has no "
@@ -222,8 +186,8 @@ class GitHubTarget:
 
     def _existing(self, release: Release, tag: str) -> dict[str, Any] | None:
         """The published release of ``tag`` when it holds this h1; refused when another."""
-        url = f"{self._repo_url()}/releases/tags/{quote(tag, safe='/')}"
-        rel = self._get(url, release, f"release {tag}", missing_ok=True)
+        url = f"{self.api.repo_url()}/releases/tags/{quote(tag, safe='/')}"
+        rel = self.api.get(url, release, f"release {tag}", missing_ok=True)
         if rel is None:
             return None
         try:
@@ -240,8 +204,8 @@ class GitHubTarget:
         return rel
 
     def _tag_exists(self, release: Release, tag: str) -> bool:
-        url = f"{self._repo_url()}/git/ref/tags/{quote(tag, safe='/')}"
-        return self._get(url, release, f"tag {tag}", missing_ok=True) is not None
+        url = f"{self.api.repo_url()}/git/ref/tags/{quote(tag, safe='/')}"
+        return self.api.get(url, release, f"tag {tag}", missing_ok=True) is not None
 
     # ---- the draft ------------------------------------------------------------------
 
@@ -251,7 +215,7 @@ class GitHubTarget:
         if found is not None:
             reporter.notice(f"{self.name}: reusing draft release {tag} (id {found.get('id')})")
             if release.commit and found.get("target_commitish") != release.commit:
-                found = self._send_json(
+                found = self.api.send_json(
                     "PATCH", str(found["url"]), {"target_commitish": release.commit}, release
                 )
             return found
@@ -266,10 +230,12 @@ class GitHubTarget:
             body["target_commitish"] = release.commit
         for attempt in UPLOAD_RETRY.attempts_range():
             try:
-                return self._send_json("POST", f"{self._repo_url()}/releases", body, release)
+                return self.api.send_json("POST", f"{self.api.repo_url()}/releases", body, release)
             except ModuleError as exc:
                 cause = exc.__cause__
-                if not isinstance(cause, _Failed) or not cause.retryable:
+                if not isinstance(cause, WriteFailed) or not cause.retryable(
+                    UPLOAD_RETRY.max_retry_after
+                ):
                     raise
                 found = self._find_draft(release, tag)  # created, but the answer was lost
                 if found is not None:
@@ -280,7 +246,7 @@ class GitHubTarget:
         raise AssertionError("unreachable")
 
     def _find_draft(self, release: Release, tag: str) -> dict[str, Any] | None:
-        for rel in self._list(f"{self._repo_url()}/releases", release, "listing releases"):
+        for rel in self.api.list(f"{self.api.repo_url()}/releases", release, "listing releases"):
             if rel.get("draft") and rel.get("tag_name") == tag:
                 return rel
         return None
@@ -290,10 +256,10 @@ class GitHubTarget:
         if release.commit:
             body["target_commitish"] = release.commit
         try:
-            done = self._send_json("PATCH", str(draft["url"]), body, release)
+            done = self.api.send_json("PATCH", str(draft["url"]), body, release)
         except ModuleError:
-            url = f"{self._repo_url()}/releases/tags/{quote(tag, safe='/')}"
-            pub = self._get(url, release, f"release {tag}", missing_ok=True)
+            url = f"{self.api.repo_url()}/releases/tags/{quote(tag, safe='/')}"
+            pub = self.api.get(url, release, f"release {tag}", missing_ok=True)
             if pub is not None and pub.get("id") == draft.get("id"):
                 return pub  # published; only the answer was lost
             raise
@@ -308,16 +274,16 @@ class GitHubTarget:
     def _sync_assets(
         self, release: Release, draft: dict[str, Any], blobs: dict[str, _Blob], reporter: Reporter
     ) -> None:
-        assets_url = f"{self._repo_url()}/releases/{draft['id']}/assets"
-        have = {str(a.get("name")): a for a in self._list(assets_url, release, "listing assets")}
+        assets_url = f"{self.api.repo_url()}/releases/{draft['id']}/assets"
+        have = {str(a.get("name")): a for a in self.api.list(assets_url, release, "listing assets")}
         for name, asset in have.items():
             if name not in blobs or not _complete(asset, blobs[name]):
                 reporter.notice(f"{self.name}: deleting draft asset {name} ({_why(asset)})")
-                self._delete(asset, release)
+                self.api.delete(asset, release)
         upload_url = str(draft.get("upload_url") or "").split("{", 1)[0]
         if not upload_url:
             raise ModuleError(release.module, release.version, "the draft has no upload_url")
-        self._trust_upload_url(upload_url)
+        self.api.trust_upload_url(upload_url)
         for name, blob in blobs.items():
             if name in have and _complete(have[name], blob):
                 continue
@@ -336,23 +302,25 @@ class GitHubTarget:
             wait: float | None = None
             begin(reporter, blob.name, blob.size, upload=True)
             try:
-                asset = self._send(
+                asset = self.api.send(
                     "POST", url, content=_progress(blob, reporter), headers=headers
                 ).body
                 if isinstance(asset, dict) and _complete(asset, blob, trust_size=True):
                     return
                 problem = "GitHub stored other bytes than were sent"
                 if isinstance(asset, dict):
-                    self._delete(asset, release)
-            except _Failed as exc:
-                if not (exc.retryable or exc.code() == "already_exists"):
-                    raise self._error(release, f"uploading {blob.name}", exc) from exc
+                    self.api.delete(asset, release)
+            except WriteFailed as exc:
+                if not (
+                    exc.retryable(UPLOAD_RETRY.max_retry_after) or exc.code() == "already_exists"
+                ):
+                    raise self.api.error(release, f"uploading {blob.name}", exc) from exc
                 problem, wait = str(exc), exc.retry_after
-                for asset in self._list(assets_url, release, "listing assets"):
+                for asset in self.api.list(assets_url, release, "listing assets"):
                     if asset.get("name") == blob.name:
                         if _complete(asset, blob):
                             return  # it arrived; only the answer was lost
-                        self._delete(asset, release)
+                        self.api.delete(asset, release)
             finally:
                 reporter.finish(blob.name)
             if UPLOAD_RETRY.last(attempt):
@@ -366,137 +334,11 @@ class GitHubTarget:
             reporter.warning(f"{self.name}: uploading {blob.name} again: {problem}")
             UPLOAD_RETRY.sleep(attempt, wait)
 
-    def _delete(self, asset: Mapping[str, Any], release: Release) -> None:
-        try:
-            self._send("DELETE", str(asset["url"]))
-        except _Failed as exc:
-            if exc.status != 404:
-                raise self._error(release, f"deleting asset {asset.get('name')}", exc) from exc
-
-    # ---- HTTP ----------------------------------------------------------------------------
+    # ---- the read side ------------------------------------------------------------
 
     def _source(self) -> GitHubSource:
         """A fresh read side (no release cached from before this call)."""
-        token = self._cred.value.removeprefix("Bearer ") if self._cred else ""
-        return GitHubSource(self.http, api_url=self.api_url, token=token)
-
-    def _repo_url(self) -> str:
-        return f"{self.api_url}/repos/{self.owner}/{self.repo}"
-
-    def _credentials(self) -> list[Credential]:
-        return [c for c in (self._cred, self._upload_cred) if c is not None]
-
-    def _headers(self, url: str) -> dict[str, str]:
-        h = {"Accept": _JSON, "X-GitHub-Api-Version": API_VERSION}
-        for cred in self._credentials():
-            h.update(cred.headers_for(url))
-        return h
-
-    def _trust_upload_url(self, url: str) -> None:
-        """Let the token go to the origin of a draft's ``upload_url`` too, when that is on
-        the API's host or is ``uploads.github.com`` (for ``api.github.com``)."""
-        scheme, host, _ = origin(url)
-        api_scheme, api_host, _ = origin(self.api_url)
-        if self._cred is None or scheme != api_scheme:
-            return
-        if host == api_host or (api_host == "api.github.com" and host == "uploads.github.com"):
-            self._upload_cred = Credential(url, "Authorization", self._cred.value)
-
-    def _get(
-        self, url: str, release: Release, what: str, *, missing_ok: bool = False
-    ) -> dict[str, Any] | None:
-        from ..httpclient import HTTPStatusError, ResponseTooLargeError, TransportError
-
-        try:
-            resp = self.http.get(url, headers=self._headers(url))
-        except HTTPStatusError as exc:
-            if missing_ok and exc.status == 404:
-                return None
-            hint = ""
-            if exc.status == 404:
-                hint = f"; check that {self.owner}/{self.repo} exists and GITHUB_TOKEN can see it"
-            raise ModuleError(release.module, release.version, f"{what}: {exc}{hint}") from exc
-        except (TransportError, ResponseTooLargeError) as exc:
-            raise ModuleError(release.module, release.version, f"{what}: {exc}") from exc
-        doc = _json_of(resp)
-        if not isinstance(doc, dict):
-            raise ModuleError(release.module, release.version, f"{what}: not a JSON object")
-        return doc
-
-    def _list(self, url: str, release: Release, what: str) -> list[dict[str, Any]]:
-        from ..httpclient import HTTPStatusError, ResponseTooLargeError, TransportError
-
-        items: list[dict[str, Any]] = []
-        page: str | None = f"{url}?per_page=100"
-        for _ in range(MAX_PAGES):
-            if page is None:
-                return items
-            try:
-                resp = self.http.get(page, headers=self._headers(page))
-            except (HTTPStatusError, TransportError, ResponseTooLargeError) as exc:
-                raise ModuleError(release.module, release.version, f"{what}: {exc}") from exc
-            doc = _json_of(resp)
-            if not isinstance(doc, list):
-                raise ModuleError(release.module, release.version, f"{what}: not a JSON list")
-            items.extend(i for i in doc if isinstance(i, dict))
-            page = resp.links.get("next", {}).get("url")
-        raise ModuleError(release.module, release.version, f"{what}: more than {MAX_PAGES} pages")
-
-    def _send_json(
-        self, method: str, url: str, body: dict[str, Any], release: Release
-    ) -> dict[str, Any]:
-        what = f"{method} {urlsplit(url).path}"
-        try:
-            doc = self._send(
-                method,
-                url,
-                content=json.dumps(body).encode(),
-                headers={"Content-Type": "application/json"},
-            ).body
-        except _Failed as exc:
-            raise self._error(release, what, exc) from exc
-        if not isinstance(doc, dict):
-            raise ModuleError(release.module, release.version, f"{what}: not a JSON object")
-        return doc
-
-    def _send(
-        self,
-        method: str,
-        url: str,
-        *,
-        content: Body = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> Answer:
-        """One write request (the client retries only a DELETE); :class:`_Failed` unless 2xx."""
-        h = {"Accept": _JSON, "X-GitHub-Api-Version": API_VERSION, **(headers or {})}
-        try:
-            answer = send(
-                self.http, method, url, credentials=self._credentials(), headers=h, content=content
-            )
-        except TransportError as exc:
-            raise _Failed(0, str(exc)) from exc
-        if answer.ok:
-            return answer
-        detail = f": {answer.error}" if answer.doc.get("message") else ""
-        if isinstance(answer.doc.get("errors"), list):
-            detail += " " + json.dumps(answer.doc["errors"])[:300]
-        raise _Failed(
-            answer.status,
-            f"{method} {url}: HTTP {answer.status}{detail}",
-            answer.body,
-            _rate_wait(answer.status, answer.headers),
-        )
-
-    def _error(self, release: Release, what: str, exc: _Failed) -> ModuleError:
-        hint = ""
-        if exc.status in (401, 403):
-            hint = "; GITHUB_TOKEN must be able to write releases of " + self.name
-        return ModuleError(
-            release.module,
-            release.version,
-            f"{what}: {exc}{hint}; nothing was published (at most a draft release is left, "
-            "which the next `wgtpm publish` reuses)",
-        )
+        return GitHubSource(self.http, api_url=self.api_url, token=self.api.token or "")
 
 
 # ---- helpers -------------------------------------------------------------------------
@@ -587,26 +429,3 @@ def _why(asset: Mapping[str, Any]) -> str:
     if asset.get("state", "uploaded") != "uploaded":
         return f"state {asset.get('state')}, an interrupted upload"
     return "not this release's bytes"
-
-
-def _rate_wait(status: int, headers: Mapping[str, str]) -> float | None:
-    """Seconds until a rate limit (primary or secondary) lifts; ``None`` if this is none."""
-    import time
-
-    from ..httpclient import retry_after
-
-    if status not in (403, 429):
-        return None
-    h = {k.lower(): v for k, v in headers.items()}
-    wait = retry_after(h)
-    if wait is None and h.get("x-ratelimit-remaining") == "0":
-        reset = h.get("x-ratelimit-reset", "")
-        wait = max(0.0, int(reset) - time.time()) if reset.isdigit() else None
-    return wait
-
-
-def _json_of(resp: httpx.Response) -> Any:
-    try:
-        return json.loads(resp.content or b"null")
-    except ValueError:
-        return None

@@ -43,31 +43,27 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from .. import index as _index
 from .. import module as _module
 from .._errors import ModuleError, NotFoundError, UsageError, WgtpmError
 from .._report import Reporter
-from ..httpclient import Credential, redact, redact_url, register_userinfo
+from ..httpclient import redact_url
 from ..sources._hosted import git_blob_id, repo_elems
 from ..sources.huggingface import DEFAULT_ENDPOINT, HuggingFaceSource
 from ..trust import SIG_ASSET
+from ._hfhub import BRANCH, INDEX, HubRepo, status_of
 from ._slsa import SLSA_ASSET
 from ._target import Published, Release, listed_versions, token_needed
 from .github import local_files
 
 if TYPE_CHECKING:
-    from huggingface_hub import HfApi
-
     from ..httpclient import HttpClient
 
 __all__ = ["HuggingFaceTarget", "model_card"]
 
-INDEX = "wgt.index.json"
 CARD = "README.md"
-BRANCH = "main"
-T = TypeVar("T")
 
 
 class HuggingFaceTarget:
@@ -81,15 +77,9 @@ class HuggingFaceTarget:
         self.repo_id = f"{elems[0]}/{elems[1]}"
         self.http = http
         self.endpoint = (environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
-        register_userinfo(self.endpoint)
         self.token = environ.get("HF_TOKEN") or environ.get("HUGGING_FACE_HUB_TOKEN") or None
-        self._cred = (
-            Credential(self.endpoint, "Authorization", f"Bearer {self.token}")
-            if self.token
-            else None
-        )
+        self.hub = HubRepo(http, self.endpoint, self.repo_id, self.token)
         self._head: str | None = None  # the head of main that check() saw
-        self._api_obj: HfApi | None = None
 
     @property
     def name(self) -> str:
@@ -98,7 +88,7 @@ class HuggingFaceTarget:
     # ---- the PublishTarget protocol -------------------------------------------
 
     def ready(self) -> None:
-        if self._cred is None:
+        if self.token is None:
             raise token_needed(
                 self.name,
                 "HF_TOKEN",
@@ -110,7 +100,7 @@ class HuggingFaceTarget:
 
     def check(self, release: Release) -> None:
         self._check_release(release)
-        head = self._branch_head(release)
+        head = self.hub.branch_head(release)
         self._existing(release)
         self._head = head
 
@@ -121,7 +111,7 @@ class HuggingFaceTarget:
             reporter.notice(f"{self.name}: tag {release.tag} is already this release")
             return Published(url, created=False)
         files = local_files(release)
-        head = self._head or self._branch_head(release)
+        head = self._head or self.hub.branch_head(release)
         ops = self._operations(release, files, head)
         reporter.notice(f"{self.name}: uploading {len(files) + 1} files in one commit")
         oid = self._commit(release, ops, head)
@@ -154,7 +144,7 @@ class HuggingFaceTarget:
             if release.version not in src.versions(release.module):
                 return False
         except NotFoundError:
-            return False  # no repository: _branch_head says what to do
+            return False  # no repository: hub.branch_head says what to do
         try:
             data = src.index(release.module, release.version)
             h1 = _index.parse(data, release.module, release.version).h1()
@@ -167,30 +157,6 @@ class HuggingFaceTarget:
                 "changes: publish a new version"
             )
         return True
-
-    def _branch_head(self, release: Release) -> str:
-        from huggingface_hub import errors
-
-        api = self._api()
-        try:
-            info = self._hub(
-                release,
-                "reading the repository",
-                lambda: api.model_info(self.repo_id, revision=BRANCH),
-            )
-        except ModuleError as exc:
-            if isinstance(exc.__cause__, errors.RepositoryNotFoundError):
-                raise UsageError(
-                    f"{release.module}@{release.version}: no repository {self.repo_id} at "
-                    f"{redact_url(self.endpoint)} that HF_TOKEN can see; create it first "
-                    f"(hf repo create {self.repo_id})"
-                ) from exc
-            raise
-        if not isinstance(info.sha, str) or not info.sha:
-            raise ModuleError(
-                release.module, release.version, f"the Hub did not say which commit {BRANCH} is"
-            )
-        return info.sha
 
     # ---- the commit ----------------------------------------------------------------
 
@@ -217,30 +183,13 @@ class HuggingFaceTarget:
 
     def _previous_files(self, release: Release, head: str) -> set[str]:
         """Files of the previous wgtpm release at ``head`` (its index's paths) still in the tree."""
-        from ..httpclient import HTTPStatusError, ResponseTooLargeError, TransportError
-
-        url = f"{self.endpoint}/{self.repo_id}/resolve/{head}/{INDEX}"
-        headers = self._cred.headers_for(url) if self._cred else {}
-        try:
-            doc = json.loads(self.http.get(url, headers=headers).content)
-        except HTTPStatusError as exc:
-            if exc.status == 404:
-                return set()
-            raise ModuleError(release.module, release.version, f"reading {INDEX}: {exc}") from exc
-        except (TransportError, ResponseTooLargeError, ValueError) as exc:
-            raise ModuleError(release.module, release.version, f"reading {INDEX}: {exc}") from exc
-        listed = doc.get("files") if isinstance(doc, dict) else None
-        old = {
-            f["path"]
-            for f in listed or []
-            if isinstance(f, dict) and isinstance(f.get("path"), str)
-        }
-        return old & set(self._tree(release, head))
+        old = self.hub.index_paths(release, head)
+        return old & set(self.hub.tree(release, head)) if old else set()
 
     def _commit(self, release: Release, ops: list[Any], head: str) -> str:
         from huggingface_hub import errors
 
-        api = self._api()
+        api = self.hub.api()
         try:
             info = api.create_commit(
                 self.repo_id,
@@ -251,7 +200,7 @@ class HuggingFaceTarget:
                 parent_commit=head,
             )
         except errors.HfHubHTTPError as exc:
-            if _status(exc) == 412:
+            if status_of(exc) == 412:
                 raise ModuleError(
                     release.module,
                     release.version,
@@ -259,11 +208,11 @@ class HuggingFaceTarget:
                     f"{head[:12]}, which the checks saw, so the Hub refused the commit (HTTP 412). "
                     "Nothing was tagged. Look at what changed, then run `wgtpm publish` again",
                 ) from exc
-            raise self._failed(release, "uploading the files", exc) from exc
+            raise self.hub.failed(release, "uploading the files", exc) from exc
         except Exception as exc:  # huggingface_hub's own network and protocol errors
             if isinstance(exc, WgtpmError):
                 raise
-            raise self._failed(release, "uploading the files", exc) from exc
+            raise self.hub.failed(release, "uploading the files", exc) from exc
         return str(info.oid)
 
     def _verify(
@@ -273,7 +222,7 @@ class HuggingFaceTarget:
 
         An LFS file is compared by its sha256 and size, any other by its git blob id.
         """
-        tree = self._tree(release, oid)
+        tree = self.hub.tree(release, oid)
         index = _index.IndexEntry(
             INDEX, len(release.index), hashlib.sha256(release.index).hexdigest()
         )
@@ -308,7 +257,7 @@ class HuggingFaceTarget:
     def _tag(self, release: Release, oid: str) -> None:
         from huggingface_hub import errors
 
-        api = self._api()
+        api = self.hub.api()
         try:
             api.create_tag(
                 self.repo_id,
@@ -317,61 +266,19 @@ class HuggingFaceTarget:
                 tag_message=f"{release.module} {release.version} {release.h1}",
             )
         except errors.HfHubHTTPError as exc:
-            if _status(exc) == 409 and self._existing(release):
+            if status_of(exc) == 409 and self._existing(release):
                 return  # tagged with this very release by a concurrent publish
-            raise self._failed(release, f"creating tag {release.tag}", exc) from exc
+            raise self.hub.failed(release, f"creating tag {release.tag}", exc) from exc
         except Exception as exc:
             if isinstance(exc, WgtpmError):
                 raise
-            raise self._failed(release, f"creating tag {release.tag}", exc) from exc
+            raise self.hub.failed(release, f"creating tag {release.tag}", exc) from exc
 
-    # ---- the Hub --------------------------------------------------------------------
-
-    def _tree(self, release: Release, rev: str) -> dict[str, Any]:
-        from huggingface_hub.hf_api import RepoFile
-
-        api = self._api()
-        entries = self._hub(
-            release,
-            f"listing the files of {rev[:12]}",
-            lambda: list(api.list_repo_tree(self.repo_id, recursive=True, revision=rev)),
-        )
-        return {e.path: e for e in entries if isinstance(e, RepoFile)}
+    # ---- the read side ------------------------------------------------------------
 
     def _source(self) -> HuggingFaceSource:
         """A fresh read side (no refs cached from before this call)."""
         return HuggingFaceSource(self.http, endpoint=self.endpoint, token=self.token or "")
-
-    def _api(self) -> HfApi:
-        if self._api_obj is None:
-            from huggingface_hub import HfApi
-
-            self._api_obj = HfApi(
-                endpoint=self.endpoint, token=self.token or False, library_name="wgtpm"
-            )
-        return self._api_obj
-
-    def _hub(self, release: Release, what: str, fn: Callable[[], T]) -> T:
-        """One read from the Hub, its errors translated."""
-        try:
-            return fn()
-        except WgtpmError:
-            raise
-        except Exception as exc:  # huggingface_hub's errors, and its HTTP stack's
-            raise self._failed(release, what, exc) from exc
-
-    def _failed(self, release: Release, what: str, exc: BaseException) -> ModuleError:
-        status = _status(exc)
-        hint = ""
-        if status in (401, 403):
-            hint = f"; HF_TOKEN must be a token that can write to {self.repo_id}"
-        lines = str(exc).strip().splitlines()
-        first = lines[0][:300] if lines else type(exc).__name__
-        return ModuleError(
-            release.module,
-            release.version,
-            redact(f"{what}: {first}{hint}; no tag was created, so nothing is published"),
-        )
 
 
 # ---- the model card -----------------------------------------------------------------
@@ -443,9 +350,3 @@ def _card_license(release: Release) -> list[str]:
     if isinstance(lic.parsed, spdx.License) and lic.parsed.exception is None:
         return [f"license: {json.dumps(lic.parsed.id.lower())}"]
     return ["license: other", f"license_name: {json.dumps(lic.expression)}"]
-
-
-def _status(exc: BaseException) -> int:
-    resp = getattr(exc, "response", None)
-    status = getattr(resp, "status_code", 0)
-    return status if isinstance(status, int) else 0

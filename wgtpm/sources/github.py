@@ -51,13 +51,10 @@ reset time and the advice to set ``GITHUB_TOKEN``.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -65,8 +62,8 @@ from .. import index as _index
 from .. import module as _module
 from .. import version as _version
 from .._errors import FetchError, InvalidVersionError, NotFoundError
-from ..httpclient import Credential
 from ._base import FileRequest, RevInfo
+from ._githubapi import API_VERSION, DEFAULT_API_URL, MAX_PAGES, GitHubApi, Repo
 from ._hosted import (
     MemoryMetaCache,
     MetaCache,
@@ -83,12 +80,12 @@ from ._hosted import (
 )
 
 if TYPE_CHECKING:
-    import httpx
-
     from ..httpclient import HttpClient
 
 __all__ = [
+    "API_VERSION",
     "DEFAULT_API_URL",
+    "MAX_PAGES",
     "GitHubSource",
     "asset_name",
     "asset_path",
@@ -96,13 +93,7 @@ __all__ = [
     "from_host",
 ]
 
-DEFAULT_API_URL = "https://api.github.com"
-API_VERSION = "2022-11-28"
-PER_PAGE = 100
-#: A listing longer than this many pages is refused rather than followed for ever.
-MAX_PAGES = 100
 _ELEM = re.compile(r"^[A-Za-z0-9_](?:[A-Za-z0-9._-]*[A-Za-z0-9_])?\Z")
-_HEX = re.compile(r"^[0-9a-f]{7,40}\Z")
 
 
 def asset_name(path: str) -> str:
@@ -126,17 +117,6 @@ def asset_problem(path: str) -> str | None:
                 "and neither start nor end with '-' or '.'"
             )
     return None
-
-
-@dataclass(frozen=True)
-class _Repo:
-    owner: str
-    name: str
-    prefix: str  # "" or "DIR/": what tags start with
-
-    @property
-    def slug(self) -> str:
-        return f"{self.owner}/{self.name}"
 
 
 class GitHubSource:
@@ -163,14 +143,8 @@ class GitHubSource:
         self.http = http
         self.api_url = env_url(api_url, "GITHUB_API_URL", DEFAULT_API_URL)
         self.token = env_secret(token, "GITHUB_TOKEN")
-        self._cred = (
-            Credential(self.api_url, "Authorization", f"Bearer {self.token}")
-            if self.token
-            else None
-        )
         self.meta_cache: MetaCache = meta_cache if meta_cache is not None else MemoryMetaCache()
-        self.max_rate_wait = max_rate_wait
-        self._sleep = sleep
+        self.api = GitHubApi(http, self.api_url, self.token, self.meta_cache, max_rate_wait, sleep)
         self._lock = threading.Lock()
         self._releases: dict[tuple[str, str], dict[str, Any]] = {}  # (repo slug, tag) -> release
 
@@ -180,7 +154,7 @@ class GitHubSource:
         repo = _parse(path)
         out = []
         what = "listing releases"
-        for rel in self._list(f"{self._repo_url(repo)}/releases", path, None, what):
+        for rel in self.api.list(f"{self.api.repo_url(repo)}/releases", path, None, what):
             _check_release(rel, path, None, what)
             if rel.get("draft"):
                 continue
@@ -259,11 +233,11 @@ class GitHubSource:
                 f"{name}: release {rel['tag_name']} has no asset {asset_name(name)!r}",
             )
         url = str(asset["url"])
-        return FileRequest(url, self._headers(url, "application/octet-stream"))
+        return FileRequest(url, self.api.headers(url, "application/octet-stream"))
 
     # ---- queries -----------------------------------------------------------
 
-    def _latest(self, path: str, repo: _Repo) -> RevInfo:
+    def _latest(self, path: str, repo: Repo) -> RevInfo:
         versions = self.versions(path)
         with self._lock:
             flagged = {
@@ -280,14 +254,14 @@ class GitHubSource:
         best = _version.sort_versions(pool)[-1]
         return self.info(path, best)
 
-    def _from_revision(self, path: str, repo: _Repo, rev: str) -> RevInfo:
+    def _from_revision(self, path: str, repo: Repo, rev: str) -> RevInfo:
         """A branch, tag or commit: the released version whose tag points at that commit."""
-        sha = self._resolve_commit(path, repo, rev)
+        sha = self.api.commit(path, repo, rev)
         if sha is None:
             raise NotFoundError(path, rev, f"unknown revision {rev!r} in github.com/{repo.slug}")
         tagged = [
             v
-            for t in self._list(f"{self._repo_url(repo)}/tags", path, rev, "listing tags")
+            for t in self.api.list(f"{self.api.repo_url(repo)}/tags", path, rev, "listing tags")
             if isinstance(t.get("commit"), dict)
             and t["commit"].get("sha") == sha
             and (v := tag_version(path, str(t.get("name")), repo.prefix)) is not None
@@ -305,26 +279,15 @@ class GitHubSource:
             f"release assets, so publish a release of it or require a released version",
         )
 
-    def _resolve_commit(self, path: str, repo: _Repo, rev: str) -> str | None:
-        url = f"{self._repo_url(repo)}/commits/{quote(rev, safe='/')}"
+    def _commit_of(self, path: str, version: str, repo: Repo, tag: str) -> str | None:
         try:
-            resp = self._get(
-                url, path, rev, f"resolving {rev}", self._headers(url, "application/vnd.github.sha")
-            )
-        except NotFoundError:
-            return None
-        sha = resp.text.strip()
-        return sha if _HEX.match(sha) else None
-
-    def _commit_of(self, path: str, version: str, repo: _Repo, tag: str) -> str | None:
-        try:
-            return self._resolve_commit(path, repo, tag)
+            return self.api.commit(path, repo, tag)
         except FetchError:
             return None  # the commit is informational; the release is what counts
 
     # ---- releases and assets ----------------------------------------------
 
-    def _release(self, path: str, repo: _Repo, version: str) -> dict[str, Any]:
+    def _release(self, path: str, repo: Repo, version: str) -> dict[str, Any]:
         try:
             _module.check_path_major(_module.normalise(path), version)
         except InvalidVersionError as exc:
@@ -333,9 +296,9 @@ class GitHubSource:
         with self._lock:
             rel = self._releases.get((repo.slug, tag))
         if rel is None:
-            url = f"{self._repo_url(repo)}/releases/tags/{quote(tag, safe='/')}"
+            url = f"{self.api.repo_url(repo)}/releases/tags/{quote(tag, safe='/')}"
             what = f"release {tag} of github.com/{repo.slug}"
-            rel = parse_json(self._get(url, path, version, what).content, path, version, what)
+            rel = parse_json(self.api.get(url, path, version, what).content, path, version, what)
             if isinstance(rel, dict):
                 _check_release(rel, path, version, what)
             if not isinstance(rel, dict) or rel.get("draft"):
@@ -359,7 +322,7 @@ class GitHubSource:
         return verified_get(
             self.http,
             str(asset["url"]),
-            self._headers(str(asset["url"]), "application/octet-stream"),
+            self.api.headers(str(asset["url"]), "application/octet-stream"),
             sha256_check(_size(asset), _digest(asset)),
             path=path,
             version=version,
@@ -387,96 +350,6 @@ class GitHubSource:
             build={"synthesised": "github release assets", "tag": rel.get("tag_name")},
         )
 
-    # ---- HTTP ---------------------------------------------------------------
-
-    def _repo_url(self, repo: _Repo) -> str:
-        return f"{self.api_url}/repos/{repo.slug}"
-
-    def _headers(self, url: str, accept: str = "application/vnd.github+json") -> dict[str, str]:
-        """Headers for a GET of ``url``: the token only when ``url`` is on the API's origin."""
-        h = {"Accept": accept, "X-GitHub-Api-Version": API_VERSION}
-        if self._cred is not None:
-            h.update(self._cred.headers_for(url))
-        return h
-
-    def _token_hint(self) -> str:
-        return "" if self.token else "if the repository is private, set GITHUB_TOKEN"
-
-    def _list(self, url: str, path: str, version: str | None, what: str) -> list[dict[str, Any]]:
-        """Every item of a paginated listing, revalidating each page by its ETag."""
-        items: list[dict[str, Any]] = []
-        page_url: str | None = f"{url}?per_page={PER_PAGE}"
-        for _ in range(MAX_PAGES):
-            if page_url is None:
-                return items
-            key = f"github:{page_url}"
-            cached = self.meta_cache.get(key)
-            headers = self._headers(page_url)
-            if cached is not None:
-                headers["If-None-Match"] = cached[0]
-            resp = self._get(page_url, path, version, what, headers, ok=(200, 304))
-            if resp.status_code == 304 and cached is not None:
-                envelope = json.loads(cached[1])
-            else:
-                page = parse_json(resp.content, path, version, what)
-                if not isinstance(page, list):
-                    raise FetchError(path, version, f"{what}: the API answered with no list")
-                envelope = {"next": resp.links.get("next", {}).get("url"), "items": page}
-                etag = resp.headers.get("etag")
-                if etag:
-                    self.meta_cache.put(key, etag, json.dumps(envelope).encode())
-            items.extend(i for i in envelope["items"] if isinstance(i, dict))
-            page_url = envelope["next"]
-        raise FetchError(path, version, f"{what}: more than {MAX_PAGES} pages")
-
-    def _get(
-        self,
-        url: str,
-        path: str,
-        version: str | None,
-        what: str,
-        headers: Mapping[str, str] | None = None,
-        ok: tuple[int, ...] = (200,),
-    ) -> httpx.Response:
-        """GET from the API, waiting out a short rate limit and translating errors."""
-        from ..httpclient import HTTPStatusError, ResponseTooLargeError, TransportError
-
-        for attempt in range(2):
-            try:
-                return self.http.get(url, headers=headers or self._headers(url), ok=ok)
-            except (TransportError, ResponseTooLargeError) as exc:
-                raise FetchError(path, version, f"{what}: {exc}") from exc
-            except HTTPStatusError as exc:
-                wait = _rate_wait(exc.status, exc.headers, exc.body)
-                if wait is not None:
-                    if attempt == 0 and wait <= self.max_rate_wait:
-                        self._sleep(wait + 0.5)
-                        continue
-                    raise FetchError(path, version, self._rate_message(exc.headers, wait)) from exc
-                if exc.status == 401:
-                    raise FetchError(
-                        path,
-                        version,
-                        f"{what}: GitHub refused GITHUB_TOKEN (HTTP 401 Bad credentials); "
-                        "check the token, or unset GITHUB_TOKEN for public repositories",
-                    ) from exc
-                if exc.status in (404, 410, 422):
-                    hint = f" ({self._token_hint()})" if self._token_hint() else ""
-                    raise NotFoundError(path, version, f"{what}: not found{hint}") from exc
-                hint = "; set GITHUB_TOKEN to a token that can read it" if exc.status == 403 else ""
-                raise FetchError(path, version, f"{what}: {exc}{hint}") from exc
-        raise AssertionError("unreachable")
-
-    def _rate_message(self, headers: Mapping[str, str], wait: float) -> str:
-        h = {k.lower(): v for k, v in headers.items()}
-        when = datetime.fromtimestamp(time.time() + wait, timezone.utc).strftime("%H:%M:%S UTC")
-        limit = h.get("x-ratelimit-limit")
-        per = f" ({limit} requests an hour)" if limit else ""
-        msg = f"GitHub API rate limit exceeded{per}; it resets at {when}, in {_minutes(wait)}. "
-        if self.token:
-            return msg + "Wait until then, or use a GITHUB_TOKEN with a higher limit."
-        return msg + "Set GITHUB_TOKEN to a GitHub token to raise the limit to 5,000 an hour."
-
 
 # ---- helpers ---------------------------------------------------------------
 
@@ -486,14 +359,14 @@ def from_host(http: HttpClient, meta: MetaCache) -> GitHubSource:
     return GitHubSource(http, meta_cache=meta)
 
 
-def _parse(path: str) -> _Repo:
+def _parse(path: str) -> Repo:
     elems = repo_elems(path, "github.com")
     if elems is None or len(elems) < 2:
         raise NotFoundError(
             path, None, "not a GitHub module path (want github.com/OWNER/REPO[/DIR])"
         )
     prefix = "/".join(elems[2:])
-    return _Repo(elems[0], elems[1], prefix + "/" if prefix else "")
+    return Repo(elems[0], elems[1], prefix + "/" if prefix else "")
 
 
 def _check_release(rel: Mapping[str, Any], path: str, version: str | None, what: str) -> None:
@@ -539,26 +412,3 @@ def _release_time(rel: Mapping[str, Any]) -> str | None:
     if not isinstance(t, str):
         raise ValueError(f"{t!r} is not a time")
     return rfc3339(parse_time(t))
-
-
-def _rate_wait(status: int, headers: Mapping[str, str], body: bytes) -> float | None:
-    """Seconds until a rate limit lifts, or ``None`` when the answer is not a rate limit."""
-    from ..httpclient import retry_after
-
-    if status not in (403, 429):
-        return None
-    h = {k.lower(): v for k, v in headers.items()}
-    if h.get("x-ratelimit-remaining") == "0" and h.get("x-ratelimit-reset", "").isdigit():
-        return max(0.0, int(h["x-ratelimit-reset"]) - time.time())
-    wait = retry_after(h)
-    if wait is not None:
-        return wait
-    if status == 429 or b"rate limit" in body.lower():
-        return 60.0  # GitHub: without headers, wait at least a minute
-    return None
-
-
-def _minutes(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f}s"
-    return f"{seconds / 60:.0f} min"

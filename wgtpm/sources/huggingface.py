@@ -50,42 +50,32 @@ them (without ``HF_TOKEN``, the token ``hf auth login`` saved in
 from __future__ import annotations
 
 import hashlib
-import os
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
-from datetime import datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import quote
 
 from .. import index as _index
 from .. import module as _module
 from .. import version as _version
-from .._errors import FetchError, InvalidVersionError, ModuleError, NotFoundError
-from ..httpclient import Credential
+from .._errors import InvalidVersionError, NotFoundError
 from ._base import FileRequest, RevInfo
 from ._hosted import (
     BodyKeeper,
     MetaCache,
     env_url,
     git_blob_id,
-    parse_json,
-    parse_time,
-    repo_elems,
     rfc3339,
     sha256_check,
     synthesise_index,
     tag_version,
     verified_get,
 )
+from ._hubapi import HubApi, HubFile, Rev, repo_id
 
 if TYPE_CHECKING:
-    import httpx
-
     from ..httpclient import HttpClient
 
 __all__ = [
@@ -112,24 +102,6 @@ SPILL_BODIES = 1 << 30
 #: Small files being downloaded (or done, waiting to be listed in order) per hashing job
 #: while an index is synthesised: ``Executor.map`` would hold a future for every file.
 AHEAD_PER_JOB = 4
-#: Pages of a listing (tree, history) followed before giving up.
-MAX_PAGES = 1000
-
-
-@dataclass(frozen=True)
-class _Rev:
-    commit: str
-    time: datetime
-
-
-@dataclass(frozen=True, slots=True)  # one per file of a commit: 100,000 of them
-class _HubFile:
-    """A file of a commit as the API lists it: ``lfs_sha256`` for files stored with LFS."""
-
-    path: str
-    size: int | None
-    blob_id: str | None
-    lfs_sha256: str | None = None
 
 
 class HuggingFaceSource:
@@ -152,12 +124,11 @@ class HuggingFaceSource:
     ) -> None:
         self.http = http
         self.endpoint = env_url(endpoint, "HF_ENDPOINT", DEFAULT_ENDPOINT)
-        self._token = token
-        self._token_known = token is not None
+        self.api = HubApi(http, self.endpoint, token)
         self.jobs = max(1, jobs)
         self._lock = threading.Lock()
-        self._revs: dict[tuple[str, str], _Rev] = {}
-        self._trees: dict[tuple[str, str], dict[str, _HubFile]] = {}
+        self._revs: dict[tuple[str, str], Rev] = {}
+        self._trees: dict[tuple[str, str], dict[str, HubFile]] = {}
         self._refs: dict[str, tuple[float, dict[str, str]]] = {}
         # (repo id, commit, file) -> the verified bytes indexing downloaded, until file() takes them
         self._bodies = BodyKeeper(KEEP_BODIES, SPILL_BODIES)
@@ -168,7 +139,7 @@ class HuggingFaceSource:
         return sorted(self._version_tags(path))
 
     def info(self, path: str, query: str) -> RevInfo:
-        rid = _repo_id(path)
+        rid = repo_id(path)
         if query == "latest":
             tags = list(self._version_tags(path))
             pool = [v for v in tags if not _version.is_prerelease(v)] or tags
@@ -220,91 +191,13 @@ class HuggingFaceSource:
 
     def file(self, path: str, version: str, name: str) -> FileRequest:
         rev = self._resolve(path, version)
-        req = self._request(path, rev.commit, name)
-        body = self._bodies.take((_repo_id(path), rev.commit, name))
+        req = self.api.file_request(path, rev.commit, name)
+        body = self._bodies.take((repo_id(path), rev.commit, name))
         return req if body is None else FileRequest(req.url, req.headers, body)
-
-    def _request(self, path: str, commit: str, name: str) -> FileRequest:
-        url = f"{self.endpoint}/{_repo_id(path)}/resolve/{commit}/{quote(name)}"
-        token = self.token()
-        if not token:
-            return FileRequest(url)
-        return FileRequest(
-            url, Credential(self.endpoint, "Authorization", f"Bearer {token}").headers_for(url)
-        )
-
-    # ---- credentials and the client -----------------------------------------
 
     def token(self) -> str | None:
         """``HF_TOKEN``, else the token the Hugging Face CLI saved, else ``None``."""
-        if not self._token_known:
-            tok = os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN")
-            if not tok:
-                tok = _saved_token()
-            self._token, self._token_known = tok or None, True
-        return self._token
-
-    def _headers(self, url: str) -> dict[str, str]:
-        token = self.token()
-        if not token:
-            return {}
-        return Credential(self.endpoint, "Authorization", f"Bearer {token}").headers_for(url)
-
-    def _get(self, path: str, version: str | None, what: str, url: str) -> httpx.Response:
-        """GET an API URL (retried as the HTTP client retries), errors as module errors."""
-        from ..httpclient import HTTPStatusError, ResponseTooLargeError, TransportError
-
-        try:
-            return self.http.get(url, headers=self._headers(url))
-        except HTTPStatusError as exc:
-            raise self._status_error(path, version, what, exc) from exc
-        except (ResponseTooLargeError, TransportError) as exc:
-            raise FetchError(path, version, f"{what}: {exc}") from exc
-
-    def _status_error(self, path: str, version: str | None, what: str, exc: Any) -> ModuleError:
-        """The error the Hub means by a status and its ``X-Error-Code``."""
-        rid = _repo_id(path)
-        code = {k.lower(): v for k, v in exc.headers.items()}.get("x-error-code", "")
-        if code == "GatedRepo":
-            return FetchError(
-                path,
-                version,
-                f"{what}: {rid} is gated: accept its conditions on {self.endpoint}/{rid} "
-                "and set HF_TOKEN to a token of that account",
-            )
-        if code == "RepoNotFound" or (exc.status == 401 and not code):
-            hint = "" if self.token() else " (if it is private, set HF_TOKEN)"
-            return NotFoundError(
-                path, version, f"{what}: no repository {rid} at {self.endpoint}{hint}"
-            )
-        if code == "RevisionNotFound":
-            return NotFoundError(path, version, f"{what}: no such revision in {rid}")
-        if exc.status in (404, 410):
-            return NotFoundError(path, version, f"{what}: not found (HTTP {exc.status})")
-        return FetchError(path, version, f"{what}: {exc}")
-
-    def _json(self, path: str, version: str | None, what: str, url: str) -> Any:
-        return parse_json(self._get(path, version, what, url).content, path, version, what)
-
-    def _pages(self, path: str, version: str | None, what: str, url: str) -> list[Any]:
-        """Every item of a paginated listing (``Link: rel="next"``)."""
-        items: list[Any] = []
-        next_url: str | None = url
-        for _ in range(MAX_PAGES):
-            if next_url is None:
-                return items
-            resp = self._get(path, version, what, next_url)
-            page = parse_json(resp.content, path, version, what)
-            if not isinstance(page, list):
-                raise FetchError(path, version, f"{what}: the Hub answered with no list")
-            items.extend(page)
-            nxt = resp.links.get("next", {}).get("url")
-            next_url = nxt if isinstance(nxt, str) and nxt else None
-        raise FetchError(path, version, f"{what}: more than {MAX_PAGES} pages")
-
-    def _api_url(self, path: str, *elems: str) -> str:
-        rid = _repo_id(path)
-        return "/".join([f"{self.endpoint}/api/models/{rid}", *(quote(e, safe="") for e in elems)])
+        return self.api.token()
 
     # ---- revisions ----------------------------------------------------------
 
@@ -316,7 +209,7 @@ class HuggingFaceSource:
         if cached is not None and now - cached[0] < REFS_TTL:
             return dict(cached[1])
         out = {}
-        for name, commit in self._refs_of(path, "tags"):
+        for name, commit in self.api.refs(path, "tags"):
             v = tag_version(path, name)
             if v is not None:
                 out[v] = commit
@@ -324,45 +217,16 @@ class HuggingFaceSource:
             self._refs[path] = (now, out)
         return dict(out)
 
-    def _refs_of(self, path: str, kind: str) -> list[tuple[str, str]]:
-        """(name, commit) of the repository's ``tags`` or ``branches``."""
-        refs = self._json(path, None, "listing refs", self._api_url(path, "refs"))
-        items = refs.get(kind) if isinstance(refs, dict) else None
-        if not isinstance(items, list):
-            raise FetchError(path, None, "listing refs: the Hub answered with something else")
-        return [
-            (r["name"], r["targetCommit"])
-            for r in items
-            if isinstance(r, dict)
-            and isinstance(r.get("name"), str)
-            and isinstance(r.get("targetCommit"), str)
-        ]
-
-    def _model_rev(self, path: str, rid: str, rev: str | None, query: str) -> _Rev:
-        """The commit and commit time ``rev`` (``None``: the default branch) names.
-
-        The same answer lists every file of the commit with its details, kept
-        as the commit's tree: one round trip for both.
-        """
-        what = f"resolving {rev}" if rev else "reading the default branch"
-        url = self._api_url(path, "revision", rev) if rev else self._api_url(path)
-        info = self._json(path, query, what, url + "?blobs=true")
-        if not isinstance(info, dict):
-            raise FetchError(path, query, f"{what}: the Hub answered with something else")
-        sha, modified = info.get("sha"), info.get("lastModified")
-        if not isinstance(sha, str) or not sha or not isinstance(modified, str):
-            raise FetchError(path, query, f"{what}: the Hub did not say which commit it is")
-        try:
-            when = parse_time(modified)
-        except ValueError as exc:
-            raise FetchError(path, query, f"{what}: the Hub sent a bad time ({exc})") from exc
-        tree = _files(info.get("siblings"))
+    def _model_rev(self, path: str, rid: str, rev: str | None, query: str) -> Rev:
+        """The commit and commit time ``rev`` (``None``: the default branch) names; the
+        files the same answer lists are kept as the commit's tree."""
+        found, tree = self.api.revision(path, rev, query)
         if tree is not None:
             with self._lock:
-                self._trees.setdefault((rid, sha), tree)
-        return _Rev(sha, when.replace(microsecond=0))
+                self._trees.setdefault((rid, found.commit), tree)
+        return found
 
-    def _pseudo(self, path: str, rev: _Rev) -> RevInfo:
+    def _pseudo(self, path: str, rev: Rev) -> RevInfo:
         base = self._base(path, rev.commit)
         _, suffix = _module.split_path_major(_module.normalise(path))
         major = suffix[1:] if suffix else "v0"
@@ -376,17 +240,17 @@ class HuggingFaceSource:
         tags = self._version_tags(path)
         if not tags:
             return None
-        ancestors = set(self._history(path, commit, f"listing the history of {commit[:12]}"))
+        ancestors = set(self.api.history(path, commit, f"listing the history of {commit[:12]}"))
         below = [v for v, sha in tags.items() if sha in ancestors]
         return _version.sort_versions(below)[-1] if below else None
 
-    def _resolve(self, path: str, version: str) -> _Rev:
+    def _resolve(self, path: str, version: str) -> Rev:
         """The commit (and its time) of ``version``: a version tag or a pseudo-version."""
         with self._lock:
             rev = self._revs.get((path, version))
         if rev is not None:
             return rev
-        rid = _repo_id(path)
+        rid = repo_id(path)
         try:
             _module.check_path_major(_module.normalise(path), version)
         except InvalidVersionError as exc:
@@ -415,50 +279,35 @@ class HuggingFaceSource:
             self._revs[(path, version)] = rev
         return rev
 
-    def _history(self, path: str, commit: str, what: str) -> list[str]:
-        """The ids of ``commit`` and its ancestors, newest first."""
-        items = self._pages(path, None, what, self._api_url(path, "commits", commit))
-        return [c["id"] for c in items if isinstance(c, dict) and isinstance(c.get("id"), str)]
-
     def _find_commit(self, path: str, version: str, short: str) -> str:
         """The full id of commit ``short`` from the history of the branches and tags."""
-        rid = _repo_id(path)
-        refs = self._refs_of(path, "branches") + self._refs_of(path, "tags")
+        rid = repo_id(path)
+        refs = self.api.refs(path, "branches") + self.api.refs(path, "tags")
         for name, target in refs:
-            for c in self._history(path, target, f"listing the history of {name}"):
+            for c in self.api.history(path, target, f"listing the history of {name}"):
                 if c.startswith(short):
                     return c
         raise NotFoundError(path, version, f"no commit {short} in {rid}")
 
     # ---- files ------------------------------------------------------------------
 
-    def _tree(self, path: str, version: str, commit: str) -> dict[str, _HubFile]:
-        rid = _repo_id(path)
+    def _tree(self, path: str, version: str, commit: str) -> dict[str, HubFile]:
+        rid = repo_id(path)
         with self._lock:
             tree = self._trees.get((rid, commit))
         if tree is None:  # a Hub whose revision answer had no file details
-            what = f"listing the files of commit {commit[:12]}"
-            url = self._api_url(path, "tree", commit) + "?recursive=true&expand=true"
-            entries = self._pages(path, version, what, url)
-            tree = {}
-            for e in entries:
-                if not isinstance(e, dict) or e.get("type") != "file":
-                    continue  # folders
-                f = _file(e.get("path"), e.get("size"), e.get("oid"), e.get("lfs"))
-                if f is None:
-                    raise FetchError(path, version, f"{what}: the Hub listed a file wrongly")
-                tree[f.path] = f
+            tree = self.api.tree(path, version, commit)
             with self._lock:
                 self._trees[(rid, commit)] = tree
         return tree
 
     def _download(
-        self, path: str, version: str, commit: str, entry: _HubFile, *, file: bool = False
+        self, path: str, version: str, commit: str, entry: HubFile, *, file: bool = False
     ) -> bytes:
         """The bytes of a file, checked against the LFS sha256 or the git blob id the API gave;
         ``file``: one of the module's files (not wgt.mod or the index), read at a download's
         pace rather than within the metadata deadline."""
-        req = self._request(path, commit, entry.path)
+        req = self.api.file_request(path, commit, entry.path)
         if entry.lfs_sha256 is not None:
             check = sha256_check(entry.size, entry.lfs_sha256)
             limit = entry.size
@@ -491,11 +340,11 @@ class HuggingFaceSource:
             return []  # the repository's own index, downloaded at once
         return _partition(tree)[0]
 
-    def _synthesise(self, path: str, version: str, rev: _Rev, tree: dict[str, _HubFile]) -> bytes:
+    def _synthesise(self, path: str, version: str, rev: Rev, tree: dict[str, HubFile]) -> bytes:
         entries, small, skipped = _partition(tree)
-        rid = _repo_id(path)
+        rid = repo_id(path)
 
-        def digest(f: _HubFile) -> _index.IndexEntry:
+        def digest(f: HubFile) -> _index.IndexEntry:
             data = self._download(path, version, rev.commit, f, file=True)
             self._bodies.keep((rid, rev.commit, f.path), data)
             return _index.IndexEntry(f.path, len(data), hashlib.sha256(data).hexdigest())
@@ -576,22 +425,14 @@ def from_host(http: HttpClient, meta: MetaCache) -> HuggingFaceSource:
     return HuggingFaceSource(http)
 
 
-def _repo_id(path: str) -> str:
-    """``hf.co/acme/tiny/v2`` -> ``acme/tiny``; raises :class:`NotFoundError` for other paths."""
-    elems = repo_elems(path, "hf.co")
-    if elems is None or len(elems) != 2:
-        raise NotFoundError(path, None, "not a Hugging Face module path (want hf.co/OWNER/REPO)")
-    return f"{elems[0]}/{elems[1]}"
-
-
 def _partition(
-    tree: dict[str, _HubFile],
-) -> tuple[list[_index.IndexEntry], list[_HubFile], list[str]]:
+    tree: dict[str, HubFile],
+) -> tuple[list[_index.IndexEntry], list[HubFile], list[str]]:
     """A tree's files as the synthesised index takes them: the entries of its LFS files
     (the size and sha256 the API states), the small files to download and hash, and the
     paths a module may not hold (left out, named under ``build.skipped``); each sorted."""
     entries: list[_index.IndexEntry] = []
-    small: list[_HubFile] = []
+    small: list[HubFile] = []
     skipped: list[str] = []
     for name in sorted(tree):
         f = tree[name]
@@ -623,46 +464,3 @@ def _map_ahead(
     finally:
         for fut in pending:
             fut.cancel()
-
-
-def _saved_token() -> str | None:
-    """The token ``hf auth login`` saved: ``$HF_TOKEN_PATH``, else ``$HF_HOME/token``."""
-    home = os.environ.get("HF_HOME") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "huggingface"
-    )
-    where = Path(os.environ.get("HF_TOKEN_PATH") or os.path.join(home, "token"))
-    try:
-        tok = where.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError):
-        return None
-    return tok or None
-
-
-def _file(path: Any, size: Any, blob_id: Any, lfs: Any) -> _HubFile | None:
-    """A file entry from the API's fields, or ``None`` when they have the wrong types."""
-    if not isinstance(path, str) or not isinstance(size, int) or not isinstance(blob_id, str):
-        return None
-    if lfs is None:
-        return _HubFile(path, size, blob_id)
-    if not isinstance(lfs, dict):
-        return None
-    lsize, lsha = lfs.get("size"), lfs.get("sha256", lfs.get("oid"))
-    if not isinstance(lsize, int) or not isinstance(lsha, str):
-        return None
-    return _HubFile(path, lsize, blob_id, lsha)
-
-
-def _files(siblings: Any) -> dict[str, _HubFile] | None:
-    """The files of a revision answer's ``siblings``; ``None`` when they lack details
-    (``size``, ``blobId``: a Hub that ignored ``blobs=true``) or are malformed."""
-    if not isinstance(siblings, list):
-        return None
-    out = {}
-    for s in siblings:
-        if not isinstance(s, dict):
-            return None
-        f = _file(s.get("rfilename"), s.get("size"), s.get("blobId"), s.get("lfs"))
-        if f is None:
-            return None
-        out[f.path] = f
-    return out
