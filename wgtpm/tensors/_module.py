@@ -37,6 +37,7 @@ from ..index import ReleaseIndex
 from ..index import parse as parse_index
 from ._compute import compute_table, format_of
 from ._errors import TensorError, TensorFormatError
+from ._logged import check_against_index
 from ._table import TABLES_FILE, FileTable, TensorTables, dump_tables, parse_tables
 
 __all__ = ["cached_table_path", "release_index", "tables_for"]
@@ -169,21 +170,7 @@ def _released(module: ResolvedModule, label: str, index: ReleaseIndex) -> Tensor
             "'wgtpm verify' checks the module's files",
         )
     tables = parse_tables(data, where)
-    for path, t in tables.files.items():
-        e = index.entry(path)
-        if e is None:
-            raise TensorFormatError(
-                where, f"has a table for {path}, which the release does not hold"
-            )
-        if (t.size, t.sha256) != (e.size, e.sha256):
-            raise TensorFormatError(
-                where,
-                f"the table of {path} is for a file of {t.size} bytes and sha256 {t.sha256}, "
-                f"but the release's {path} has {e.size} bytes and sha256 {e.sha256}: "
-                "the release is inconsistent; do not use it, and tell its publisher",
-            )
-        if format_of(path) != t.format:
-            raise TensorFormatError(where, f"the table of {path} says format {t.format}")
+    check_against_index(tables, index, where)
     return tables
 
 
