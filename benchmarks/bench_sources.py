@@ -55,6 +55,7 @@ from urllib.parse import quote
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks._common import ROOT  # noqa: F401  (puts this checkout on PYTHONPATH)
 from tests.servers import CdnServer, LoopbackServer, Request, Response, serve_bytes
 from tests.servers.github import GitHubServer
 from tests.servers.huggingface import HuggingFaceServer
