@@ -66,7 +66,7 @@ from .. import index as _index
 from .. import module as _module
 from .. import version as _version
 from .._errors import FetchError, InvalidVersionError, ModuleError, NotFoundError
-from ..httpclient import Credential
+from ..httpclient import Credential, Locator, forwarded
 from ._base import FileRequest, RevInfo
 from ._hosted import (
     BodyKeeper,
@@ -112,6 +112,14 @@ SPILL_BODIES = 1 << 30
 #: Small files being downloaded (or done, waiting to be listed in order) per hashing job
 #: while an index is synthesised: ``Executor.map`` would hold a future for every file.
 AHEAD_PER_JOB = 4
+#: LFS files smaller than this are downloaded from where their redirect leads, asked
+#: ahead (:class:`~wgtpm.httpclient.Locator`): their round trips, not their bytes, take
+#: the time. Of each file asked for, the redirects of the next :data:`LOCATE_AHEAD` such
+#: files of the tree (in the order the fetcher asks) are asked on :data:`LOCATE_JOBS`
+#: threads (issue 30: 500 LFS files of 10 KB took 0.51x snapshot_download's time, 0.3x so).
+LOCATE_MAX = 8 << 20
+LOCATE_AHEAD = 32
+LOCATE_JOBS = 16
 #: Pages of a listing (tree, history) followed before giving up.
 MAX_PAGES = 1000
 
@@ -161,6 +169,9 @@ class HuggingFaceSource:
         self._refs: dict[str, tuple[float, dict[str, str]]] = {}
         # (repo id, commit, file) -> the verified bytes indexing downloaded, until file() takes them
         self._bodies = BodyKeeper(KEEP_BODIES, SPILL_BODIES)
+        # (repo id, commit) -> its small LFS files in order, and each one's place
+        self._small_lfs: dict[tuple[str, str], tuple[list[str], dict[str, int]]] = {}
+        self._locator = Locator(http, LOCATE_JOBS)
 
     # ---- the Source protocol ---------------------------------------------
 
@@ -222,7 +233,40 @@ class HuggingFaceSource:
         rev = self._resolve(path, version)
         req = self._request(path, rev.commit, name)
         body = self._bodies.take((_repo_id(path), rev.commit, name))
-        return req if body is None else FileRequest(req.url, req.headers, body)
+        if body is not None:
+            return FileRequest(req.url, req.headers, body)
+        return self._located(path, rev.commit, name, req)
+
+    def _located(self, path: str, commit: str, name: str, req: FileRequest) -> FileRequest:
+        """``req`` sent straight where its redirect leads, when ``name`` is a small LFS file
+        whose redirect was asked ahead; the redirects of the next ones are asked meanwhile.
+        Only a tree listed already is looked at (no request to learn the order)."""
+        rid = _repo_id(path)
+        with self._lock:
+            small = self._small_lfs.get((rid, commit))
+            if small is None:
+                tree = self._trees.get((rid, commit))
+                if tree is None:
+                    return req
+                names = [
+                    n
+                    for n in sorted(tree)
+                    if tree[n].lfs_sha256 is not None and (tree[n].size or 0) < LOCATE_MAX
+                ]
+                small = self._small_lfs[(rid, commit)] = (
+                    names,
+                    {n: i for i, n in enumerate(names)},
+                )
+        names, place = small
+        i = place.get(name)
+        if i is None:
+            return req
+        nxt = (self._request(path, commit, n) for n in names[i + 1 : i + 1 + LOCATE_AHEAD])
+        self._locator.ahead((r.url, r.headers) for r in nxt)
+        location = self._locator.take(req.url)
+        if location is None:
+            return req
+        return FileRequest(location, forwarded(req.headers, req.url, location))
 
     def _request(self, path: str, commit: str, name: str) -> FileRequest:
         url = f"{self.endpoint}/{_repo_id(path)}/resolve/{commit}/{quote(name)}"
