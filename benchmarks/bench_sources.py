@@ -18,7 +18,11 @@ Repositories and networks (issue 15's table):
    with 40 ms per request and connections free;
 3. ``one``: a single 256 MiB LFS file on the realistic network above, where one
    connection's cap is the limit (wgtpm fetches files of 32 MiB and up as ranges);
-4. ``gh``: the ``big`` files as the assets of a GitHub release (tests/servers/github.py,
+4. ``small-lfs``: the ``small`` files, every one in LFS, so each is an API request
+   answered by a redirect to the CDN, with 40 ms per request and 80 ms per new
+   connection (issue 30: at most 0.4x snapshot_download); ``big-lfs``: the ``big``
+   files with the small ones in LFS too, on the realistic network (at most 0.5x);
+5. ``gh``: the ``big`` files as the assets of a GitHub release (tests/servers/github.py,
    asset downloads redirected to the CDN), and ``proxy``: the same files as a module
    in a proxy-protocol tree (``WGTPROXY``), each on the realistic network, against
    ``aria2c`` fetching the same asset or file URLs.
@@ -30,7 +34,7 @@ this process's) and hold the repositories in memory (about 320 MB at the peak); 
 2-core machine they take CPU from the clients, so ratios are noisy: run it on a quiet
 machine, and look at the load it prints.
 
-Run: ``.venv/bin/python benchmarks/bench_sources.py [--runs 3] [--only big small one gh proxy]``
+Run: ``.venv/bin/python benchmarks/bench_sources.py [--runs 3] [--only big small one gh proxy small-lfs big-lfs]``
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from urllib.parse import quote
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks._common import ROOT  # noqa: F401  (puts this checkout on PYTHONPATH)
 from tests.servers import CdnServer, LoopbackServer, Request, Response, serve_bytes
 from tests.servers.github import GitHubServer
 from tests.servers.huggingface import HuggingFaceServer
@@ -233,12 +238,21 @@ def race(
 
 
 def compare(
-    tmp: Path, runs: int, name: str, files: dict[str, bytes], nets: list[Net], aria: bool
+    tmp: Path,
+    runs: int,
+    name: str,
+    files: dict[str, bytes],
+    nets: list[Net],
+    aria: bool,
+    all_lfs: bool = False,
 ) -> None:
-    """wgtpm against snapshot_download (and aria2c) of ``files`` under each of ``nets``."""
+    """wgtpm against snapshot_download (and aria2c) of ``files`` under each of ``nets``;
+    with ``all_lfs`` every file is in LFS (its resolve URL redirects to the CDN)."""
     with CdnServer() as cdn, HuggingFaceServer(cdn) as hf:
         total = sum(len(d) for d in files.values())
         repo = hf.repo("bench", name)
+        if all_lfs:
+            repo.lfs_patterns = ("*",)
         commit = repo.commit(files)
         repo.tag("v0.1.0")
         del files
@@ -255,7 +269,8 @@ def compare(
         }
         if aria and shutil.which("aria2c"):
             cmds["aria2c (8 connections per file, checks nothing)"] = lambda: run.aria2(urls)
-        race(runs, f"Hugging Face, {len(urls)} files", nets, [hf, cdn], cmds, total)
+        kind = ", all in LFS" if all_lfs else ""
+        race(runs, f"Hugging Face, {len(urls)} files{kind}", nets, [hf, cdn], cmds, total)
 
 
 def github(tmp: Path, runs: int, files: dict[str, bytes]) -> None:
@@ -308,7 +323,7 @@ def times_of(runs: int, *fns: Callable[[], float]) -> list[list[float]]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3, help="runs of each command, taken in turns")
-    every = ["big", "small", "one", "gh", "proxy"]
+    every = ["big", "small", "one", "gh", "proxy", "small-lfs", "big-lfs"]
     ap.add_argument("--only", nargs="*", default=every, choices=every)
     args = ap.parse_args()
     t0 = time.perf_counter()
@@ -324,6 +339,12 @@ def main() -> None:
         if "small" in args.only:
             nets = [Net(0.040, 0.080), Net(0.040)]
             compare(Path(d), args.runs, "small", small_repo(random.Random(2)), nets, False)
+        if "small-lfs" in args.only:
+            files = small_repo(random.Random(2))
+            compare(Path(d), args.runs, "small-lfs", files, [Net(0.040, 0.080)], False, True)
+        if "big-lfs" in args.only:
+            files = big_repo(random.Random(1))
+            compare(Path(d), args.runs, "big-lfs", files, [REALISTIC], True, True)
         if "gh" in args.only:
             github(Path(d), args.runs, big_repo(random.Random(1)))
         if "proxy" in args.only:

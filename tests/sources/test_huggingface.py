@@ -434,3 +434,26 @@ def test_hub_outage_is_a_clear_error(tiny: HfRepo, hf: HuggingFaceServer, http: 
     hf.inject(Fault.error("/api/models/acme/tiny/refs", 503, times=-1))
     with pytest.raises(FetchError, match=r"hf.co/acme/tiny: listing refs: .*503"):
         source(hf, http).versions(MOD)
+
+
+def test_small_lfs_files_come_straight_from_the_cdn(
+    hf: HuggingFaceServer, cdn: CdnServer, http: HttpClient, tmp_path: Path
+) -> None:
+    """Issue 30: a small LFS file costs a request to the API and one to the CDN. While one
+    downloads, where the next ones redirect is asked ahead (a HEAD each), so that each
+    download goes to the CDN at once; the token still never reaches the CDN."""
+    repo = hf.repo("acme", "shards", private=True)
+    files = {f"part{i}.bin": bytes([i]) * 1000 for i in range(6)}
+    repo.commit(files)
+    repo.tag("v1.0.0")
+    mod = "hf.co/acme/shards"
+    src = source(hf, http, token=TOKEN)
+    reqs = [src.file(mod, "v1.0.0", name) for name in sorted(files)]
+    assert reqs[0].url.startswith(f"{hf.url}/acme/shards/resolve/")  # nothing asked yet
+    assert all(r.url.startswith(f"{cdn.url}/blobs/") and not r.headers for r in reqs[1:])
+    heads = hf.log.where(server="hf", method="HEAD", path="/acme/shards/resolve/*")
+    assert len(heads) == 5
+    assert all(s.header("authorization") == f"Bearer {TOKEN}" for s in heads)
+    tree = fetch(source(hf, http, token=TOKEN), tmp_path / "c", mod, "v1.0.0", http=http)
+    assert {n: (tree / n).read_bytes() for n in files} == files
+    assert not cdn.log.where(server="cdn", header="authorization")

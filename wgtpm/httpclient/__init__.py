@@ -72,12 +72,14 @@ The package, one concept a file: :mod:`._settings` (the limits and
 redaction), :mod:`._errors` (the errors, and httpx's translated), :mod:`._redirects`,
 :mod:`._retrying`, :mod:`._pace` (a deadline, a minimum rate), :mod:`._watch`
 (the requests in flight), :mod:`._body`, :mod:`._sender` (one request and its
-redirects) and :mod:`._client` (:class:`HttpClient`). What it needs of httpx's
+redirects), :mod:`._client` (:class:`HttpClient`) and :mod:`._ahead`
+(:class:`Locator`: where URLs redirect to, asked ahead of their downloads). What it needs of httpx's
 internals is in :mod:`wgtpm._compat.httpx`.
 """
 
 from __future__ import annotations
 
+from ._ahead import Locator
 from ._client import Body, HttpClient
 from ._credentials import Credential, origin, redact, redact_url, register_userinfo, shown_url
 from ._errors import (
@@ -117,6 +119,7 @@ __all__ = [
     "HttpClient",
     "HttpOptions",
     "InvalidURLError",
+    "Locator",
     "RedirectError",
     "RedirectRefusedError",
     "ResponseTooLargeError",

@@ -13,6 +13,7 @@ from ._body import buffered, read_capped
 from ._credentials import Credential, register_userinfo
 from ._errors import HTTPStatusError, TransportError, network_errors
 from ._pace import Deadline, MinRate, Pace
+from ._redirects import REDIRECTS
 from ._retrying import IDEMPOTENT, Retries
 from ._sender import Sender
 from ._settings import DOWNLOAD_READ, MAX_ERROR_BODY, MAX_METADATA, HttpOptions
@@ -58,8 +59,10 @@ class HttpClient:
         method: str = "GET",
         limit: int = MAX_METADATA,
         file: bool = False,
+        follow: bool = True,
     ) -> httpx.Response:
         """GET ``url`` with retries; the body is read, at most ``limit`` decoded bytes of it.
+        Redirects are followed unless not ``follow`` (then one is an answer like any other).
 
         Raises :class:`HTTPStatusError` unless the status is in ``ok``,
         :class:`ResponseTooLargeError` for a longer body, and
@@ -77,7 +80,7 @@ class HttpClient:
         while True:
             pace.begin()
             try:
-                with self._sender.open(method, url, headers, params) as resp:
+                with self._sender.open(method, url, headers, params, follow) as resp:
                     if resp.status_code in ok:
                         body = read_capped(resp, limit, pace)
                         return buffered(resp, body)
@@ -100,6 +103,20 @@ class HttpClient:
             self._retries.sleep(attempt, rh, url, why)
             pace.waited(time.monotonic() - slept)
             attempt += 1
+
+    def locate(self, url: str, *, headers: Mapping[str, str] | None = None) -> str | None:
+        """Where ``url`` redirects to, asked with a HEAD (retried as :meth:`get`) and checked
+        as every redirect is (:meth:`Sender.target`); ``None`` when the answer is no
+        redirect. :class:`HTTPStatusError` for an answer that is neither a redirect nor 200.
+
+        A caller that knows a file comes by redirect (an LFS file of Hugging Face) asks
+        ahead, so that its download costs one round trip instead of two."""
+        ok = REDIRECTS | {200}
+        resp = self.get(url, headers=headers, method="HEAD", ok=ok, follow=False)
+        location = resp.headers.get("location")
+        if resp.status_code == 200 or location is None:
+            return None
+        return self._sender.target(url, url, location)
 
     def get_bytes(
         self,

@@ -85,13 +85,14 @@ class Sender:
         url: str,
         headers: Mapping[str, str] | None,
         params: Mapping[str, str] | None,
+        follow: bool = True,
     ) -> Iterator[httpx.Response]:
-        """One request with redirects followed safely; the response is streamed."""
+        """One request with redirects followed safely; the response is streamed. Without
+        ``follow`` a redirect is the response (:meth:`target` checks where it leads)."""
         client = self.client(url)  # made at the first request (httpx imported then)
         import httpx
 
         register_userinfo(url)
-        first = origin(url)
         hdrs = dict(headers or {})
         if not any(k.lower() == "authorization" for k in hdrs):
             auth = netrc_authorization(url)
@@ -122,15 +123,12 @@ class Sender:
                     live.fail(type(exc).__name__)
                     raise self.error(cur, exc) from exc
                 live.answered(resp)
-                if resp.status_code in REDIRECTS and "location" in resp.headers:
+                if follow and resp.status_code in REDIRECTS and "location" in resp.headers:
                     # read to the end (it is small) so the connection is kept for the next request
                     with contextlib.suppress(httpx.HTTPError):
                         read_capped(resp, MAX_ERROR_BODY, None, cut=True)
                     resp.close()
-                    nxt = redirect_target(url, cur, resp.headers["location"])
-                    if not internal(first[1]) and internal(origin(nxt)[1]):
-                        raise RedirectRefusedError(url, nxt)
-                    cur, cur_params = nxt, None
+                    cur, cur_params = self.target(url, cur, resp.headers["location"]), None
                     continue
                 try:
                     yield resp
@@ -145,6 +143,17 @@ class Sender:
             f"more than {self.opts.max_redirects} redirects in a row (the last to "
             f"{shown_target(cur)}): the server redirects in a loop; tell its owner",
         )
+
+    @staticmethod
+    def target(start: str, cur: str, location: str) -> str:
+        """The URL a redirect from ``cur`` (of a request begun at ``start``) to ``location``
+        leads to, if it may be followed: :class:`RedirectError` for a URL that is not
+        ``http`` or ``https``, :class:`RedirectRefusedError` from a public address to an
+        internal one."""
+        nxt = redirect_target(start, cur, location)
+        if not internal(origin(start)[1]) and internal(origin(nxt)[1]):
+            raise RedirectRefusedError(start, nxt)
+        return nxt
 
     def error(self, url: str, exc: Exception, method: str = "GET") -> TransportError:
         """The :class:`TransportError` of a request that failed with httpx's ``exc``."""

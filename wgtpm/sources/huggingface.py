@@ -62,6 +62,7 @@ from .. import module as _module
 from .. import version as _version
 from .._errors import InvalidVersionError, NotFoundError
 from ._base import FileRequest, RevInfo
+from ._hflocate import SmallLfs
 from ._hosted import (
     BodyKeeper,
     MetaCache,
@@ -132,6 +133,7 @@ class HuggingFaceSource:
         self._refs: dict[str, tuple[float, dict[str, str]]] = {}
         # (repo id, commit, file) -> the verified bytes indexing downloaded, until file() takes them
         self._bodies = BodyKeeper(KEEP_BODIES, SPILL_BODIES)
+        self._small_lfs = SmallLfs(http, self._listed_tree, self.api.file_request)
 
     # ---- the Source protocol ---------------------------------------------
 
@@ -192,8 +194,15 @@ class HuggingFaceSource:
     def file(self, path: str, version: str, name: str) -> FileRequest:
         rev = self._resolve(path, version)
         req = self.api.file_request(path, rev.commit, name)
-        body = self._bodies.take((repo_id(path), rev.commit, name))
-        return req if body is None else FileRequest(req.url, req.headers, body)
+        rid = repo_id(path)
+        body = self._bodies.take((rid, rev.commit, name))
+        if body is not None:
+            return FileRequest(req.url, req.headers, body)
+        return self._small_lfs.located(rid, path, rev.commit, name, req)
+
+    def _listed_tree(self, rid: str, commit: str) -> dict[str, HubFile] | None:
+        with self._lock:
+            return self._trees.get((rid, commit))
 
     def token(self) -> str | None:
         """``HF_TOKEN``, else the token the Hugging Face CLI saved, else ``None``."""
