@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 from pathlib import Path
@@ -365,3 +366,34 @@ def test_x_shows_the_range_a_206_holds(wgtpm, tree, project, monkeypatch) -> Non
     assert ranges, r.err
     assert all(" bytes " in ln and " of 2.0 MiB (" in ln for ln in ranges), ranges
     assert any(" -> 206 bytes 0 B-" in ln for ln in ranges), ranges
+
+
+def _mib(text: str) -> float:
+    n, unit = text.split()
+    return float(n) * {"B": 1 / (1 << 20), "KiB": 1 / 1024, "MiB": 1.0, "GiB": 1024.0}[unit]
+
+
+def test_x_counts_the_bytes_of_a_range_read_past_httpx(wgtpm, tree, project, monkeypatch) -> None:
+    """Ranges of RAW_MIN or more are read from the socket past httpx's counter: the size
+    each 206 line shows is still the range's, not only the first chunk's."""
+    from tests.servers.proxytree import ProxyTreeServer
+    from wgtpm import _httptransport, modfetch
+
+    monkeypatch.setattr(modfetch, "RANGED_MIN", 1 << 20)
+    monkeypatch.setattr(modfetch, "RANGE_MIN", 2 * _httptransport.RAW_MIN)
+    tree.add(
+        "github.com/acme/bigger",
+        "v0.1.0",
+        {"wgt.mod": b"module github.com/acme/bigger\n", "weights.bin": os.urandom(8 << 20)},
+    )
+    with ProxyTreeServer(tree.root) as srv:
+        monkeypatch.setenv("WGTPROXY", srv.url)
+        r = wgtpm("-x", "get", "-q", "github.com/acme/bigger@v0.1.0", cwd=project)
+    assert r.code == 0, r.err
+    ranges = [ln for ln in r.err.splitlines() if "weights.bin -> 206" in ln]
+    assert ranges, r.err
+    for ln in ranges:
+        m = re.search(r"206 bytes (\S+ \S+)-(\S+ \S+) of 8\.0 MiB \((\S+ \S+),", ln)
+        assert m, ln
+        first, end, got = (_mib(g) for g in m.groups())
+        assert abs(got - (end - first)) < 0.05, ln

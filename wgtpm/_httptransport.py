@@ -43,6 +43,7 @@ __all__ = [
     "Stream",
     "TooLong",
     "Transport",
+    "downloaded",
     "transport",
 ]
 
@@ -176,6 +177,13 @@ class TooLong(Exception):
     room was handed over."""
 
 
+def downloaded(resp: httpx.Response) -> int:
+    """Bytes of ``resp``'s body that have come so far: httpx's count, plus what a
+    :class:`BodyReader` read from the socket past it."""
+    body = resp.extensions.get(BODY)
+    return resp.num_bytes_downloaded + (body.past if isinstance(body, Body) else 0)
+
+
 class BodyReader:
     """The body of a download's response, at most ``room`` bytes (a longer one raises
     :class:`TooLong` before its excess is handed over), read piece by piece into a
@@ -201,6 +209,7 @@ class BodyReader:
         self._held = memoryview(b"")
         self._hold(next(self._chunks, b""))
         body = resp.extensions.get(BODY)
+        self._body = body if isinstance(body, Body) else None
         self._net = body.raw if isinstance(body, Body) else None
         self._left = body.take() if isinstance(body, Body) and self._net is not None else 0
         self._ended = False
@@ -281,6 +290,8 @@ class BodyReader:
         if n > self._left:  # a read of more than was asked (TLS reads what it has)
             raise TooLong(f"more than the {self._room} bytes asked for")
         self._left -= n
+        if self._body is not None:
+            self._body.past += n
         return n
 
 
@@ -416,6 +427,7 @@ class Body(httpx.SyncByteStream):
         self._length = length
         self._first = -1  # bytes of the first chunk, once it has come through h11
         self._taken = False
+        self.past = 0  # bytes a BodyReader read from the socket itself, which httpx never saw
 
     @property
     def raw(self) -> Stream | None:

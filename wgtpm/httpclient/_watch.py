@@ -43,7 +43,9 @@ class Live:
         """Seconds since the server last sent something (headers or body bytes)."""
         resp = self._resp
         if resp is not None:
-            n = resp.num_bytes_downloaded
+            from .._httptransport import downloaded
+
+            n = downloaded(resp)
             if n != self.nbytes:
                 self.nbytes, self.last, self.noticed = n, now, False
         return now - self.last
