@@ -397,3 +397,31 @@ def test_x_counts_the_bytes_of_a_range_read_past_httpx(wgtpm, tree, project, mon
         assert m, ln
         first, end, got = (_mib(g) for g in m.groups())
         assert abs(got - (end - first)) < 0.05, ln
+
+
+def test_paw_compile_outside_a_project_fetches_its_module_interpreter(
+    tiny_qwen3_hub, tmp_path, monkeypatch
+) -> None:
+    """`wgtpm paw compile --interpreter hf.co/...` outside a package: the interpreter is
+    fetched and verified into the cache through a temporary main module, as `wgtpm get
+    M@V` does there, and nothing is written to the working directory."""
+    from types import SimpleNamespace
+
+    from tests.conftest import TINY_QWEN3, TINY_QWEN3_VERSION
+    from wgtpm.cli._paw import _compile_resolver
+
+    work = tmp_path / "anywhere"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("WGTPM_CACHE", str(tmp_path / "cache"))
+    spec = SimpleNamespace(
+        interpreter=TINY_QWEN3,
+        runtime=SimpleNamespace(base_model=None),
+        local_path=lambda ref: None,
+    )
+    with _compile_resolver(spec) as resolver:
+        m = resolver.module(TINY_QWEN3)
+        assert m.version == TINY_QWEN3_VERSION
+        assert (m.dir / "config.json").is_file()
+        assert (m.dir / "model.safetensors").is_file()
+    assert list(work.iterdir()) == []

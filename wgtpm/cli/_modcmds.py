@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from ..modload.project import Project
     from ..module import ModuleVersion
 
-__all__ = ["register"]
+__all__ = ["register", "temporary_main"]
 
 
 def _mod_flag(p: argparse.ArgumentParser, default: str = "readonly") -> None:
@@ -71,12 +71,22 @@ def _main_module(outside_ok: bool) -> Iterator[Path | None]:
     no wgt.mod lies at or above it and ``outside_ok``, a temporary main module that requires
     nothing, as ``go install M@V`` and ``go list -m -versions M`` work outside a module.
     Nothing is written to the working directory; the downloads stay in the module cache."""
-    from ..modload.root import MOD, nearest_root
+    from ..modload.root import nearest_root
 
     if not outside_ok or nearest_root(Path.cwd()) is not None:
         yield None
         return
+    with temporary_main() as d:
+        yield d
+
+
+@contextmanager
+def temporary_main() -> Iterator[Path]:
+    """A temporary directory holding the wgt.mod of a main module that requires nothing
+    (``module command-line-arguments``, as Go names it), removed afterwards."""
     import tempfile
+
+    from ..modload.root import MOD
 
     with tempfile.TemporaryDirectory(prefix="wgtpm-main-") as d:
         (Path(d) / MOD).write_text(f"module {TEMP_MAIN}\nwgt 0.1\n")

@@ -19,7 +19,8 @@ import hashlib
 import json
 import os
 import sys
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -440,15 +441,40 @@ def _run_compile(args: argparse.Namespace) -> int:
 
 def _compile_resolver(spec: Any) -> AbstractContextManager[Any]:
     """The build list of the package in the current directory, when the flags name modules,
-    for a ``with`` block (which closes its HTTP client)."""
+    for a ``with`` block (which closes its HTTP client). Outside a package, the modules
+    named are fetched (``@latest`` unless a version is given) into a temporary main module,
+    as ``wgtpm get M@V`` does there: nothing is written to the current directory."""
     from ..deps import MapResolver
 
     refs = [spec.interpreter] + ([spec.runtime.base_model] if spec.runtime.base_model else [])
-    if all(spec.local_path(r) is not None for r in refs):
+    modules = [r for r in refs if spec.local_path(r) is None]
+    if not modules:
         return nullcontext(MapResolver({}))
     from ..modload import open_resolver
+    from ..modload.root import nearest_root
 
+    if nearest_root(Path.cwd()) is None:
+        return _outside_resolver(modules)
     return open_resolver(Path.cwd())
+
+
+@contextmanager
+def _outside_resolver(modules: list[str]) -> Iterator[Any]:
+    """A resolver over a temporary main module that requires ``modules`` (each
+    ``PATH[@VERSION]``), fetched and verified into the module cache first."""
+    from ..modget import get
+    from ..modload import open_resolver
+    from ..modload.options import Options
+    from ..modload.project import Project
+    from ._modcmds import temporary_main
+
+    with temporary_main() as d:
+        with Project.load(d, Options.from_env(default="mod")) as project:
+            with project.using_cache():
+                get(project, [m if "@" in m else f"{m}@latest" for m in modules], save=False)
+            project.save()
+        with open_resolver(d) as resolver:
+            yield resolver
 
 
 def _shape_options(p: argparse.ArgumentParser) -> None:
