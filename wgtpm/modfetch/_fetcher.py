@@ -25,7 +25,7 @@ from ._metadata import Metadata
 from ._options import FetchOptions, SumChecker, TrustHook, matches
 from ._partial import Partial
 from ._ranged import fill
-from ._transfer import disk_error, transfer
+from ._transfer import Fresh, disk_error, transfer
 from ._unit import Unit, VersionFile
 
 if TYPE_CHECKING:
@@ -230,14 +230,18 @@ class Fetcher:
     def _download_blob(self, vf: VersionFile, unit: Unit, req: FileRequest) -> None:
         e = vf.entry
         part = Partial(self.cache.partial_path(e.sha256), e.size)
-        resumed = fill(self, vf, unit, req, part, unit.ranges)
+        again = getattr(self.source, "refresh", None)  # optional: see sources/_base.py
+        fresh = Fresh(
+            req, None if again is None else lambda stale: again(vf.path, vf.version, e.path, stale)
+        )
+        resumed = fill(self, vf, unit, fresh, part, unit.ranges)
         if resumed and not part.matches(e):
             # The bytes kept from before (a partial file left by another run, or the
             # part before a cut) may be the junk, not the source: once more from byte 0.
             part.discard()
             _ranges.drop_journals(part.path)
             part = Partial(self.cache.partial_path(e.sha256), e.size)
-            transfer(self, vf, unit, req, part)
+            transfer(self, vf, unit, fresh, part)
         if not part.matches(e):
             have, got = part.have, part.h.hexdigest()
             part.discard()
@@ -245,7 +249,7 @@ class Fetcher:
             raise VerifyError(
                 vf.path,
                 vf.version,
-                f"{e.path}: the source served {have} bytes with sha256 {got} ({_where(req)}), "
+                f"{e.path}: the source served {have} bytes with sha256 {got} ({_where(fresh.req)}), "
                 f"but the index lists {e.size} bytes with sha256 {e.sha256}; it is serving "
                 "corrupt or tampered bytes (nothing was kept)",
             )

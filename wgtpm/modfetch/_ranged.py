@@ -20,27 +20,36 @@ from ..sources import FileRequest
 from . import _ranges
 from ._partial import Partial
 from ._ranges import Ranges
-from ._transfer import Again, Cut, Host, NoRanges, RateWindow, http_failure, resuming, transfer
+from ._transfer import (
+    Again,
+    Cut,
+    Fresh,
+    Host,
+    NoRanges,
+    RateWindow,
+    http_failure,
+    resuming,
+    transfer,
+)
 from ._unit import Unit, VersionFile
 
 __all__ = ["Location", "Pace", "fill", "range_size"]
 
 
-def fill(
-    host: Host, vf: VersionFile, unit: Unit, req: FileRequest, part: Partial, ranges: int
-) -> bool:
+def fill(host: Host, vf: VersionFile, unit: Unit, fresh: Fresh, part: Partial, ranges: int) -> bool:
     """Fill ``part``: as up to ``ranges`` parallel ranges where that pays and the server
     allows it, else as one stream; whether any bytes were resumed."""
+    req = fresh.req
     http = req.body is None and req.url.startswith(("http:", "https:"))
     journals = _ranges.present(part.path)
     if not http or ((ranges < 2 or vf.entry.size < _limits.RANGED_MIN) and not journals):
         _ranges.settle(part.path)
-        return transfer(host, vf, unit, req, part)
+        return transfer(host, vf, unit, fresh, part)
     try:
-        return _Ranged(host, vf, unit, req).run(part, max(2, ranges))
+        return _Ranged(host, vf, unit, fresh).run(part, max(2, ranges))
     except NoRanges:
         _ranges.settle(part.path)  # one stream from what the file holds in order
-        return transfer(host, vf, unit, req, part) or part.have > 0
+        return transfer(host, vf, unit, fresh, part) or part.have > 0
 
 
 def range_size(size: int, ranges: int) -> int:
@@ -63,9 +72,10 @@ class _Ranged:
     :class:`NoRanges` (the caller goes on with one stream).
     """
 
-    def __init__(self, host: Host, vf: VersionFile, unit: Unit, req: FileRequest) -> None:
+    def __init__(self, host: Host, vf: VersionFile, unit: Unit, fresh: Fresh) -> None:
         self._host, self._vf, self._unit = host, vf, unit
-        self._where = Location(req)
+        self._fresh = fresh
+        self._where = Location(fresh)
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
 
@@ -129,6 +139,7 @@ class _Ranged:
             what=f" (bytes {start}-{end - 1})",
             notice=False,
             stopped=self._stop.is_set,
+            renew=self._fresh.renewer(),
         )
 
     def _range_once(self, state: Ranges, i: int) -> None:
@@ -142,6 +153,7 @@ class _Ranged:
         have = state.done[i]
         if have == end - start:
             return
+        used = self._fresh.req
         url, headers = self._where.get()
         hdrs = {"Accept-Encoding": "identity", **headers}
         hdrs["Range"] = f"bytes={start + have}-{end - 1}"
@@ -172,7 +184,7 @@ class _Ranged:
                 raise Again(str(exc)) from exc
             if exc.status == 416:
                 raise NoRanges(str(exc)) from exc
-            raise http_failure(self._vf, exc) from exc
+            raise http_failure(self._vf, exc, used) from exc
         except network_errors() as exc:
             raise http_failure(self._vf, exc) from exc
         if stop.is_set():
@@ -188,11 +200,16 @@ class Location:
     further range skips the redirect (a round trip to the API per range). The headers
     follow the redirect rule (:func:`~wgtpm.httpclient.forwarded`): every one to the
     file's own origin, the safe ones only to another. A learned URL that fails (it
-    expired) is forgotten, and the next try asks the file's URL again."""
+    expired) is forgotten, and the next try asks the file's URL again. The file's request
+    is ``fresh``'s at each call (renewed after a ``401``)."""
 
-    def __init__(self, req: FileRequest) -> None:
-        self._req = req
+    def __init__(self, fresh: Fresh) -> None:
+        self._fresh = fresh
         self._learned: str | None = None
+
+    @property
+    def _req(self) -> FileRequest:
+        return self._fresh.req
 
     def get(self) -> tuple[str, dict[str, str]]:
         from ..httpclient import forwarded

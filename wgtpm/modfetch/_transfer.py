@@ -18,6 +18,7 @@ holds already. Two rules hold for every transfer, a whole file's or a range's:
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -41,9 +42,11 @@ __all__ = [
     "Again",
     "Cut",
     "Final",
+    "Fresh",
     "Host",
     "NoRanges",
     "RateWindow",
+    "Unauthorized",
     "disk_error",
     "http_failure",
     "resuming",
@@ -75,6 +78,45 @@ class Again(Cut):
 class Final(FetchError):
     """A transfer failed in a way that trying again cannot help (a redirect loop, a
     redirect to ``file://``, an unknown host: a ``final`` transport error); not resumed."""
+
+
+class Unauthorized(FetchError):
+    """The server answered ``401`` to the request ``used``: its credentials (a token that
+    expired) are no longer good; a fresh request may be."""
+
+    used: FileRequest | None = None
+
+
+class Fresh:
+    """A file's request, and how to ask its source for it again after a ``401``
+    (``again(stale)``: the source's ``refresh``, which answers ``None`` when the source
+    that serves the file cannot renew it; ``again`` ``None``: the source has none). The
+    whole-file stream and each range read :attr:`req` at each try; the first range that
+    meets a ``401`` renews it, and the others, refused with the same stale request, take
+    the new one."""
+
+    def __init__(
+        self, req: FileRequest, again: Callable[[FileRequest], FileRequest | None] | None = None
+    ) -> None:
+        self.req = req
+        self._again = again
+        self._lock = threading.Lock()
+
+    def renewer(self) -> Callable[[FileRequest], bool] | None:
+        """What :func:`resuming` calls on a ``401`` to the request it names (whether there
+        is a fresh one); ``None`` when the source has no ``refresh``."""
+        return None if self._again is None else self._renew
+
+    def _renew(self, stale: FileRequest) -> bool:
+        assert self._again is not None
+        with self._lock:
+            if self.req is not stale:
+                return True  # renewed already, after another range's 401
+            req = self._again(stale)
+            if req is None:
+                return False
+            self.req = req
+            return True
 
 
 class NoRanges(WgtpmError):
@@ -121,25 +163,43 @@ def resuming(
     what: str = "",
     notice: bool = True,
     stopped: Callable[[], bool] = _never,
+    renew: Callable[[FileRequest], bool] | None = None,
 ) -> T | None:
     """Run ``once`` until it returns, under the retry policy (the module's docstring).
 
     ``what`` follows the file's name in the error of the last try (a range's bytes);
     ``notice``: each retry is told (the one stream of a file; not each range of it);
     ``stopped``: a failure once this is true ends the transfer quietly (``None``: the
-    whole file failed, or is done, elsewhere). An ``OSError`` is ``disk``'s.
+    whole file failed, or is done, elsewhere); ``renew``: asks for a fresh request after
+    a ``401`` (:meth:`Fresh.renewer`). An ``OSError`` is ``disk``'s.
     """
     policy = host.opts.resume_policy
     attempt = 0
+    renewed = False  # the last try was made with a request renewed after a 401
     while True:
+        err: WgtpmError
         try:
             return once()
         except Final:
             raise
+        except Unauthorized as exc:
+            if renew is not None and exc.used is not None:
+                if renewed:
+                    raise Final(
+                        vf.path,
+                        vf.version,
+                        f"downloading {vf.entry.path}{what}: {exc}, again with fresh "
+                        "credentials; check that they may still read it (log in again)",
+                    ) from exc
+                if renew(exc.used):  # what was written stays; not a try
+                    renewed = True
+                    continue
+            err = exc
         except (FetchError, Cut) as exc:
-            err: WgtpmError = exc
+            err = exc
         except OSError as exc:
             raise disk_error(exc, disk) from exc
+        renewed = False
         if not isinstance(err, Again):
             _interrupt.check()  # a connection cut by Ctrl-C is not worth a retry
             if stopped():
@@ -161,27 +221,33 @@ def resuming(
         attempt += 1
 
 
-def http_failure(vf: VersionFile, exc: Exception) -> WgtpmError:
-    """What a failed HTTP exchange (an error status, or a transport error) means to a
-    transfer: a missing file, a :class:`Final` error, a cut, or another failure."""
+def http_failure(vf: VersionFile, exc: Exception, used: FileRequest | None = None) -> WgtpmError:
+    """What a failed HTTP exchange (an error status, or a transport error) of the request
+    ``used`` means to a transfer: a missing file, :class:`Unauthorized`, a :class:`Final`
+    error, a cut, or another failure."""
     from ..httpclient import HTTPStatusError
 
     if isinstance(exc, HTTPStatusError):
         if exc.status in (404, 410):
             return NotFoundError(vf.path, vf.version, f"{vf.entry.path}: {exc}")
+        if exc.status == 401:
+            err = Unauthorized(vf.path, vf.version, f"{vf.entry.path}: {exc}")
+            err.used = used
+            return err
         return FetchError(vf.path, vf.version, f"{vf.entry.path}: {exc}")
     if getattr(exc, "final", False):
         return Final(vf.path, vf.version, f"{vf.entry.path}: {exc}")
     return Cut(f"{type(exc).__name__}: {exc}")
 
 
-def transfer(host: Host, vf: VersionFile, unit: Unit, req: FileRequest, part: Partial) -> bool:
-    """Fill ``part`` from ``req`` as one stream, resuming after cuts; whether any bytes
-    were resumed (kept from before)."""
+def transfer(host: Host, vf: VersionFile, unit: Unit, fresh: Fresh, part: Partial) -> bool:
+    """Fill ``part`` from ``fresh``'s request as one stream, resuming after cuts; whether
+    any bytes were resumed (kept from before)."""
     resumed = False
 
     def once() -> bool:
         nonlocal resumed
+        req = fresh.req
         part.open()
         resumed = resumed or part.have > 0
         try:
@@ -195,7 +261,7 @@ def transfer(host: Host, vf: VersionFile, unit: Unit, req: FileRequest, part: Pa
             part.close()
         return resumed
 
-    return bool(resuming(once, host, vf, part.path))
+    return bool(resuming(once, host, vf, part.path, renew=fresh.renewer()))
 
 
 def _copy_body(body: bytes, vf: VersionFile, unit: Unit, part: Partial) -> None:
@@ -248,7 +314,7 @@ def _stream_http(host: Host, req: FileRequest, vf: VersionFile, unit: Unit, part
                 unit.advance(len(chunk))
                 rate.add(len(chunk))
     except HTTPStatusError as exc:
-        raise http_failure(vf, exc) from exc
+        raise http_failure(vf, exc, req) from exc
     except network_errors() as exc:
         raise http_failure(vf, exc) from exc
     if part.have < end:

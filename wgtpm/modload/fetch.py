@@ -139,6 +139,10 @@ class _LazySource:
     def file(self, path: str, version: str, name: str) -> FileRequest:
         return self._get().file(path, version, name)
 
+    def refresh(self, path: str, version: str, name: str, stale: FileRequest) -> FileRequest | None:
+        again = getattr(self._get(), "refresh", None)
+        return again(path, version, name, stale) if again is not None else None
+
     def known_files(self, path: str, version: str) -> Sequence[IndexEntry]:
         return self._get().known_files(path, version)
 

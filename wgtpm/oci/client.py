@@ -27,14 +27,16 @@ import contextlib
 import hashlib
 import re
 import threading
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, overload
-from urllib.parse import urlencode, urljoin, urlsplit
+from urllib.parse import urljoin, urlsplit
 
-from .._errors import UsageError, WgtpmError
+from .._errors import UsageError
 from ..httpclient import HTTPStatusError, origin, redact
+from . import _blobread
+from ._errors import OciError, OciNotFoundError, RegistryAuthError
+from ._tokens import ANSWERED, RegistryAuth, parse_challenge
 from .auth import Credentials, Keychain, normalise_host
 from .manifest import ACCEPT
 
@@ -52,30 +54,10 @@ __all__ = [
     "parse_challenge",
 ]
 
-#: Statuses :meth:`OciClient.request` hands back instead of raising (5xx and 429 are
-#: retried by the HTTP client first).
-_ANSWERED = frozenset(range(200, 500)) - {429}
-#: Tokens are renewed this many seconds before they expire.
-_EARLY = 10.0
-#: A token without ``expires_in`` lives 60 s (the distribution spec's default).
-_DEFAULT_TTL = 60.0
 #: At most this many pages of a tags list.
 MAX_PAGES = 1000
 PAGE = 1000
-_DIGEST = re.compile(r"sha256:[0-9a-f]{64}\Z")
 _LINK_NEXT = re.compile(r'<([^>]*)>\s*;\s*rel="?next"?')
-
-
-class OciError(WgtpmError):
-    """A registry answered something wgtpm cannot use (the message says what)."""
-
-
-class OciNotFoundError(OciError):
-    """The repository, tag, manifest or blob does not exist (HTTP 404)."""
-
-
-class RegistryAuthError(OciError):
-    """The registry refused the credentials, or wants some and none were found."""
 
 
 def is_loopback(registry: str) -> bool:
@@ -87,30 +69,6 @@ def is_loopback(registry: str) -> bool:
         or host in ("::1",)
         or (host.startswith("127.") and host.replace(".", "").isdigit())
     )
-
-
-_PARAM = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_-]*)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^,\s]*))\s*,?')
-
-
-def parse_challenge(header: str) -> tuple[str, dict[str, str]]:
-    """``WWW-Authenticate: Bearer realm="...",service="..."`` -> (``bearer``, params)."""
-    scheme, _, rest = header.strip().partition(" ")
-    params: dict[str, str] = {}
-    pos = 0
-    while pos < len(rest):
-        m = _PARAM.match(rest, pos)
-        if m is None or m.end() == pos:
-            break
-        value = m.group(2) if m.group(2) is not None else m.group(3)
-        params[m.group(1).lower()] = re.sub(r"\\(.)", r"\1", value)
-        pos = m.end()
-    return scheme.lower(), params
-
-
-@dataclass
-class _Token:
-    value: str
-    expires: float
 
 
 @dataclass(frozen=True)
@@ -145,150 +103,26 @@ class OciClient:
             raise UsageError(f"{registry!r} is not a registry host (host or host:port)")
         self.plain_http = is_loopback(self.registry) if plain_http is None else plain_http
         self.base = f"{'http' if self.plain_http else 'https'}://{self.registry}"
-        self._auth = auth if auth is not None else Keychain()
-        self._creds: Credentials | None = None
-        self._looked_up = False
+        self.auth = RegistryAuth(http, self.registry, self.base, self.plain_http, auth)
         self._lock = threading.Lock()
-        self._tokens: dict[str, _Token] = {}
-        self._basic = False  # the registry asked for Basic once: send it up front
         self._open: set[str] = set()  # scopes answered without any Authorization
 
     # ---- auth ---------------------------------------------------------------------
 
     def credentials(self) -> Credentials | None:
         """The credentials offered to this registry (looked up once)."""
-        with self._lock:
-            if not self._looked_up:
-                a = self._auth
-                found = a.lookup(self.registry) if isinstance(a, Keychain) else a
-                # Credentials() with nothing in it: anonymous, as no credentials at all
-                usable = found is not None and (
-                    found.basic or found.identity_token or found.registry_token
-                )
-                self._creds = found if usable else None
-                self._looked_up = True
-            return self._creds
+        return self.auth.credentials()
 
     @staticmethod
     def scope(repository: str, actions: Sequence[str]) -> str:
         return f"repository:{repository}:{','.join(actions)}"
 
     def _held(self, scope: str) -> str | None:
-        """The ``Authorization`` value this client holds for ``scope``, if any."""
-        with self._lock:
-            tok = self._tokens.get(scope)
-            if tok is not None and tok.expires > time.monotonic():
-                return "Bearer " + tok.value
-            basic = self._basic
-        if basic:
-            creds = self.credentials()
-            return creds.basic if creds is not None else None
-        return None
-
-    def _answer(self, challenge: str, scope: str, url: str) -> str:
-        """The ``Authorization`` value that answers ``challenge`` (from a 401 of ``url``)."""
-        scheme, params = parse_challenge(challenge)
-        creds = self.credentials()
-        if scheme == "basic":
-            value = creds.basic if creds is not None else None
-            if value is None:
-                raise RegistryAuthError(
-                    f"{redact(url)}: the registry {self.registry} wants a user and password; "
-                    f"log in (docker login {self.registry}, or a ~/.netrc entry)"
-                )
-            with self._lock:
-                self._basic = True
-            return value
-        if scheme != "bearer" or not params.get("realm"):
-            raise RegistryAuthError(
-                f"{redact(url)}: the registry asks for {scheme or 'no'} authentication, "
-                "which wgtpm does not speak (Bearer or Basic)"
-            )
-        if creds is not None and creds.registry_token:
-            return "Bearer " + creds.registry_token
-        token = self._fetch_token(params, scope, creds)
-        return "Bearer " + token
-
-    def _fetch_token(self, params: Mapping[str, str], scope: str, creds: Credentials | None) -> str:
-        realm = params["realm"]
-        try:
-            r = urlsplit(realm)
-        except ValueError:
-            r = None
-        if r is None or r.scheme not in ("http", "https") or not r.hostname:
-            raise RegistryAuthError(
-                f"{self.registry}: its token service {redact(realm)[:200]!r} is not an http(s) URL"
-            )
-        if r.scheme == "http" and not self.plain_http:
-            raise RegistryAuthError(
-                f"{self.registry}: its token service {redact(realm)[:200]} is plain HTTP; "
-                "wgtpm sends no credentials over it"
-            )
-        # the scope the registry asked for, else the one of the request
-        want = params.get("scope") or scope
-        query = {"scope": want}
-        if params.get("service"):
-            query["service"] = params["service"]
-        from ..httpclient import Credential
-
-        try:
-            if creds is not None and creds.identity_token:
-                form = {
-                    "grant_type": "refresh_token",
-                    "refresh_token": creds.identity_token,
-                    "client_id": "wgtpm",
-                    **query,
-                }
-                resp = self.http.send(
-                    "POST",
-                    realm,
-                    content=urlencode(form).encode(),
-                    headers={"Content-Type": "application/x-www-form-urlencoded"},
-                    retry=True,
-                )
-            else:
-                headers = {}
-                if creds is not None and creds.basic:
-                    headers["Authorization"] = creds.basic
-                sep = "&" if "?" in realm else "?"
-                resp = self.http.get(realm + sep + urlencode(query), headers=headers, ok=_ANSWERED)
-        except WgtpmError as exc:
-            raise RegistryAuthError(f"{self.registry}: asking its token service: {exc}") from exc
-        if resp.status_code in (401, 403):
-            who = f"the credentials from {creds.source}" if creds else "anonymous access"
-            raise RegistryAuthError(
-                f"{self.registry}: its token service refused {who} (HTTP {resp.status_code}); "
-                f"log in again (docker login {self.registry})"
-            )
-        if resp.status_code != 200:
-            raise RegistryAuthError(
-                f"{self.registry}: its token service answered HTTP {resp.status_code}"
-            )
-        try:
-            doc = resp.json()
-            value = doc.get("token") or doc.get("access_token")
-            if not isinstance(value, str) or not value:
-                raise TypeError
-            ttl = doc.get("expires_in")
-            ttl = float(ttl) if isinstance(ttl, (int, float)) and ttl > 0 else _DEFAULT_TTL
-        except (ValueError, TypeError, AttributeError):
-            raise RegistryAuthError(
-                f"{self.registry}: its token service answered no token (want JSON with 'token')"
-            ) from None
-        Credential(self.base, "Authorization", "Bearer " + value)  # registered for redaction
-        with self._lock:
-            self._tokens[scope] = _Token(value, time.monotonic() + max(1.0, ttl - _EARLY))
-        return value
+        return self.auth.held(scope)
 
     def forget(self, authorization: str) -> None:
-        """Drop the token ``authorization`` (``Bearer TOKEN``) if this client holds it: the
-        registry refused it before its ``expires_in`` ran out (a token revoked, or one
-        handed out for a download that was cut and resumed later), so the next request of
-        its scope fetches another."""
-        with self._lock:
-            for scope, tok in list(self._tokens.items()):
-                if "Bearer " + tok.value == authorization:
-                    del self._tokens[scope]
+        """Drop the token ``authorization`` (see :meth:`RegistryAuth.forget`)."""
+        self.auth.forget(authorization)
 
     def authorization(self, repository: str, actions: Sequence[str] = ("pull",)) -> dict[str, str]:
         """The headers that authorise ``actions`` on ``repository`` now (a token is fetched
@@ -368,7 +202,7 @@ class OciClient:
         held = self._held(scope)
         resp = self._once(method, url, scope, headers, content, held)
         if resp.status_code == 401 and "www-authenticate" in resp.headers:
-            auth = self._answer(resp.headers["www-authenticate"], scope, url)
+            auth = self.auth.answer(resp.headers["www-authenticate"], scope, url)
             resp = self._once(method, url, scope, headers, content, auth)
         elif held is None and resp.status_code != 403 and self._own(url):
             with self._lock:
@@ -392,7 +226,7 @@ class OciClient:
         if value and self._own(url):
             hdrs["Authorization"] = value
         if method in ("GET", "HEAD"):
-            return self.http.get(url, headers=hdrs, ok=_ANSWERED, method=method)
+            return self.http.get(url, headers=hdrs, ok=ANSWERED, method=method)
         return self.http.send(method, url, content=content, headers=hdrs)
 
     @contextlib.contextmanager
@@ -424,7 +258,7 @@ class OciClient:
                     )
                     if exc.status != 401 or not challenge or attempt:
                         raise
-                    auth = self._answer(challenge, scope, url)
+                    auth = self.auth.answer(challenge, scope, url)
             # outside the try: an error of the caller's while it reads is not a challenge
             yield resp
 
@@ -511,87 +345,19 @@ class OciClient:
         return ManifestResponse(data, media_type, digest)
 
     def blob_size(self, repository: str, digest: str) -> int:
-        """The size the registry states for a blob; :class:`OciNotFoundError` if absent.
-
-        Asked as ``GET`` of the first byte (``Range: bytes=0-0``), whose ``Content-Range``
-        states the whole size: :class:`HttpClient` hands back a read answer (``HEAD``'s too)
-        without its ``Content-Length``, and a streamed one with its headers as they came.
-        """
-        _check_digest(digest)
-        try:
-            with self.request(
-                "GET", repository, f"blobs/{digest}", headers={"Range": "bytes=0-0"}, stream=True
-            ) as resp:
-                total = resp.headers.get("content-range", "").rpartition("/")[2]
-                if resp.status_code == 200:
-                    total = resp.headers.get("content-length", "")
-        except HTTPStatusError as exc:
-            if exc.status == 404:
-                raise OciNotFoundError(
-                    f"{self.registry}/{repository}: blob {digest}: not found (HTTP 404)"
-                ) from None
-            raise OciError(f"{self.registry}/{repository}: blob {digest}: {exc}") from None
-        if not total.isdigit():
-            raise OciError(f"{self.registry}/{repository}: blob {digest}: no size stated")
-        return int(total)
+        """The size the registry states for a blob (:func:`wgtpm.oci._blobread.blob_size`)."""
+        return _blobread.blob_size(self, repository, digest)
 
     def blob_url(self, repository: str, digest: str) -> str:
-        _check_digest(digest)
+        _blobread.check_digest(digest)
         return self.url(repository, f"blobs/{digest}")
 
     def blob_chunks(
         self, repository: str, digest: str, size: int, *, offset: int = 0, tries: int = 5
     ) -> Iterator[bytes]:
-        """The bytes of a blob from ``offset``, as they come, resumed with ``Range`` after a
-        cut (at most ``tries`` times); checked against ``size`` and, when read from 0,
-        against ``digest`` at the end. Raises :class:`OciError` on a mismatch."""
-        from ..httpclient import network_errors
-
-        url = self.blob_url(repository, digest)
-        h = hashlib.sha256() if offset == 0 else None
-        have = offset
-        for attempt in range(tries):
-            try:
-                rng = {"Range": f"bytes={have}-"} if have else {}
-                with self.request("GET", repository, url, headers=rng, stream=True) as resp:
-                    # a 200 to a Range request: the whole blob again, whose first bytes the
-                    # caller has had already (and the hash has seen)
-                    skip = have if have and resp.status_code != 206 else 0
-                    if skip and h is None:
-                        raise OciError(f"{redact(url)}: the registry ignored Range; cannot resume")
-                    for chunk in resp.iter_bytes():
-                        if skip:
-                            n = min(skip, len(chunk))
-                            chunk, skip = chunk[n:], skip - n
-                            if not chunk:
-                                continue
-                        if have + len(chunk) > size:
-                            raise OciError(
-                                f"{self.registry}/{repository}: blob {digest} is longer than the "
-                                f"{size} bytes stated for it; refusing it"
-                            )
-                        if h is not None:
-                            h.update(chunk)
-                        have += len(chunk)
-                        yield chunk
-                break
-            except network_errors():
-                if attempt == tries - 1 or have >= size:
-                    raise
-        if have != size:
-            raise OciError(
-                f"{self.registry}/{repository}: blob {digest} ended at {have} of {size} bytes"
-            )
-        if h is not None and "sha256:" + h.hexdigest() != digest:
-            raise OciError(
-                f"{self.registry}/{repository}: blob {digest} has other bytes (sha256 "
-                f"{h.hexdigest()}); refusing it"
-            )
-
-
-def _check_digest(digest: str) -> None:
-    if not _DIGEST.match(digest):
-        raise UsageError(f"{digest[:80]!r} is not a sha256 digest (sha256:<64 hex>)")
+        """The checked bytes of a blob from ``offset``, resumed after a cut
+        (:func:`wgtpm.oci._blobread.blob_chunks`)."""
+        return _blobread.blob_chunks(self, repository, digest, size, offset=offset, tries=tries)
 
 
 def _error_detail(resp: httpx.Response) -> str:

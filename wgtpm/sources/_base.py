@@ -67,6 +67,13 @@ class Source(Protocol):
     Errors: :class:`~wgtpm.NotFoundError` when the module or version does not
     exist here (a proxy list falls through to the next entry on it),
     :class:`~wgtpm.FetchError` for anything else that went wrong.
+
+    Optional, outside the protocol (found with ``getattr``): ``refresh(path, version,
+    name, stale) -> FileRequest | None``, the request of a file again after the server
+    answered ``401`` to ``stale`` mid-download (a registry token that expired: the OCI
+    sources forget it and fetch another). ``None``: no fresh one (the downloader retries
+    as after any other failure). The downloader (``modfetch._transfer``) asks once per
+    ``401``; a second ``401`` in a row ends the download.
     """
 
     @property

@@ -264,6 +264,18 @@ class ChainSource:
         """
         return self._serving(path, version).file(path, version, name)
 
+    def refresh(self, path: str, version: str, name: str, stale: FileRequest) -> FileRequest | None:
+        """``name``'s request again after the server refused ``stale`` with ``401`` (a
+        token that expired mid-download), asked of the source that serves the version, as
+        :meth:`file` is; ``None`` when that source has no ``refresh`` (the downloader then
+        retries as after any other failure). See ``Source`` in sources/_base.py."""
+        src = self._serving(path, version)
+        again = getattr(src, "refresh", None)
+        if again is None:
+            return None
+        req: FileRequest = again(path, version, name, stale)
+        return req
+
     def known_files(self, path: str, version: str) -> Sequence[IndexEntry]:
         """What the source that answered the version's wgt.mod in this process knows of
         its index early; ``()`` when none has (finding one would cost a request)."""

@@ -298,8 +298,8 @@ class OciSource:
         """``name``'s request again, for a download the registry answered 401 although
         ``stale`` (an earlier :meth:`file`) carried a token: that token is forgotten and a
         fresh one fetched. A registry token lives minutes; a download cut and resumed after
-        that is refused with the old one. (The downloader does not call this yet: see
-        docs/guides/oci.md.)"""
+        that is refused with the old one; the downloader asks for this on such a 401
+        (``modfetch._transfer.Fresh``) and resumes from what it has."""
         held = stale.headers.get("Authorization")
         if held:
             self.client.forget(held)
