@@ -45,6 +45,7 @@ from ._hosted import (
     tag_version,
     verified_get,
 )
+from .direct import read_optional
 
 if TYPE_CHECKING:
     from ..httpclient import HttpClient
@@ -446,17 +447,7 @@ class OciDirect:
         return req
 
     def signature(self, path: str, version: str) -> bytes:
-        src = self.source_for(path)
-        read = getattr(src, "signature", None)
-        if read is None:
-            raise NotFoundError(path, version, f"{src.name} keeps no signatures")
-        data: bytes = read(path, version)
-        return data
+        return read_optional(self.source_for(path), "signature", path, version, "signatures")
 
     def attestation(self, path: str, version: str) -> bytes:
-        src = self.source_for(path)
-        read = getattr(src, "attestation", None)
-        if read is None:
-            raise NotFoundError(path, version, f"{src.name} keeps no SLSA statements")
-        data: bytes = read(path, version)
-        return data
+        return read_optional(self.source_for(path), "attestation", path, version, "SLSA statements")
