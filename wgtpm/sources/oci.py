@@ -303,7 +303,7 @@ class OciSource:
         (``modfetch._transfer.Fresh``) and resumes from what it has."""
         held = stale.headers.get("Authorization")
         if held:
-            self.client.forget(held)
+            self.client.auth.forget(held)
         return self.file(path, version, name)
 
     def known_files(self, path: str, version: str) -> Sequence[IndexEntry]:
