@@ -80,7 +80,7 @@ class OciBlobStore(BlobStore):
     ) -> None:
         from wgtpm.oci.auth import Keychain
         from wgtpm.oci.client import OciClient
-        from wgtpm.sources.oci import insecure, parse_oci_url
+        from wgtpm.sources.oci import parse_oci_url, plain_http_for
 
         env = os.environ if environ is None else environ
         try:
@@ -98,7 +98,7 @@ class OciBlobStore(BlobStore):
                 sweep_spool(spool)
         self._own_http = http is None
         self.http = http if http is not None else HttpClient()
-        plain = True if insecure(env.get("WGTOCI_INSECURE", ""), registry) else None
+        plain = plain_http_for(env.get("WGTOCI_INSECURE", ""), registry)
         self.client = OciClient(self.http, registry, plain_http=plain, auth=Keychain(env))
 
     def _pusher(self) -> Pusher:

@@ -2,18 +2,29 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
+from pathlib import Path
 from typing import Any
 
 import httpx
 
 from wgtpm.oci import manifest as oci_manifest
 
-from .conftest import SERVICE, OciRegistry
+from .conftest import PASSWORD, SERVICE, USER, OciRegistry
 
 #: One client for every push (a client per request costs tens of ms of TLS setup).
 _client = httpx.Client(timeout=30)
+
+
+def docker_login(d: Path, host: str, user: str = USER, password: str = PASSWORD) -> str:
+    """``d`` made a Docker config directory whose config.json holds ``user:password`` for
+    ``host`` (as ``docker login`` writes it); its path, for ``DOCKER_CONFIG``."""
+    d.mkdir(exist_ok=True)
+    auth = base64.b64encode(f"{user}:{password}".encode()).decode()
+    (d / "config.json").write_text(json.dumps({"auths": {host: {"auth": auth}}}))
+    return str(d)
 
 
 def _headers(reg: OciRegistry, repo: str) -> dict[str, str]:

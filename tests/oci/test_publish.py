@@ -156,6 +156,16 @@ def _manifest(reg: OciRegistry, repo: str, ref: str) -> tuple[dict[str, object],
     return resp.json(), "sha256:" + hashlib.sha256(resp.content).hexdigest()
 
 
+def published(
+    reg: OciRegistry, ns: str, http: HttpClient, environ: dict[str, str], r: Release
+) -> tuple[str, str]:
+    """Publish ``r`` (of :data:`REPO`; it must be created): its repository and the digest
+    of its manifest as the registry serves it."""
+    assert target(reg, ns, http, environ).publish(r, SILENT).created
+    repo = f"{ns}/{REPO}"
+    return repo, _manifest(reg, repo, V)[1]
+
+
 def _tags(reg: OciRegistry, repo: str) -> list[str]:
     resp = raw(reg, f"{repo}/tags/list")
     return list(resp.json().get("tags") or []) if resp.status_code == 200 else []

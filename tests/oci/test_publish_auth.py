@@ -7,14 +7,13 @@ nothing pushed.
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import json
 from pathlib import Path
 
 import pytest
 
 from tests.oci.conftest import OciRegistry
+from tests.oci.helpers import docker_login
 from tests.oci.test_publish import FILES, REPO, MiB, V, Wire, client, http, release, signed, wire
 from wgtpm._errors import WgtpmError
 from wgtpm._report import SILENT
@@ -29,11 +28,8 @@ __all__ = ["http", "wire"]  # fixtures
 
 def docker_config(tmp: Path, reg: OciRegistry, password: str | None = None) -> dict[str, str]:
     """An environment whose Docker config.json holds ``reg``'s user and ``password``."""
-    d = tmp / "docker"
-    d.mkdir(exist_ok=True)
-    secret = base64.b64encode(f"{reg.user}:{password or reg.password}".encode()).decode()
-    (d / "config.json").write_text(json.dumps({"auths": {reg.host: {"auth": secret}}}))
-    return {"DOCKER_CONFIG": str(d), "NETRC": str(tmp / "no-netrc")}
+    d = docker_login(tmp / "docker", reg.host, f"{reg.user}", f"{password or reg.password}")
+    return {"DOCKER_CONFIG": d, "NETRC": str(tmp / "no-netrc")}
 
 
 @pytest.fixture(params=["htpasswd", "token"])

@@ -29,6 +29,7 @@ from tests.oci.test_publish import (
     http,
     no_docker_config,
     oci_client,
+    published,
     raw,
     release,
     signed,
@@ -59,9 +60,7 @@ def test_attachments_go_under_the_tag_schema_without_a_referrers_api(
     no_docker_config: dict[str, str],
 ) -> None:
     r = signed(release(tmp_path / "r", REPO, FILES))
-    assert target(oci_registry, oci_namespace, http, no_docker_config).publish(r, SILENT).created
-    repo = f"{oci_namespace}/{REPO}"
-    _, subject = _manifest(oci_registry, repo, V)
+    repo, subject = published(oci_registry, oci_namespace, http, no_docker_config, r)
     assert raw(oci_registry, f"{repo}/referrers/{subject}").status_code == 404  # no API
     tag = referrers_tag(subject)
     assert tag == "sha256-" + subject.split(":")[1] and tag in _tags(oci_registry, repo)
@@ -106,9 +105,7 @@ def test_an_unsigned_release_has_only_its_statement(
     no_docker_config: dict[str, str],
 ) -> None:
     r = release(tmp_path / "r", REPO, FILES)
-    assert target(oci_registry, oci_namespace, http, no_docker_config).publish(r, SILENT).created
-    repo = f"{oci_namespace}/{REPO}"
-    _, subject = _manifest(oci_registry, repo, V)
+    repo, subject = published(oci_registry, oci_namespace, http, no_docker_config, r)
     oci = oci_client(oci_registry, http)
     assert read_attachment(oci, repo, subject, SIGNATURE_TYPE) is None
     assert read_attachment(oci, repo, subject, STATEMENT_TYPE) == r.attestation
@@ -176,9 +173,7 @@ def test_a_registry_with_the_referrers_api_keeps_the_list_itself(
     api = ReferrersApi(wire)
     wire.answer = api
     r = signed(release(tmp_path / "r", REPO, FILES))
-    assert target(oci_registry, oci_namespace, http, no_docker_config).publish(r, SILENT).created
-    repo = f"{oci_namespace}/{REPO}"
-    _, subject = _manifest(oci_registry, repo, V)
+    repo, subject = published(oci_registry, oci_namespace, http, no_docker_config, r)
     assert [d["artifactType"] for d in api.listed[subject]] == [SIGNATURE_TYPE, STATEMENT_TYPE]
     assert [t for t in _tags(oci_registry, repo) if t.startswith("sha256-")] == []  # no fallback
     wire.seen.clear()
@@ -197,9 +192,7 @@ def test_an_attachment_with_other_bytes_than_its_digest_is_refused(
     no_docker_config: dict[str, str],
 ) -> None:
     r = signed(release(tmp_path / "r", REPO, FILES))
-    assert target(oci_registry, oci_namespace, http, no_docker_config).publish(r, SILENT).created
-    repo = f"{oci_namespace}/{REPO}"
-    _, subject = _manifest(oci_registry, repo, V)
+    repo, subject = published(oci_registry, oci_namespace, http, no_docker_config, r)
     sig_digest = "sha256:" + hashlib.sha256(r.signature).hexdigest()
 
     def tamper(request: httpx.Request) -> httpx.Response | None:
@@ -233,10 +226,8 @@ def test_a_referrers_list_overwritten_by_another_writer_is_written_again(
 
     wire.answer = lose_first_list
     r = signed(release(tmp_path / "r", REPO, FILES))
-    assert target(oci_registry, oci_namespace, http, no_docker_config).publish(r, SILENT).created
+    repo, subject = published(oci_registry, oci_namespace, http, no_docker_config, r)
     assert lost
-    repo = f"{oci_namespace}/{REPO}"
-    _, subject = _manifest(oci_registry, repo, V)
     oci = oci_client(oci_registry, http)
     assert read_attachment(oci, repo, subject, SIGNATURE_TYPE) == r.signature
     assert read_attachment(oci, repo, subject, STATEMENT_TYPE) == r.attestation

@@ -3,7 +3,6 @@ credentials never to blob storage, downloads resumed after a cut."""
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import os
@@ -22,7 +21,7 @@ from wgtpm.sources.chain import from_env, parse_proxy_list
 from wgtpm.sources.oci import OciDirect, OciSource, parse_oci_url, parse_wgtoci
 
 from .conftest import PASSWORD, USER, OciRegistry
-from .helpers import push_artifact, push_manifest, push_release
+from .helpers import docker_login, push_artifact, push_manifest, push_release
 
 
 def test_oci_urls() -> None:
@@ -135,12 +134,8 @@ def test_credentials_never_follow_a_redirect_to_blob_storage(
 
     front = ToCdn(oci_registry_token.url).start()
     try:
-        docker = tmp_path / "docker"
-        docker.mkdir()
-        auth = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
-        cfg = {"auths": {f"127.0.0.1:{front.port}": {"auth": auth}}}
-        (docker / "config.json").write_text(json.dumps(cfg))
-        monkeypatch.setenv("DOCKER_CONFIG", str(docker))
+        docker = docker_login(tmp_path / "docker", f"127.0.0.1:{front.port}")
+        monkeypatch.setenv("DOCKER_CONFIG", docker)
         monkeypatch.setenv("WGTPROXY", f"oci://127.0.0.1:{front.port}/{oci_namespace}")
         r = wgtpm("get", f"{path}@v1.0.0", cwd=project)  # type: ignore[operator]
     finally:
@@ -280,12 +275,9 @@ def test_credentials_and_tokens_never_cross_registries(
     push_release(oci_registry_token, f"{oci_namespace}/{path}", path, "v1.0.0", files)
     front = RegistryFront(oci_registry.url).start()
     try:
-        docker = tmp_path / "docker"
-        docker.mkdir()
-        auth = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
-        cfg = {"auths": {oci_registry_token.host: {"auth": auth}}}
-        (docker / "config.json").write_text(json.dumps(cfg))
-        monkeypatch.setenv("DOCKER_CONFIG", str(docker))
+        monkeypatch.setenv(
+            "DOCKER_CONFIG", docker_login(tmp_path / "docker", oci_registry_token.host)
+        )
         monkeypatch.setenv(
             "WGTPROXY",
             f"oci://127.0.0.1:{front.port}/{oci_namespace},{oci_registry_token.oci(oci_namespace)}",
@@ -334,12 +326,9 @@ def test_a_token_held_for_one_registry_is_never_sent_to_the_next(
     token = oci_registry_token.token_server
     assert token is not None
     try:
-        docker = tmp_path / "docker"
-        docker.mkdir()
-        auth = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
-        cfg = {"auths": {oci_registry_token.host: {"auth": auth}}}
-        (docker / "config.json").write_text(json.dumps(cfg))
-        monkeypatch.setenv("DOCKER_CONFIG", str(docker))
+        monkeypatch.setenv(
+            "DOCKER_CONFIG", docker_login(tmp_path / "docker", oci_registry_token.host)
+        )
         if way == "WGTPROXY":
             monkeypatch.setenv(
                 "WGTPROXY", f"{oci_registry_token.oci(ns)},oci://127.0.0.1:{front.port}/{ns}"

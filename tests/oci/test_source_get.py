@@ -9,6 +9,7 @@ import json
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,8 +17,8 @@ from tests.servers import Request, Response
 from tests.sources.test_conformance import RegistryFront
 from wgtpm.oci import manifest as oci_manifest
 
-from .conftest import PASSWORD, USER, OciRegistry
-from .helpers import push_artifact, push_blob, push_manifest, push_release, release
+from .conftest import PASSWORD, OciRegistry
+from .helpers import docker_login, push_artifact, push_blob, push_manifest, push_release, release
 
 
 def h1(files: dict[str, bytes]) -> str:
@@ -75,6 +76,13 @@ def one_line(err: str) -> str:
     return lines[0]
 
 
+def failure_line(r: Any) -> str:
+    """The one ``wgtpm:`` line of a command that failed (``r`` as the ``wgtpm`` fixture
+    returns it)."""
+    assert r.code != 0
+    return one_line(r.err)
+
+
 @pytest.fixture
 def weights() -> bytes:
     return os.urandom(300_000)
@@ -103,13 +111,7 @@ def test_get_from_a_token_registry_with_config_json(
     push_release(
         oci_registry_token, f"{oci_namespace}/example.com/x__acme/xor", a, "v1.0.0", afiles
     )
-    docker = tmp_path / "docker"
-    docker.mkdir()
-    auth = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
-    (docker / "config.json").write_text(
-        json.dumps({"auths": {oci_registry_token.host: {"auth": auth}}})
-    )
-    monkeypatch.setenv("DOCKER_CONFIG", str(docker))
+    monkeypatch.setenv("DOCKER_CONFIG", docker_login(tmp_path / "docker", oci_registry_token.host))
     monkeypatch.setenv("WGTPROXY", oci_registry_token.oci(oci_namespace))
     r = wgtpm("get", f"{a}@v1.0.0", cwd=project)  # type: ignore[operator]
     assert r.code == 0, r.err
@@ -159,8 +161,7 @@ def test_tampered_blob_is_refused_and_nothing_kept(
         r = wgtpm("get", f"{path}@v1.0.0", cwd=project)  # type: ignore[operator]
     finally:
         blob.write_bytes(original)
-    assert r.code != 0
-    line = one_line(r.err)
+    line = failure_line(r)
     assert "m/weights.bin" in line and "tampered" in line, line
     assert hashlib.sha256(files["m/weights.bin"]).hexdigest() not in cached_blobs()
     assert leftovers() == [] and not_extracted(path, "v1.0.0", "m/weights.bin")
@@ -185,8 +186,7 @@ def test_tag_moved_after_wgt_sum_locked_it(
     push_release(oci_registry, repo, path, "v1.0.0", moved)
     monkeypatch.setenv("WGTPM_CACHE", str(tmp_path / "fresh-cache"))
     r = wgtpm("get", cwd=project)  # type: ignore[operator]
-    assert r.code != 0
-    line = one_line(r.err)
+    line = failure_line(r)
     assert path in line and "v1.0.0" in line and "mismatch" in line.lower(), line
     assert hashlib.sha256(b"other weights").hexdigest() not in cached_blobs()
     assert leftovers() == [] and kept_of(path, "v1.0.0") == []
@@ -204,12 +204,16 @@ class _Relay(RegistryFront):
 
 
 @pytest.fixture
-def relay(oci_registry: OciRegistry) -> Iterator[Callable[..., _Relay]]:
+def relay(
+    oci_registry: OciRegistry, oci_namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Callable[..., _Relay]]:
+    """Starts a :class:`_Relay` and points ``WGTPROXY`` at it (the test's namespace)."""
     made: list[_Relay] = []
 
     def make(edit: Callable[[Request, Response], Response]) -> _Relay:
         r = _Relay(oci_registry.url, edit).start()
         made.append(r)
+        monkeypatch.setenv("WGTPROXY", f"oci://127.0.0.1:{r.port}/{oci_namespace}")
         return r
 
     yield make
@@ -220,10 +224,8 @@ def relay(oci_registry: OciRegistry) -> Iterator[Callable[..., _Relay]]:
 def test_manifest_whose_digest_does_not_match(
     wgtpm: Callable[..., object],
     project: Path,
-    oci_namespace: str,
     published: tuple[str, str, dict[str, bytes]],
     relay: Callable[..., _Relay],
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     path, _repo, _files = published
 
@@ -235,11 +237,9 @@ def test_manifest_whose_digest_does_not_match(
             resp.headers["Docker-Content-Digest"] = "sha256:" + "0" * 64
         return resp
 
-    front = relay(edit)
-    monkeypatch.setenv("WGTPROXY", f"oci://127.0.0.1:{front.port}/{oci_namespace}")
+    relay(edit)
     r = wgtpm("get", f"{path}@v1.0.0", cwd=project)  # type: ignore[operator]
-    assert r.code != 0
-    line = one_line(r.err)
+    line = failure_line(r)
     assert "digest" in line and "refusing" in line, line
     assert cached_blobs() == set() and leftovers() == [] and kept_of(path, "v1.0.0") == []
 
@@ -251,7 +251,6 @@ def test_registry_that_lies_about_sizes(
     oci_namespace: str,
     published: tuple[str, str, dict[str, bytes]],
     relay: Callable[..., _Relay],
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A wgtpm release whose manifest states another size than its index: refused before
     any file is fetched. A blob served longer than stated: refused, nothing kept."""
@@ -269,11 +268,9 @@ def test_registry_that_lies_about_sizes(
             resp.headers.pop("docker-content-digest", None)
         return resp
 
-    front = relay(grow_layer)
-    monkeypatch.setenv("WGTPROXY", f"oci://127.0.0.1:{front.port}/{oci_namespace}")
+    relay(grow_layer)
     r = wgtpm("get", f"{path}@v1.0.0", cwd=project)  # type: ignore[operator]
-    assert r.code != 0
-    line = one_line(r.err)
+    line = failure_line(r)
     assert "m/weights.bin" in line and "inconsistent" in line, line
     assert cached_blobs() == set() and leftovers() == [] and kept_of(path, "v1.0.0") == []
 
@@ -286,11 +283,9 @@ def test_registry_that_lies_about_sizes(
             resp.body += b"more bytes than the manifest states"
         return resp
 
-    front = relay(longer_blob)
-    monkeypatch.setenv("WGTPROXY", f"oci://127.0.0.1:{front.port}/{oci_namespace}")
+    relay(longer_blob)
     r = wgtpm("get", "example.com/acme/foreign@v1.0.0", cwd=project)  # type: ignore[operator]
-    assert r.code != 0
-    line = one_line(r.err)
+    line = failure_line(r)
     assert "w.bin" in line, line
     assert hashlib.sha256(weights).hexdigest() not in cached_blobs()
     assert leftovers() == [] and not_extracted("example.com/acme/foreign", "v1.0.0", "w.bin")

@@ -5,8 +5,6 @@ after any other failure."""
 
 from __future__ import annotations
 
-import base64
-import json
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -22,8 +20,8 @@ from wgtpm.modfetch._options import FetchOptions
 from wgtpm.modfetch._unit import VersionFile
 from wgtpm.sources import FileRequest
 
-from .conftest import PASSWORD, SERVICE, USER, OciRegistry
-from .helpers import push_release
+from .conftest import PASSWORD, SERVICE, OciRegistry
+from .helpers import docker_login, push_release
 from .test_source_get import _Relay, cache_root, modtext, one_line
 
 PATH = "example.com/acme/expiring"
@@ -86,12 +84,8 @@ def expiring(
         exp = _Expiring(oci_registry_token, repo, all_tokens)
         front = _Relay(oci_registry_token.url, exp.edit).start()
         made.append(front)
-        docker = tmp_path / "docker"
-        docker.mkdir(exist_ok=True)
-        auth = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
         host = f"127.0.0.1:{front.port}"
-        (docker / "config.json").write_text(json.dumps({"auths": {host: {"auth": auth}}}))
-        monkeypatch.setenv("DOCKER_CONFIG", str(docker))
+        monkeypatch.setenv("DOCKER_CONFIG", docker_login(tmp_path / "docker", host))
         monkeypatch.setenv("WGTPROXY", f"oci://{host}/{oci_namespace}")
         return exp
 

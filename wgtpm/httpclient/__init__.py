@@ -81,7 +81,16 @@ from __future__ import annotations
 
 from ._ahead import Locator
 from ._client import Body, HttpClient
-from ._credentials import Credential, origin, redact, redact_url, register_userinfo, shown_url
+from ._credentials import (
+    Credential,
+    netrc_login,
+    origin,
+    redact,
+    redact_url,
+    register_secret,
+    register_userinfo,
+    shown_url,
+)
 from ._errors import (
     CertificateError,
     DeadlineExceededError,
@@ -126,10 +135,12 @@ __all__ = [
     "TransportError",
     "UnknownHostError",
     "forwarded",
+    "netrc_login",
     "network_errors",
     "origin",
     "redact",
     "redact_url",
+    "register_secret",
     "register_userinfo",
     "retry_after",
     "shown_url",

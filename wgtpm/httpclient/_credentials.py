@@ -13,6 +13,7 @@ import netrc
 import os
 import re
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit, urlunsplit
 
@@ -21,10 +22,12 @@ __all__ = [
     "MIN_SECRET",
     "Credential",
     "netrc_authorization",
+    "netrc_login",
     "origin",
     "printable",
     "redact",
     "redact_url",
+    "register_secret",
     "register_userinfo",
     "shown_target",
     "shown_url",
@@ -106,7 +109,7 @@ def redact(text: str) -> str:
     return _USERINFO.sub(r"\1***@", text)
 
 
-def _register(*secrets: str) -> None:
+def register_secret(*secrets: str) -> None:
     """Have :func:`redact` hide each of ``secrets`` (those of :data:`MIN_SECRET` characters or more)."""
     with _SECRETS_LOCK:
         _SECRETS.update(s for s in secrets if len(s) >= MIN_SECRET)
@@ -122,7 +125,7 @@ def register_userinfo(url: str) -> None:
     except ValueError:
         return
     if password:
-        _register(password, unquote(password))
+        register_secret(password, unquote(password))
 
 
 @dataclass(frozen=True)
@@ -141,25 +144,41 @@ class Credential:
 
     def __post_init__(self) -> None:
         # the whole value and its token alone ("Bearer T" -> "T"); short strings are common words
-        _register(self.value, self.value.rsplit(" ", 1)[-1])
+        register_secret(self.value, self.value.rsplit(" ", 1)[-1])
 
     def headers_for(self, url: str) -> dict[str, str]:
         """``{header: value}`` when ``url`` has this credential's origin, else ``{}``."""
         return {self.header: self.value} if origin(url) == origin(self.url) else {}
 
 
-def netrc_authorization(url: str) -> str | None:
-    path = os.environ.get("NETRC") or os.path.expanduser("~/.netrc")
+def netrc_login(*hosts: str, environ: Mapping[str, str] | None = None) -> tuple[str, str] | None:
+    """``(login, password)`` of the first of ``hosts`` that ``~/.netrc`` (``NETRC`` names
+    another file) has a ``machine`` for; ``None`` when none or the file is unreadable. The
+    password is registered with :func:`redact`."""
+    env = os.environ if environ is None else environ
+    path = env.get("NETRC") or os.path.expanduser("~/.netrc")
     if not os.path.isfile(path):
         return None
     try:
-        found = netrc.netrc(path).authenticators(urlsplit(url).hostname or "")
+        rc = netrc.netrc(path)
     except (netrc.NetrcParseError, OSError):
         return None
-    if not found:
+    for host in hosts:
+        found = rc.authenticators(host)
+        if found:
+            login, _, password = found
+            register_secret(password or "")
+            return login, password or ""
+    return None
+
+
+def netrc_authorization(url: str) -> str | None:
+    found = netrc_login(urlsplit(url).hostname or "")
+    if found is None:
         return None
     import base64
 
-    login, _, password = found
-    Credential(url, "Authorization", password or "")  # registered for redaction
-    return "Basic " + base64.b64encode(f"{login}:{password or ''}".encode()).decode()
+    login, password = found
+    value = "Basic " + base64.b64encode(f"{login}:{password}".encode()).decode()
+    register_secret(value, value.rsplit(" ", 1)[-1])
+    return value

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlencode, urlsplit
 
 from .._errors import WgtpmError
-from ..httpclient import redact
+from ..httpclient import redact, register_secret
 from ._errors import RegistryAuthError
 from .auth import Credentials, Keychain
 
@@ -148,8 +148,6 @@ class RegistryAuth:
         query = {"scope": want}
         if params.get("service"):
             query["service"] = params["service"]
-        from ..httpclient import Credential
-
         try:
             if creds is not None and creds.identity_token:
                 form = {
@@ -194,7 +192,7 @@ class RegistryAuth:
             raise RegistryAuthError(
                 f"{self.registry}: its token service answered no token (want JSON with 'token')"
             ) from None
-        Credential(self.base, "Authorization", "Bearer " + value)  # registered for redaction
+        register_secret("Bearer " + value, value)
         with self._lock:
             self._tokens[scope] = _Token(value, time.monotonic() + max(1.0, ttl - _EARLY))
         return value

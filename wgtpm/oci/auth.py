@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import base64
 import json
-import netrc
 import os
 import re
 import shutil
@@ -35,7 +34,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from .._errors import UsageError
-from ..httpclient import Credential
+from ..httpclient import netrc_login, register_secret
 
 __all__ = ["Credentials", "Keychain", "normalise_host"]
 
@@ -57,10 +56,9 @@ class Credentials:
     source: str = ""
 
     def __post_init__(self) -> None:
-        # register every secret for redaction (Credential's constructor does it)
-        for secret in (self.password, self.identity_token, self.registry_token):
-            if secret:
-                Credential("https://redacted.invalid", "Authorization", secret)
+        register_secret(
+            *(s for s in (self.password, self.identity_token, self.registry_token) if s)
+        )
 
     @property
     def basic(self) -> str | None:
@@ -68,7 +66,7 @@ class Credentials:
         if self.username is None or self.password is None:
             return None
         value = "Basic " + base64.b64encode(f"{self.username}:{self.password}".encode()).decode()
-        Credential("https://redacted.invalid", "Authorization", value)
+        register_secret(value, value.rsplit(" ", 1)[-1])
         return value
 
 
@@ -173,18 +171,10 @@ def _helper(name: str, host: str, where: str, path: str | None) -> Credentials |
 
 
 def _netrc(host: str, environ: Mapping[str, str]) -> Credentials | None:
-    path = environ.get("NETRC") or os.path.expanduser("~/.netrc")
-    if not os.path.isfile(path):
+    found = netrc_login(host, host.rsplit(":", 1)[0], environ=environ)
+    if found is None:
         return None
-    try:
-        rc = netrc.netrc(path)
-    except (netrc.NetrcParseError, OSError):
-        return None
-    found = rc.authenticators(host) or rc.authenticators(host.rsplit(":", 1)[0])
-    if not found:
-        return None
-    login, _, password = found
-    return Credentials(login, password or "", source=path)
+    return Credentials(*found, source=environ.get("NETRC") or os.path.expanduser("~/.netrc"))
 
 
 class Keychain:

@@ -109,34 +109,23 @@ class OciClient:
 
     # ---- auth ---------------------------------------------------------------------
 
-    def credentials(self) -> Credentials | None:
-        """The credentials offered to this registry (looked up once)."""
-        return self.auth.credentials()
-
     @staticmethod
     def scope(repository: str, actions: Sequence[str]) -> str:
         return f"repository:{repository}:{','.join(actions)}"
-
-    def _held(self, scope: str) -> str | None:
-        return self.auth.held(scope)
-
-    def forget(self, authorization: str) -> None:
-        """Drop the token ``authorization`` (see :meth:`RegistryAuth.forget`)."""
-        self.auth.forget(authorization)
 
     def authorization(self, repository: str, actions: Sequence[str] = ("pull",)) -> dict[str, str]:
         """The headers that authorise ``actions`` on ``repository`` now (a token is fetched
         if the registry wants one): for a request made elsewhere (a download by the fetcher).
         ``{}`` for an open registry."""
         scope = self.scope(repository, actions)
-        held = self._held(scope)
+        held = self.auth.held(scope)
         if held:
             return {"Authorization": held}
         with self._lock:
             if scope in self._open:
                 return {}
         resp = self.request("GET", repository, "tags/list?n=1", actions=actions)
-        held = self._held(scope)
+        held = self.auth.held(scope)
         if resp.status_code in (401, 403):
             raise self._denied(resp, repository, actions)
         return {"Authorization": held} if held else {}
@@ -199,7 +188,7 @@ class OciClient:
         if stream:
             return self._stream(url, repository, actions, headers or {})
         scope = self.scope(repository, actions)
-        held = self._held(scope)
+        held = self.auth.held(scope)
         resp = self._once(method, url, scope, headers, content, held)
         if resp.status_code == 401 and "www-authenticate" in resp.headers:
             auth = self.auth.answer(resp.headers["www-authenticate"], scope, url)
@@ -222,7 +211,7 @@ class OciClient:
         auth: str | None = None,
     ) -> httpx.Response:
         hdrs = dict(headers or {})
-        value = auth or self._held(scope)
+        value = auth or self.auth.held(scope)
         if value and self._own(url):
             hdrs["Authorization"] = value
         if method in ("GET", "HEAD"):
@@ -246,7 +235,7 @@ class OciClient:
         with contextlib.ExitStack() as stack:
             for attempt in range(2):
                 hdrs = dict(plain)
-                value = auth or self._held(scope)
+                value = auth or self.auth.held(scope)
                 if value and self._own(url):
                     hdrs["Authorization"] = value
                 try:
@@ -265,7 +254,7 @@ class OciClient:
     def _denied(
         self, resp: httpx.Response, repository: str, actions: Sequence[str]
     ) -> RegistryAuthError:
-        creds = self.credentials()
+        creds = self.auth.credentials()
         who = f"the credentials from {creds.source}" if creds else "no credentials"
         return RegistryAuthError(
             f"{self.registry}/{repository}: {'/'.join(actions)} refused with {who} "

@@ -166,7 +166,7 @@ class Pusher:
         and how to give it others."""
         hint = ""
         if resp.status_code in (401, 403):
-            creds = self.client.credentials()
+            creds = self.client.auth.credentials()
             who = f"the credentials from {creds.source}" if creds else "no credentials"
             hint = (
                 f"; refused with {who}: log in as a user who may push to {self.repository} "

@@ -373,10 +373,10 @@ def fetch_statement(module: str, version: str) -> tuple[bytes, str] | None:
                         continue
                     return read(module, version), f"{module}@{version} {SLSA_ASSET} ({host.name})"
                 if e.url.startswith("oci://"):  # a referrer of the version's manifest
-                    from ..sources.oci import OciSource, insecure, parse_oci_url
+                    from ..sources.oci import OciSource
 
-                    plain = insecure(env.get("WGTOCI_INSECURE", ""), parse_oci_url(e.url)[0])
-                    oci = OciSource.from_url(e.url, http, plain_http=True if plain else None)
+                    insecure = env.get("WGTOCI_INSECURE", "")
+                    oci = OciSource.from_url(e.url, http, insecure_patterns=insecure)
                     data = oci.attestation(module, version)
                     return data, f"{module}@{version} {SLSA_ASSET} ({oci.name})"
                 src = ProxySource(e.url, None if e.url.startswith("file:") else http)

@@ -93,12 +93,12 @@ class OciTarget:
         (``WGTOCI``), so its repository is the rest of the path, as the source reads it."""
         from ..oci.auth import Keychain
         from ..oci.client import OciClient
-        from ..sources.oci import insecure, parse_oci_url
+        from ..sources.oci import parse_oci_url, plain_http_for
 
         self.url = url.rstrip("/")
         self.direct = direct
         self.registry, self.namespace = parse_oci_url(self.url)
-        plain = True if insecure(environ.get("WGTOCI_INSECURE", ""), self.registry) else None
+        plain = plain_http_for(environ.get("WGTOCI_INSECURE", ""), self.registry)
         self.client = client or OciClient(
             http, self.registry, plain_http=plain, auth=Keychain(environ)
         )

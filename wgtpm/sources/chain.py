@@ -195,13 +195,10 @@ class ChainSource:
                             src, self.oci, self._client, insecure_patterns=self.oci_insecure
                         )
                 elif url.startswith("oci://"):
-                    from .oci import OciSource, insecure, parse_oci_url
+                    from .oci import OciSource
 
-                    reg = parse_oci_url(url)[0]
                     src = OciSource.from_url(
-                        url,
-                        self._client(),
-                        plain_http=True if insecure(self.oci_insecure, reg) else None,
+                        url, self._client(), insecure_patterns=self.oci_insecure
                     )
                 else:
                     from .proxy import ProxySource

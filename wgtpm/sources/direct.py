@@ -28,7 +28,18 @@ if TYPE_CHECKING:
     from ..httpclient import HttpClient
     from ..index import IndexEntry
 
-__all__ = ["DirectSource"]
+__all__ = ["DirectSource", "read_optional"]
+
+
+def read_optional(src: Source, method: str, path: str, version: str, what: str) -> bytes:
+    """``src.METHOD(path, version)`` for one of the Source protocol's optional reads
+    (``signature``, ``attestation``); :class:`NotFoundError` saying ``src`` keeps no
+    ``what`` when it has no such method."""
+    read = getattr(src, method, None)
+    if read is None:
+        raise NotFoundError(path, version, f"{src.name} keeps no {what}")
+    data: bytes = read(path, version)
+    return data
 
 
 class DirectSource:
@@ -95,20 +106,10 @@ class DirectSource:
         """The release's SLSA statement from its host (the GitHub asset or Hugging Face file
         ``wgt.slsa.json``); :class:`NotFoundError` when it has none or the host keeps none."""
         path = _module.normalise(path)
-        host = self.source_for(path)
-        read = getattr(host, "attestation", None)
-        if read is None:
-            raise NotFoundError(path, version, f"{host.name} keeps no attestations")
-        data: bytes = read(path, version)
-        return data
+        return read_optional(self.source_for(path), "attestation", path, version, "attestations")
 
     def signature(self, path: str, version: str) -> bytes:
         """The release's signature from its host (:mod:`wgtpm.trust`); :class:`NotFoundError`
         when it has none or the host keeps no signatures."""
         path = _module.normalise(path)
-        host = self.source_for(path)
-        read = getattr(host, "signature", None)
-        if read is None:
-            raise NotFoundError(path, version, f"{host.name} keeps no signatures")
-        data: bytes = read(path, version)
-        return data
+        return read_optional(self.source_for(path), "signature", path, version, "signatures")

@@ -45,6 +45,7 @@ from ._hosted import (
     tag_version,
     verified_get,
 )
+from .direct import read_optional
 
 if TYPE_CHECKING:
     from ..httpclient import HttpClient
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
     from ..oci.auth import Credentials, Keychain
     from ..oci.client import OciClient
 
-__all__ = ["OciDirect", "OciSource", "insecure", "parse_oci_url", "parse_wgtoci"]
+__all__ = ["OciDirect", "OciSource", "parse_oci_url", "parse_wgtoci", "plain_http_for"]
 
 #: At most this many tags are compared when a non-version query names a tag.
 MAX_TAG_LOOKUPS = 100
@@ -120,10 +121,13 @@ class OciSource:
         self._manifests: dict[tuple[str, str], tuple[ocim.Manifest, str]] = {}
 
     @classmethod
-    def from_url(cls, url: str, http: HttpClient, *, plain_http: bool | None = None) -> OciSource:
-        """The source ``WGTPROXY``'s ``oci://HOST[:PORT]/NAMESPACE`` entry names."""
+    def from_url(cls, url: str, http: HttpClient, *, insecure_patterns: str = "") -> OciSource:
+        """The source ``WGTPROXY``'s ``oci://HOST[:PORT]/NAMESPACE`` entry names
+        (``insecure_patterns``: ``WGTOCI_INSECURE``, see :func:`plain_http_for`)."""
         registry, namespace = parse_oci_url(url)
-        return cls(http, registry, namespace, plain_http=plain_http)
+        return cls(
+            http, registry, namespace, plain_http=plain_http_for(insecure_patterns, registry)
+        )
 
     # ---- names ------------------------------------------------------------------
 
@@ -302,7 +306,7 @@ class OciSource:
         (``modfetch._transfer.Fresh``) and resumes from what it has."""
         held = stale.headers.get("Authorization")
         if held:
-            self.client.forget(held)
+            self.client.auth.forget(held)
         return self.file(path, version, name)
 
     def known_files(self, path: str, version: str) -> Sequence[IndexEntry]:
@@ -368,14 +372,14 @@ def parse_wgtoci(value: str) -> list[tuple[str, str | None]]:
     return out
 
 
-def insecure(patterns: str, registry: str) -> bool:
-    """Whether ``WGTOCI_INSECURE`` (comma-separated globs of ``HOST[:PORT]``) lets
-    ``registry`` be spoken to over plain HTTP."""
+def plain_http_for(patterns: str, registry: str) -> bool | None:
+    """``plain_http`` for :class:`~wgtpm.oci.client.OciClient`: ``True`` when
+    ``WGTOCI_INSECURE`` (comma-separated globs of ``HOST[:PORT]``) lets ``registry`` be
+    spoken to over plain HTTP, else ``None`` (the client's default: loopback only)."""
     import fnmatch
 
-    return any(
-        fnmatch.fnmatchcase(registry, p.strip().lower()) for p in patterns.split(",") if p.strip()
-    )
+    names = (p.strip().lower() for p in patterns.split(","))
+    return True if any(fnmatch.fnmatchcase(registry, p) for p in names if p) else None
 
 
 class OciDirect:
@@ -412,7 +416,7 @@ class OciDirect:
                             self._http(),
                             reg,
                             direct=True,
-                            plain_http=True if insecure(self._insecure, reg) else None,
+                            plain_http=plain_http_for(self._insecure, reg),
                         )
                 return src
         return self.inner
@@ -446,17 +450,7 @@ class OciDirect:
         return req
 
     def signature(self, path: str, version: str) -> bytes:
-        src = self.source_for(path)
-        read = getattr(src, "signature", None)
-        if read is None:
-            raise NotFoundError(path, version, f"{src.name} keeps no signatures")
-        data: bytes = read(path, version)
-        return data
+        return read_optional(self.source_for(path), "signature", path, version, "signatures")
 
     def attestation(self, path: str, version: str) -> bytes:
-        src = self.source_for(path)
-        read = getattr(src, "attestation", None)
-        if read is None:
-            raise NotFoundError(path, version, f"{src.name} keeps no SLSA statements")
-        data: bytes = read(path, version)
-        return data
+        return read_optional(self.source_for(path), "attestation", path, version, "SLSA statements")
