@@ -131,6 +131,25 @@ def test_a_refused_connection_nearby_is_tried_once(url, env, final, monkeypatch)
     assert not refused_for_good(url, TimeoutError("timed out"))
 
 
+def test_a_read_of_a_stopped_local_server_is_tried_once(capsys, monkeypatch) -> None:
+    """get and stream both ask the client's one retry rule, which gives up on a refusal nearby."""
+    import socket
+
+    from wgtpm.httpclient import HttpClient, HttpOptions, TransportError
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}/x/@v/list"
+    with HttpClient(HttpOptions(retries=3)) as http:
+        with pytest.raises(TransportError) as got:
+            http.get(url)
+        assert "gave up after" not in str(got.value)
+        with pytest.raises(TransportError) as got, http.stream(url):
+            pass
+        assert "gave up after" not in str(got.value)
+    assert "retrying" not in capsys.readouterr().err
+
+
 class _Registry(LoopbackServer):
     """Answers ``/healthz`` as a running ``wgtpm registry serve`` does."""
 

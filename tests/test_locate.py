@@ -88,3 +88,28 @@ def test_locator_hands_nothing_failed_or_stale() -> None:
         stale = Locator(http, fresh=-1.0)  # every answer too old (a signed URL expires)
         stale.ahead([(a, {})])
         assert stale.take(a) is None
+
+
+def test_small_lfs_makes_each_files_request_once() -> None:
+    """A commit's small LFS files, asked in order: each one's request (its credential
+    made) once for the look-ahead, not once for each of the files before it."""
+    from wgtpm.sources._base import FileRequest
+    from wgtpm.sources._hflocate import LOCATE_AHEAD, SmallLfs
+    from wgtpm.sources._hubapi import HubFile
+
+    names = [f"f{i:03d}.bin" for i in range(3 * LOCATE_AHEAD)]
+    tree = {n: HubFile(n, 10, None, "0" * 64) for n in names}
+    transport, seen = _hub({f"/{n}": f"https://cdn.example/{n}" for n in names})
+    made: list[str] = []
+
+    def request(path: str, commit: str, name: str) -> FileRequest:
+        made.append(name)
+        return FileRequest(f"https://hub.example/{name}")
+
+    with _client(transport) as http:
+        small = SmallLfs(http, lambda rid, commit: tree, request)
+        for n in names:
+            got = small.located("acme/tiny", "hub.example/acme/tiny", "c0", n, request("", "", n))
+            assert got.url in (f"https://hub.example/{n}", f"https://cdn.example/{n}")
+    assert sorted(made) == sorted(names + names[1:])  # the file's own, and one look-ahead
+    assert sorted(seen) == sorted(("HEAD", f"https://hub.example/{n}") for n in names[1:])

@@ -78,8 +78,8 @@ def refused_for_good(url: str, exc: BaseException) -> bool:
     so at once and does not come back in the seconds the backoff waits. A refusal by any
     other host is tried again (a server restarting behind a load balancer).
 
-    Reads retry on this answer (:meth:`wgtpm.httpclient.HttpClient.get`); a publish keeps
-    trying through an outage until its deadline (:mod:`wgtpm.publish._registry`).
+    A read gives up on this answer at once (``wgtpm.httpclient``'s ``Retries.again``); a
+    publish keeps trying through an outage until its deadline (:mod:`wgtpm.publish._registry`).
     """
     if not _refused(exc):
         return False

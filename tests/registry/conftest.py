@@ -21,6 +21,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -105,13 +106,16 @@ class Live:
     vkey: str = ""
 
 
-def _serve(app: object) -> Iterator[str]:
+def _serve(app: object, **options: Any) -> Iterator[str]:
+    """``app`` served by uvicorn in a thread on loopback (its URL); ``options`` go to its
+    ``Config`` (``http=`` a protocol class)."""
     import uvicorn
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")  # type: ignore[arg-type]
+    options = {"log_level": "warning", "access_log": False, "lifespan": "on", **options}
+    config = uvicorn.Config(app, **options)  # type: ignore[arg-type]
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

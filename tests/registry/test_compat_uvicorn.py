@@ -5,20 +5,17 @@ from __future__ import annotations
 
 import importlib.metadata
 import socket
-import threading
-import time
 import types
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import uvicorn
 from uvicorn.protocols.http import h11_impl
 
 from registry import _http
 from wgtpm._compat import uvicorn as compat
 
-from .helpers import free_port
+from .conftest import _serve
 
 
 def _lacks(missing: list[str]) -> str:
@@ -77,19 +74,8 @@ def uvicorns_own(monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": b"ok"})
 
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, port=port, http=protocol, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.01)
-    try:
-        yield port
-    finally:
-        server.should_exit = True
-        thread.join(10)
+    for url in _serve(app, http=protocol, lifespan="off"):
+        yield int(url.rsplit(":", 1)[1])
 
 
 def test_without_them_uvicorns_own_protocol_answers(uvicorns_own: int) -> None:

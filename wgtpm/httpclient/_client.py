@@ -8,7 +8,6 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from .. import _interrupt
-from .._retry import refused_for_good
 from ._body import buffered, read_capped
 from ._credentials import Credential, register_userinfo
 from ._errors import HTTPStatusError, TransportError, network_errors
@@ -95,7 +94,7 @@ class HttpClient:
             except network_errors() as exc:
                 _interrupt.check()
                 err = exc if isinstance(exc, TransportError) else self._sender.error(url, exc)
-                if err.final or attempt >= self.opts.retries or refused_for_good(url, exc):
+                if not self._retries.again(err, url, attempt, exc):
                     raise self._retries.gave_up(err, url, attempt + 1) from exc
                 rh, why = None, err.reason
             pace.check()  # out of time: no wait, no other try
@@ -151,7 +150,7 @@ class HttpClient:
             except TransportError as exc:
                 stack.close()
                 _interrupt.check()
-                if attempt >= self.opts.retries or exc.final or refused_for_good(url, exc):
+                if not self._retries.again(exc, url, attempt, exc):
                     raise self._retries.gave_up(exc, url, attempt + 1) from exc
                 self._retries.sleep(attempt, None, url, exc.reason)
                 attempt += 1

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 
 from .. import _interrupt
 from .._report import network
+from .._retry import refused_for_good
 from ._credentials import redact, shown_url
 from ._errors import TransportError
 from ._settings import HttpOptions
@@ -35,7 +36,8 @@ def retry_after(headers: Mapping[str, str]) -> float | None:
 
 class Retries:
     """The retry rule of one client (``HttpOptions.retries``, its backoff and
-    ``max_retry_after``): which answers are tried again, and the announced wait before."""
+    ``max_retry_after``): which answers and network errors are tried again, and the
+    announced wait before."""
 
     def __init__(self, opts: HttpOptions) -> None:
         self.opts = opts
@@ -66,6 +68,13 @@ class Retries:
             )
         )
         _interrupt.sleep(wait)
+
+    def again(self, err: TransportError, url: str, attempt: int, cause: BaseException) -> bool:
+        """Whether a read of ``url`` whose try ``attempt`` (from 0) failed with ``err``
+        (raised as ``cause``) is tried again: not when ``err`` is final, the tries are
+        spent, or nothing listens nearby (:func:`wgtpm._retry.refused_for_good`). Writes
+        keep trying through a refusal (a publish outlasts an outage): not asked here."""
+        return not (err.final or attempt >= self.opts.retries or refused_for_good(url, cause))
 
     def gave_up(self, exc: TransportError, url: str, tries: int) -> TransportError:
         """``exc`` saying how many tries were made and which setting allows more."""

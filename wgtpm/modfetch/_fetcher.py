@@ -16,7 +16,7 @@ from .. import _interrupt
 from .. import index as _index
 from .._errors import VerifyError
 from .._report import SILENT, Reporter, human_size
-from ..cache import Cache
+from ..cache import Cache, _disk_error
 from ..sources import FileRequest, RevInfo, Source
 from . import _ranges
 from ._early import Early
@@ -25,7 +25,7 @@ from ._metadata import Metadata
 from ._options import FetchOptions, SumChecker, TrustHook, matches
 from ._partial import Partial
 from ._ranged import fill
-from ._transfer import Fresh, disk_error, transfer
+from ._transfer import Fresh, transfer
 from ._unit import Unit, VersionFile
 
 if TYPE_CHECKING:
@@ -217,7 +217,7 @@ class Fetcher:
                 try:
                     self.cache.put_bytes(req.body, e.sha256)
                 except OSError as exc:
-                    raise disk_error(exc, self.cache.blob_path(e.sha256)) from exc
+                    raise _disk_error(exc, self.cache.blob_path(e.sha256)) from exc
                 unit.advance(e.size)
                 return
             with self.cache.file_lock(e.sha256):

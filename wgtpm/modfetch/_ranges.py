@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING
 
 from .. import _direct, _interrupt
 from .. import modfetch as _limits
+from ..cache import _disk_error
 from ._partial import Syncer
-from ._transfer import NoRanges, disk_error
+from ._transfer import NoRanges
 
 if TYPE_CHECKING:
     from .._httptransport import BodyReader
@@ -229,7 +230,7 @@ class Ranges:
 
     def _failed(self, exc: BaseException) -> None:
         """A writer's error, for the hasher to raise."""
-        self.fail(disk_error(exc, self.path) if isinstance(exc, OSError) else exc)
+        self.fail(_disk_error(exc, self.path) if isinstance(exc, OSError) else exc)
 
     def drain(self, i: int) -> None:
         """Wait until every byte of range ``i`` that came is written (or has failed); then

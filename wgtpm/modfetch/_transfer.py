@@ -27,7 +27,7 @@ from urllib.parse import unquote, urlsplit
 
 from .. import _interrupt
 from .. import modfetch as _limits
-from .._errors import CacheError, FetchError, NotFoundError, WgtpmError
+from .._errors import FetchError, NotFoundError, WgtpmError
 from ..cache import _disk_error
 from ..sources import FileRequest
 from ._options import FetchOptions
@@ -47,7 +47,6 @@ __all__ = [
     "NoRanges",
     "RateWindow",
     "Unauthorized",
-    "disk_error",
     "http_failure",
     "resuming",
     "transfer",
@@ -123,11 +122,6 @@ class NoRanges(WgtpmError):
     """The server does not serve the ranges asked for (ignores Range, other lengths)."""
 
 
-def disk_error(exc: OSError, path: Path) -> CacheError:
-    """A failed write or read of the cache's file ``path``, as the user sees it."""
-    return _disk_error(exc, path)
-
-
 class RateWindow:
     """The minimum-rate rule of a transfer: :meth:`add` raises :class:`Cut` once the bytes
     of a window of ``rate_window`` seconds came slower than ``min_rate`` a second."""
@@ -198,7 +192,7 @@ def resuming(
         except (FetchError, Cut) as exc:
             err = exc
         except OSError as exc:
-            raise disk_error(exc, disk) from exc
+            raise _disk_error(exc, disk) from exc
         renewed = False
         if not isinstance(err, Again):
             _interrupt.check()  # a connection cut by Ctrl-C is not worth a retry

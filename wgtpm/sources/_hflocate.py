@@ -43,8 +43,9 @@ class SmallLfs:
         self._tree = tree
         self._request = request
         self._lock = threading.Lock()
-        # (repo id, commit) -> its small LFS files in order, and each one's place
-        self._small: dict[tuple[str, str], tuple[list[str], dict[str, int]]] = {}
+        # (repo id, commit) -> its small LFS files in order, each one's place, and which
+        # were asked ahead (1) so far
+        self._small: dict[tuple[str, str], tuple[list[str], dict[str, int], bytearray]] = {}
         self._locator = Locator(http, LOCATE_JOBS)
 
     def located(self, rid: str, path: str, commit: str, name: str, req: FileRequest) -> FileRequest:
@@ -61,12 +62,17 @@ class SmallLfs:
                     for n in sorted(tree)
                     if tree[n].lfs_sha256 is not None and (tree[n].size or 0) < LOCATE_MAX
                 ]
-                small = self._small[(rid, commit)] = (names, {n: i for i, n in enumerate(names)})
-        names, place = small
-        i = place.get(name)
-        if i is None:
-            return req
-        nxt = (self._request(path, commit, n) for n in names[i + 1 : i + 1 + LOCATE_AHEAD])
+                place = {n: i for i, n in enumerate(names)}
+                small = self._small[(rid, commit)] = (names, place, bytearray(len(names)))
+            names, place, asked = small
+            i = place.get(name)
+            if i is None:
+                return req
+            # a request (and its credential) only for the names not asked ahead yet
+            todo = [j for j in range(i + 1, min(i + 1 + LOCATE_AHEAD, len(names))) if not asked[j]]
+            for j in todo:
+                asked[j] = 1
+        nxt = (self._request(path, commit, names[j]) for j in todo)
         self._locator.ahead((r.url, r.headers) for r in nxt)
         location = self._locator.take(req.url)
         if location is None:
