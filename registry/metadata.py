@@ -823,25 +823,18 @@ class SqlMetadataStore(MetadataStore):
         return _version(*rows[0]) if rows else None
 
     def get_attestation(self, module: str, version: str) -> str | None:
-        q = sa.select(attestations.c.sha256).where(
-            attestations.c.module == module, attestations.c.version == version
-        )
-        with self._tx() as conn:
-            row = conn.execute(q).one_or_none()
-        return None if row is None else str(row.sha256)
+        return self._beside(attestations, module, version)
 
     def get_signature(self, module: str, version: str) -> str | None:
-        q = sa.select(signatures.c.sha256).where(
-            signatures.c.module == module, signatures.c.version == version
-        )
-        with self._tx() as conn:
-            row = conn.execute(q).one_or_none()
-        return None if row is None else str(row.sha256)
+        return self._beside(signatures, module, version)
 
     def get_tensor_tables(self, module: str, version: str) -> str | None:
-        q = sa.select(tensor_tables.c.sha256).where(
-            tensor_tables.c.module == module, tensor_tables.c.version == version
-        )
+        return self._beside(tensor_tables, module, version)
+
+    def _beside(self, table: sa.Table, module: str, version: str) -> str | None:
+        """The blob sha256 that ``table`` (a module, version, sha256 table of something kept
+        beside a version: its attestation, signature, tensor tables) names, if any."""
+        q = sa.select(table.c.sha256).where(table.c.module == module, table.c.version == version)
         with self._tx() as conn:
             row = conn.execute(q).one_or_none()
         return None if row is None else str(row.sha256)

@@ -59,7 +59,6 @@ carry the upstream credentials: the server's tokens are blanked out of them.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import glob
 import hashlib
@@ -69,7 +68,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -82,6 +81,7 @@ from wgtpm.index import IndexEntry, ReleaseIndex
 from wgtpm.sources import RevInfo, Source
 
 from ._errors import BadRequestError, NotFoundError, RegistryError, StoreError, UpstreamError
+from ._keylock import KeyedLocks
 from .metadata import FileRecord, NewVersion, PendingRecord, VersionRecord, now
 from .service import MOD_FILE
 
@@ -146,7 +146,7 @@ class CachingProxy:
         self._secrets = tuple(s for s in secrets if len(s) >= 4)
         self._lock = threading.Lock()
         self._meta: dict[tuple[str, str, str], tuple[float, object]] = {}
-        self._fills: dict[tuple[str, str], tuple[threading.Lock, int]] = {}
+        self._fills: KeyedLocks[tuple[str, str]] = KeyedLocks()  # one fill per version
 
     @property
     def name(self) -> str:
@@ -210,23 +210,6 @@ class CachingProxy:
 
     # -- fills
 
-    @contextlib.contextmanager
-    def _hold(self, key: tuple[str, str]) -> Iterator[None]:
-        """The in-process lock of one version (made on first use, dropped after last)."""
-        with self._lock:
-            lk, n = self._fills.get(key, (threading.Lock(), 0))
-            self._fills[key] = (lk, n + 1)
-        try:
-            with lk:
-                yield
-        finally:
-            with self._lock:
-                lk, n = self._fills[key]
-                if n == 1:
-                    del self._fills[key]
-                else:
-                    self._fills[key] = (lk, n - 1)
-
     @staticmethod
     def admit(reg: Registry, module: str) -> None:
         """Raise :class:`NotFoundError` unless ``module`` is proxied
@@ -241,7 +224,7 @@ class CachingProxy:
     def fill(self, reg: Registry, module: str, version: str) -> VersionRecord:
         """``module@version`` committed here, fetched from the upstream first if need be."""
         self.admit(reg, module)
-        with self._hold((module, version)):
+        with self._fills.hold((module, version)):
             deadline = time.monotonic() + FILL_WAIT
             while True:
                 have = reg.meta.get_version(module, version)

@@ -47,6 +47,7 @@ from wgtpm.tensors import TABLES_FILE, TensorError, TensorTables, compute_table,
 from wgtpm.tensors import format_of as weights_format
 
 from ._errors import BlobNotFoundError, NotFoundError, StoreError
+from ._keylock import KeyedLocks
 from .blobs import FolderBlobStore
 from .metadata import TokenRecord, VersionRecord
 from .service import Registry
@@ -57,9 +58,9 @@ __all__ = ["REFUSED_TTL", "tables_of"]
 #: Seconds a version whose weights file is not a valid .safetensors or .gguf file is
 #: answered 404 from memory: computing its tables again would read all its files again.
 REFUSED_TTL = 600.0
-_locks: dict[tuple[str, str], threading.Lock] = {}
+_computing: KeyedLocks[tuple[str, str]] = KeyedLocks()  # one computation per version
 _refused: dict[tuple[str, str], tuple[float, str]] = {}
-_locks_lock = threading.Lock()
+_refused_lock = threading.Lock()
 
 
 def tables_of(
@@ -74,18 +75,12 @@ def tables_of(
             "the client computes them from the verified files"
         )
     key = (v.module, v.version)
-    with _locks_lock:
+    with _refused_lock:
         refused = _refused.get(key)
-        if refused is not None and time.monotonic() - refused[0] < REFUSED_TTL:
-            raise NotFoundError(refused[1])
-        lock = _locks.setdefault(key, threading.Lock())
-    try:
-        with lock:  # one computation per version in this process
-            sha = reg.meta.get_tensor_tables(v.module, v.version) or _compute(reg, v)
-    finally:
-        with _locks_lock:
-            if not lock.locked():
-                _locks.pop(key, None)
+    if refused is not None and time.monotonic() - refused[0] < REFUSED_TTL:
+        raise NotFoundError(refused[1])
+    with _computing.hold(key):  # one computation per version in this process
+        sha = reg.meta.get_tensor_tables(v.module, v.version) or _compute(reg, v)
     size = reg.blobs.size(sha)
     if size is None:
         raise StoreError(f"{module}@{version}: the tensor tables' blob {sha} is missing")
@@ -111,7 +106,7 @@ def _compute(reg: Registry, v: VersionRecord) -> str:
                 t = compute_table(path, e.path, where=f"{label}: {e.path}")
             except TensorError as exc:
                 msg = f"no tensor tables: {exc}"
-                with _locks_lock:
+                with _refused_lock:
                     if len(_refused) > 10_000:
                         _refused.clear()
                     _refused[(v.module, v.version)] = (time.monotonic(), msg)

@@ -29,10 +29,9 @@ large its files: see :func:`render_version` and :mod:`registry.artifactview`.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Generic, TypeVar
 from urllib.parse import quote
 
@@ -48,6 +47,7 @@ from wgtpm.module import escape_path, escape_version, unescape_path
 
 from . import tokens as _tokens
 from ._errors import BlobNotFoundError, GoneError, NotFoundError, RegistryError
+from ._keylock import KeyedLocks
 from .artifactview import (
     MAX_MANIFEST,
     MAX_PAW,
@@ -473,25 +473,8 @@ class PageCache:
     def __init__(self, pages: int = _CACHE_PAGES, digests: int = _CACHE_DIGESTS) -> None:
         self.pages: _Lru[tuple[str, str, str], str] = _Lru(pages, _CACHE_PAGE_BYTES, len)
         self.digests: _Lru[str, Digest] = _Lru(digests, _CACHE_DIGEST_BYTES, Digest.weight)
-        self._lock = threading.Lock()
-        self._rendering: dict[tuple[str, str, str], tuple[threading.Lock, int]] = {}
-
-    @contextlib.contextmanager
-    def rendering(self, key: tuple[str, str, str]) -> Iterator[None]:
-        """Held while ``key``'s page renders (one render of one page at a time)."""
-        with self._lock:
-            lock, n = self._rendering.get(key, (threading.Lock(), 0))
-            self._rendering[key] = (lock, n + 1)
-        try:
-            with lock:
-                yield
-        finally:
-            with self._lock:
-                n = self._rendering[key][1] - 1
-                if n:
-                    self._rendering[key] = (lock, n)
-                else:
-                    del self._rendering[key]
+        #: held while a page renders (one render of one page at a time)
+        self.rendering: KeyedLocks[tuple[str, str, str]] = KeyedLocks()
 
 
 # -- HTTP
@@ -543,7 +526,7 @@ def _version_page(
     page = cache.pages.get(key)
     if page is not None:
         return page, True
-    with cache.rendering(key):
+    with cache.rendering.hold(key):
         page = cache.pages.get(key)
         if page is not None:
             return page, True

@@ -91,12 +91,12 @@ def test_chain_builds_oci_sources_from_the_environment(tmp_path: Path) -> None:
 
     with HttpClient() as http:
         chain = from_env(http, env, Cache(tmp_path / "cache"))
-        src = chain._source("oci://reg.example/ns")
+        src = chain.source("oci://reg.example/ns")
         assert isinstance(src, OciSource) and src.client.base == "https://reg.example"
         assert src.repository("example.com/acme/m") == "ns/example.com/acme/m"
-        plain = chain._source("oci://insecure.example:5000/ns")
+        plain = chain.source("oci://insecure.example:5000/ns")
         assert isinstance(plain, OciSource) and plain.client.base == "http://insecure.example:5000"
-        direct = chain._source("direct")
+        direct = chain.source("direct")
         assert isinstance(direct, OciDirect)
         assert isinstance(direct.source_for("oci.acme.internal/m"), OciSource)
 

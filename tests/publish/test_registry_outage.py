@@ -32,7 +32,7 @@ import pytest
 from tests.registry.conftest import Live
 from tests.registry.helpers import free_port, registry_token
 from wgtpm._errors import ModuleError
-from wgtpm._report import SILENT
+from wgtpm._report import SILENT, Silent
 from wgtpm._retry import Backoff
 from wgtpm.httpclient import HttpClient, HttpOptions
 from wgtpm.publish import PublishOptions, RegistryTarget, publish_package
@@ -109,7 +109,7 @@ def registry(tmp_path: Path) -> Iterator[Registry]:
         reg.stop()
 
 
-class KillAtUpload:
+class KillAtUpload(Silent):
     """A reporter that kills the registry as the ``n``-th file upload begins, and starts it
     again ``restart_after`` seconds later (never, when ``None``)."""
 
@@ -131,15 +131,6 @@ class KillAtUpload:
 
     def warning(self, message: str) -> None:
         self.notices.append(message)
-
-    def start(self, label: str, total: int) -> None:
-        pass
-
-    def advance(self, label: str, n: int) -> None:
-        pass
-
-    def finish(self, label: str) -> None:
-        pass
 
 
 def _check_release(url: str, pkg: Path, release: Release) -> None:

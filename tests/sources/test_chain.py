@@ -75,7 +75,7 @@ def test_the_chain_is_handed_its_store(tmp_path: Path, http: HttpClient) -> None
     cache = Cache(tmp_path / "cache")
     chain = from_env(http, {"WGTPROXY": "direct"}, cache)
     assert isinstance(chain.meta_cache, CacheMetaStore) and chain.meta_cache.cache is cache
-    direct = chain._source("direct")
+    direct = chain.source("direct")
     assert isinstance(direct, DirectSource)
     assert direct.http is http and direct.meta_cache is chain.meta_cache
     chain.meta_cache.put("k", "etag", b"body")

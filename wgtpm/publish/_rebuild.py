@@ -351,62 +351,41 @@ def fetch_statement(module: str, version: str) -> tuple[bytes, str] | None:
     from .._errors import WgtpmError
     from ..httpclient import HttpClient, redact_url
     from ..module import escape_path, escape_version
-    from ..sources.chain import DEFAULT, Entry, parse_proxy_list
-    from ..sources.hosts import match_private
+    from ..sources.chain import DEFAULT, ChainSource, parse_proxy_list
     from ..sources.proxy import ProxySource
     from ._slsa import SLSA_ASSET
 
     env = os.environ
     private = ",".join(p for p in (env.get("WGTPRIVATE", ""), env.get("WGTNOPROXY", "")) if p)
     entries = parse_proxy_list(env.get("WGTPROXY", "") or DEFAULT)
-    if private and match_private(private, module):
-        entries = [Entry("direct")]  # as the chain does: its proxies never hear of it
     with HttpClient() as http:
-        for e in entries:
+        # the chain's own sources for each entry (direct as WGTOCI dispatches it, oci://,
+        # proxies); a WGTPRIVATE module is asked of direct only, as the chain does
+        chain = ChainSource(
+            entries,
+            private,
+            http,
+            oci=env.get("WGTOCI", ""),
+            oci_insecure=env.get("WGTOCI_INSECURE", ""),
+        )
+        for e in chain.entries_for(module):
             if e.url == "off":
                 continue
             try:
+                src: Any = chain.source(e.url)
                 if e.url == "direct":  # a GitHub asset, a Hugging Face file, or a referrer
-                    host = _direct_host(module, http)
-                    read = getattr(host, "attestation", None)
-                    if read is None:
-                        continue
-                    return read(module, version), f"{module}@{version} {SLSA_ASSET} ({host.name})"
-                if e.url.startswith("oci://"):  # a referrer of the version's manifest
-                    from ..sources.oci import OciSource
-
-                    insecure = env.get("WGTOCI_INSECURE", "")
-                    oci = OciSource.from_url(e.url, http, insecure_patterns=insecure)
-                    data = oci.attestation(module, version)
-                    return data, f"{module}@{version} {SLSA_ASSET} ({oci.name})"
-                src = ProxySource(e.url, None if e.url.startswith("file:") else http)
-                data = src.attestation(module, version)
+                    src = src.source_for(module)
+                read = getattr(src, "attestation", None)
+                if read is None:
+                    continue
+                data = read(module, version)
             except WgtpmError:
                 continue
+            if not isinstance(src, ProxySource):
+                return data, f"{module}@{version} {SLSA_ASSET} ({src.name})"
             rest = f"{escape_path(module)}/@v/{escape_version(version)}.slsa.json"
             return data, redact_url(f"{src.base}/{rest}")
     return None
-
-
-def _direct_host(module: str, http: Any) -> Any:
-    """The source ``direct`` reads ``module`` from, as the chain dispatches it: the OCI
-    registry ``WGTOCI`` names for the path (the statement is a referrer of the version's
-    manifest), else the path's host (:class:`~wgtpm.sources.direct.DirectSource`; raises
-    :class:`~wgtpm.NotFoundError` for a host it has no source for)."""
-    import os
-
-    from ..sources.direct import DirectSource
-
-    inner = DirectSource(http)
-    wgtoci = os.environ.get("WGTOCI", "")
-    if wgtoci:
-        from ..sources.oci import OciDirect
-
-        insecure = os.environ.get("WGTOCI_INSECURE", "")
-        host = OciDirect(inner, wgtoci, lambda: http, insecure_patterns=insecure).source_for(module)
-        if host is not inner:
-            return host
-    return inner.source_for(module)
 
 
 def _tools(theirs: Mapping[str, str]) -> dict[str, tuple[str | None, str | None]]:

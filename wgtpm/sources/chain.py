@@ -175,7 +175,8 @@ class ChainSource:
                 self._http = self._http()
             return self._http
 
-    def _source(self, url: str) -> Source:
+    def source(self, url: str) -> Source:
+        """The source of the ``WGTPROXY`` entry ``url`` (made on first use, then kept)."""
         with self._lock:
             src = self._sources.get(url)
             if src is None:
@@ -207,16 +208,17 @@ class ChainSource:
                 self._sources[url] = src
             return src
 
-    def _entries_for(self, path: str) -> list[Entry]:
+    def entries_for(self, path: str) -> list[Entry]:
+        """The entries asked for ``path``: ``direct`` alone for a ``WGTPRIVATE`` one."""
         if self.private and match_private(self.private, path):
             return [Entry("direct")]
         return self.entries
 
     def _try(self, path: str, call: Callable[[Source], T]) -> tuple[T, Source]:
         last: WgtpmError | None = None
-        entries = self._entries_for(path)
+        entries = self.entries_for(path)
         for i, e in enumerate(entries):
-            src = self._source(e.url)
+            src = self.source(e.url)
             try:
                 return call(src), src
             except NotFoundError as exc:

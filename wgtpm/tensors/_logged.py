@@ -35,6 +35,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .._errors import CacheError, FetchError, NotFoundError, SumdbVerifyError
+from ._compute import format_of
+from ._errors import TensorFormatError
 from ._table import TABLES_FILE, TensorTables, parse_tables
 
 if TYPE_CHECKING:
@@ -51,9 +53,6 @@ LOGGED_EXT = "tensors.json"
 def check_against_index(tables: TensorTables, index: ReleaseIndex, where: str) -> None:
     """Refuse ``tables`` unless each file's table names a file of ``index`` with its size,
     sha256 and format (:class:`TensorFormatError` naming ``where``)."""
-    from ._compute import format_of
-    from ._errors import TensorFormatError
-
     for path, t in tables.files.items():
         e = index.entry(path)
         if e is None:

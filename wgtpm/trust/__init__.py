@@ -242,25 +242,26 @@ def _verify_keyring(
 ) -> None:
     """Check ``signed`` with the key of ``keys`` its hint names (each in turn when it names
     none); :class:`BadSignature` for a key ``revoked`` lists, or no key that verifies."""
-    if signed.hint and signed.hint in revoked:
-        r = revoked[signed.hint]
-        raise BadSignature(
-            f"signed by key {fingerprint(signed.hint)}, which {rule.revoked} lists as {r.said()}"
+
+    def refuse_revoked(hint: str) -> BadSignature:
+        return BadSignature(
+            f"signed by key {fingerprint(hint)}, which {rule.revoked} lists as "
+            f"{revoked[hint].said()}"
         )
-    hints = [key_hint(k) for k in keys]
-    chosen = [k for k, h in zip(keys, hints, strict=True) if h == signed.hint] or list(keys)
+
+    if signed.hint and signed.hint in revoked:
+        raise refuse_revoked(signed.hint)
+    ring = [(k, key_hint(k)) for k in keys]
+    chosen = [(k, h) for k, h in ring if h == signed.hint] or ring
     last: BadSignature | None = None
-    for key, hint in zip(chosen, [key_hint(k) for k in chosen], strict=True):
+    for key, hint in chosen:
         try:
             verify_key(signed, key)
         except BadSignature as exc:
             last = exc
             continue
         if hint in revoked:  # a bundle without a hint, by a revoked key of the ring
-            raise BadSignature(
-                f"signed by key {fingerprint(hint)}, which {rule.revoked} lists as "
-                f"{revoked[hint].said()}"
-            )
+            raise refuse_revoked(hint)
         return
     assert last is not None
     raise last
