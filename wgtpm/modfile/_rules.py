@@ -55,7 +55,6 @@ from ._interpret import interpret
 from ._stmts import (
     BLOCK_VERBS,
     LANGUAGE_VERSION,
-    TENSOR_TABLES,
     VERBS,
     Artifact,
     DenyLicense,
@@ -77,7 +76,6 @@ from ._syntax import Block, Comment, FileSyntax, Line, Stmt, format_syntax, pars
 
 __all__ = [
     "LANGUAGE_VERSION",
-    "TENSOR_TABLES",
     "Artifact",
     "DenyLicense",
     "Exclude",
