@@ -7,9 +7,9 @@ module must import nothing heavy at import time (torch, transformers, httpx
 about as fast as Python itself.
 
 This module itself imports only ``os`` and ``sys``: :func:`main` answers a
-plain ``wgtpm get`` whose no-op stamp holds (:data:`PLAIN_GET`) before
-argparse and the command modules are loaded, since loading them costs more
-than the whole check (:mod:`wgtpm.modload.stamp`).
+plain ``wgtpm get`` whose no-op stamp holds (:data:`PLAIN_GET`), and a plain
+``wgtpm --version``, before argparse and the command modules are loaded, since
+loading them costs more than the whole check (:mod:`wgtpm.modload.stamp`).
 """
 
 from __future__ import annotations
