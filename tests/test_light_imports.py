@@ -63,6 +63,7 @@ NOT_FOR_A_DOWNLOAD = (
     "huggingface_hub",
     "httpx",
     "wgtpm.publish._provenance",
+    "wgtpm._cachemaint",  # cache verify, clean and gc only
 )
 
 

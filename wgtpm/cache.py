@@ -51,16 +51,18 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import _cachemaint, _json
+from . import _json
 from ._cachedir import default_root
-from ._cachemaint import CacheProblem
 from ._errors import CacheError
 from ._fs import FileLock, write_atomic
 from .module import escape_path, escape_version
 
-__all__ = ["Cache", "CacheProblem", "default_root"]
+if TYPE_CHECKING:  # the maintenance code loads only for the commands that use it
+    from ._cachemaint import CacheProblem
+
+__all__ = ["Cache", "default_root"]
 
 BLOB_MODE = 0o444
 
@@ -297,18 +299,26 @@ class Cache:
 
     def verify(self) -> list[CacheProblem]:
         """Re-hash every blob and check every tree file against its index."""
+        from . import _cachemaint
+
         return _cachemaint.verify(self)
 
     def repair(self, problems: list[CacheProblem]) -> list[Path]:
         """Remove the corrupted files of ``problems`` and every link to them; returns what went."""
+        from . import _cachemaint
+
         return _cachemaint.repair(self, problems)
 
     def clean(self) -> None:
         """Remove everything (waits for other wgtpm processes to finish first)."""
+        from . import _cachemaint
+
         _cachemaint.clean(self)
 
     def gc(self) -> tuple[int, int]:
         """Remove blobs no module tree uses and stale partial files; returns (files, bytes) freed."""
+        from . import _cachemaint
+
         return _cachemaint.gc(self)
 
 

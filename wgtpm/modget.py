@@ -23,7 +23,7 @@ from .modload.buildlist import Fetched
 from .modload.notices import warn_deprecated, warn_empty_selects, warn_retracted
 from .modload.project import Project, plain_readonly_errors
 from .module import ModuleVersion
-from .query import check_query, is_revision, meant
+from .query import WORDS, check_query, is_revision, meant
 
 __all__ = [
     "Change",
@@ -161,6 +161,7 @@ def get(
     """
     _check_separate_versions(args)
     current = project.build_list()
+    given = len(args)  # the modules asked for by name; -u's come after them
     if update:
         args = args + _update_args(project, current, args, update)
     if not args:
@@ -172,11 +173,9 @@ def get(
     before = {m.path: m.version for m in current[1:]}
     targets: list[MV] = []
     named: set[str] = set()  # the modules asked for by name (not by -u): direct from now on
-    for arg in args:
-        added = arg.startswith(_UPDATE)
-        arg = arg.removeprefix(_UPDATE)
+    for i, arg in enumerate(args):
         path, query = parse_arg(arg)
-        if not added:
+        if i < given:
             named.add(path)
         if path == project.path:
             raise UsageError(f"{arg}: cannot get the main module itself")
@@ -252,11 +251,7 @@ def _check_separate_versions(args: list[str]) -> None:
     for prev, arg in itertools.pairwise(args):
         if "@" in prev or "@" in arg or "/" in arg:
             continue
-        if (
-            _v.is_valid(arg)
-            or arg in ("latest", "upgrade", "patch", "none")
-            or _MISSING_V.match(arg)
-        ):
+        if _v.is_valid(arg) or arg in WORDS or _MISSING_V.match(arg):
             fixed = arg if arg[:1] == "v" or not arg[:1].isdigit() else "v" + arg
             raise UsageError(
                 f"{arg}: not a module path; a version goes after the module and an '@': "
@@ -264,14 +259,10 @@ def _check_separate_versions(args: list[str]) -> None:
             )
 
 
-#: Marks an argument ``get -u`` added (a dependency to upgrade, not a module asked for).
-_UPDATE = "\0u:"
-
-
 def _update_args(project: Project, current: list[MV], args: list[str], update: str) -> list[str]:
     """The ``PATH@upgrade`` (or ``@patch``) arguments ``-u`` adds: for each module the named
     modules require, directly or not, at the versions the graph has now (each module of
-    the build list when none is named); marked with :data:`_UPDATE`."""
+    the build list when none is named)."""
     query = "patch" if update == "patch" else "upgrade"
     if not args:
         scope = {m.path for m in current[1:]}
@@ -293,7 +284,7 @@ def _update_args(project: Project, current: list[MV], args: list[str], update: s
                     queue.append(selected.get(r.path, r))
     if query == "patch":  # a patch of the version selected now (a new one comes as required)
         scope &= {m.path for m in current[1:]}
-    return [f"{_UPDATE}{p}@{query}" for p in sorted(scope)]
+    return [f"{p}@{query}" for p in sorted(scope)]
 
 
 def _known_parent(path: str, modules: set[str]) -> str | None:

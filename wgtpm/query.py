@@ -130,7 +130,7 @@ def pick(
     return None
 
 
-#: The query words a misspelt revision is compared with by :func:`meant`.
+#: The query words: what a misspelt revision is compared with (:func:`meant`).
 WORDS = ("latest", "upgrade", "patch", "none")
 
 

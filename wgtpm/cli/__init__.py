@@ -7,9 +7,9 @@ module must import nothing heavy at import time (torch, transformers, httpx
 about as fast as Python itself.
 
 This module itself imports only ``os`` and ``sys``: :func:`main` answers a
-plain ``wgtpm get`` whose no-op stamp holds (:data:`PLAIN_GET`) before
-argparse and the command modules are loaded, since loading them costs more
-than the whole check (:mod:`wgtpm.modload.stamp`).
+plain ``wgtpm get`` whose no-op stamp holds (:data:`PLAIN_GET`), and a plain
+``wgtpm --version``, before argparse and the command modules are loaded, since
+loading them costs more than the whole check (:mod:`wgtpm.modload.stamp`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
     from ._parser import build_parser
 
-__all__ = ["DEBUG_ENV", "PLAIN_GET", "build_parser", "entry", "main"]
+__all__ = ["DEBUG_ENV", "PLAIN_GET", "build_parser", "entry", "main", "version_line"]
 
 # Set to 1 to print the traceback of an internal error.
 DEBUG_ENV = "WGTPM_DEBUG"
@@ -62,12 +62,18 @@ def _answered_by_stamp(argv: list[str]) -> bool:
         return False  # the full path meets it again and says what is wrong
 
 
+def version_line() -> str:
+    """What ``wgtpm --version`` prints: answered here for a plain ``wgtpm --version``, and by
+    argparse's version action otherwise (``wgtpm -C DIR --version``)."""
+    from .. import __version__
+
+    return f"wgtpm {__version__}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv == ["--version"]:  # before argparse and the command modules, as a no-op get
-        from .. import __version__
-
-        print(f"wgtpm {__version__}")
+        print(version_line())
         return 0
     if _answered_by_stamp(argv):
         return 0  # this exact wgt.mod and wgt.sum were fully fetched and verified before

@@ -86,10 +86,11 @@ def temporary_main() -> Iterator[Path]:
     (``module command-line-arguments``, as Go names it), removed afterwards."""
     import tempfile
 
+    from .. import modfile
     from ..modload.root import MOD
 
     with tempfile.TemporaryDirectory(prefix="wgtpm-main-") as d:
-        (Path(d) / MOD).write_text(f"module {TEMP_MAIN}\nwgt 0.1\n")
+        (Path(d) / MOD).write_bytes(modfile.new(TEMP_MAIN).format())
         yield Path(d)
 
 

@@ -15,7 +15,7 @@ import importlib
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from .. import __version__
+from . import version_line
 
 __all__ = ["COMMANDS", "COMMAND_MODULES", "build_parser", "parse", "print_json_error"]
 
@@ -89,7 +89,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         description="wgtpm resolves, locks, downloads and builds neural-network artifacts.",
     )
     parser.add_argument("-C", dest="chdir", metavar="DIR", help="run as if started in DIR")
-    parser.add_argument("--version", action="version", version=f"wgtpm {__version__}")
+    parser.add_argument("--version", action="version", version=version_line())
     parser.add_argument(
         "-x",
         dest="trace",

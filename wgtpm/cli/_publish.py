@@ -123,7 +123,7 @@ def _publish(args: argparse.Namespace) -> int:
 def _retract(args: argparse.Namespace) -> int:
     from ..publish import retract
 
-    nxt = _unused(Path.cwd(), retract(Path.cwd(), args.version, args.message))
+    nxt = retract(Path.cwd(), args.version, args.message)
     print(f"wgtpm: wgt.mod now retracts {args.version} // {args.message}", file=sys.stderr)
     print(
         "wgtpm: consumers see a retraction in the latest version's wgt.mod: commit, then publish "
@@ -131,36 +131,3 @@ def _retract(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 0
-
-
-def _unused(pkg: Path, nxt: str) -> str:
-    """``nxt`` (the patch after the retracted version), or when a version as high or higher
-    of its major is tagged in the package's repository or named in its wgt.mod's
-    ``retract`` lines, the patch after the highest of them: a version not published yet."""
-    import subprocess
-
-    from .. import modfile
-    from .. import version as _v
-    from .._errors import WgtpmError
-
-    known = []
-    try:
-        tags = subprocess.run(
-            ["git", "-C", str(pkg), "tag", "--list"], capture_output=True, text=True, timeout=10
-        ).stdout.split()
-    except (OSError, subprocess.SubprocessError):  # no git: the wgt.mod's versions only
-        tags = []
-    known += [t.rsplit("/", 1)[-1] for t in tags]
-    try:
-        mf = modfile.parse((pkg / "wgt.mod").read_bytes(), str(pkg / "wgt.mod"))
-        known += [r.high for r in mf.retracts] + [r.low for r in mf.retracts]
-    except (OSError, WgtpmError):
-        pass
-    same = [
-        v for v in known if _v.is_valid(v) and not _v.is_pseudo(v) and _v.major(v) == _v.major(nxt)
-    ]
-    top = _v.sort_versions(same)[-1] if same else None
-    if top is None or _v.compare(top, nxt) < 0:
-        return nxt
-    base = _v.to_semver(top)
-    return f"v{base.major}.{base.minor}.{base.patch + (0 if base.prerelease else 1)}"

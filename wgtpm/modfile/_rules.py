@@ -55,7 +55,6 @@ from ._interpret import interpret
 from ._stmts import (
     BLOCK_VERBS,
     LANGUAGE_VERSION,
-    TENSOR_TABLES,
     VERBS,
     Artifact,
     DenyLicense,
@@ -77,7 +76,6 @@ from ._syntax import Block, Comment, FileSyntax, Line, Stmt, format_syntax, pars
 
 __all__ = [
     "LANGUAGE_VERSION",
-    "TENSOR_TABLES",
     "Artifact",
     "DenyLicense",
     "Exclude",
@@ -157,7 +155,7 @@ class ModFile(Statements):
         for r in list(self.requires):
             if r.path not in want:
                 self.drop_require(r.path)
-        for p, v, ind in sorted(reqs):
+        for p, v, ind in reqs:  # in any order: sort_requires orders the blocks below
             cur = self.require(p)
             if cur is None or cur.version != v or cur.indirect != ind:
                 self.add_require(p, v, ind)

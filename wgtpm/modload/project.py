@@ -99,12 +99,8 @@ class Project:
         """
         opts = opts or Options()
         root = find_root(start or Path.cwd())
-        if private:
+        if private or opts.readonly:  # no other command sees it, or nothing will be written
             with cls(ProjectFiles.load(root, opts.readonly, opts.missing_sum_fix), opts) as project:
-                yield project
-            return
-        if opts.readonly:  # nothing will be written
-            with cls(ProjectFiles.load(root, True, opts.missing_sum_fix), opts) as project:
                 yield project
             return
         from ..cache import default_root

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..modfile._rules import TENSOR_TABLES
+from ..modfile._stmts import TENSOR_TABLES
 from ..module import ModuleVersion
 from .buildlist import Fetched
 

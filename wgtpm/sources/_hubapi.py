@@ -87,12 +87,7 @@ class HubApi:
     def file_request(self, path: str, commit: str, name: str) -> FileRequest:
         """The download of file ``name`` at ``commit``: the bytes, or a redirect to a CDN."""
         url = f"{self.endpoint}/{repo_id(path)}/resolve/{commit}/{quote(name)}"
-        token = self.token()
-        if not token:
-            return FileRequest(url)
-        return FileRequest(
-            url, Credential(self.endpoint, "Authorization", f"Bearer {token}").headers_for(url)
-        )
+        return FileRequest(url, self.headers(url))
 
     # ---- requests -----------------------------------------------------------
 

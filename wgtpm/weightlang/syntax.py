@@ -70,19 +70,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from .._errors import ParseError, Position, PositionedError
-from ._lexer import Token, tokenize
-from ._parser import (
-    IDENT,
-    INPUT_TYPES,
-    LOSSES,
-    MAX_EPOCHS,
-    NAME,
-    OPTIMIZERS,
-    STATEMENTS,
-    SUPPORTED_VERSIONS,
-    WEIGHTS_SUFFIXES,
-    Parser,
-)
+from ._lexer import tokenize
+from ._parser import IDENT, SUPPORTED_VERSIONS, Parser
 from ._tree import (
     DataDecl,
     FileData,
@@ -100,14 +89,7 @@ from ._tree import (
 
 __all__ = [
     "IDENT",
-    "INPUT_TYPES",
-    "LOSSES",
-    "MAX_EPOCHS",
-    "NAME",
-    "OPTIMIZERS",
-    "STATEMENTS",
     "SUPPORTED_VERSIONS",
-    "WEIGHTS_SUFFIXES",
     "DataDecl",
     "FileData",
     "Import",
@@ -119,12 +101,10 @@ __all__ = [
     "Row",
     "TensorDecl",
     "TensorImport",
-    "Token",
     "Train",
     "parse",
     "parse_bytes",
     "parse_file",
-    "tokenize",
 ]
 
 
