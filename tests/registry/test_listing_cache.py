@@ -75,6 +75,15 @@ def _publish(url: str, token: str, module: str, version: str, private: bool = Fa
     assert r.status_code == 201, r.text
 
 
+def _settle(clock: Any) -> None:
+    """Wait until ``clock`` (a :class:`registry.fastpath.ChangeClock`, or ``None``) has no
+    count read in flight. On a busy machine a read takes far longer than it does here, so
+    waiting a fixed time counts a read's checkout without its end (a flaky failure in CI)."""
+    deadline = time.monotonic() + 10
+    while clock is not None and clock._reading and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 def _until_listed(url: str, version: str, t0: float) -> float:
     """Seconds from ``t0`` until ``url`` lists ``version``; fails past :data:`PROMISE`."""
     while True:
@@ -153,17 +162,18 @@ def test_a_cached_list_costs_no_database_query(replicas: tuple[list[Replica], st
         def count(*_args: Any) -> None:
             checkouts.append(1)
 
+        clock = getattr(b.app.fast, "clock", None)
+        _settle(clock)  # no read in flight whose checkout came before the count starts
         engines = {b.meta.engine, getattr(b.meta, "reader", b.meta.engine)}
         for e in engines:
             sa.event.listen(e.pool, "checkout", count)
         try:
-            clock = getattr(b.app.fast, "clock", None)
             reads = clock.reads if clock else 0
             n, t0 = 0, time.monotonic()
             while time.monotonic() - t0 < PROMISE:
                 assert c.get(url).text == "v1.0.0\n"
                 n += 1
-            time.sleep(0.05)  # a count read started by the last request ends
+            _settle(clock)  # a count read started by the last request ends
             count_reads = (clock.reads if clock else 0) - reads
         finally:
             for e in engines:
