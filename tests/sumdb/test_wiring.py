@@ -275,6 +275,31 @@ def test_a_version_the_log_does_not_know_is_refused(wgtpm, project, registry, tr
     assert files_of(project) == before
 
 
+def test_a_file_tree_needs_wgtnosumdb_when_wgtsumdb_is_set(
+    wgtpm, project, registry, tree, honest, env, tmp_path: Path
+) -> None:
+    """What docs/guides/publishing.md says of ``WGTPROXY=file://DIST`` (a ``--dry-run``
+    tree) under the demo's ``WGTSUMDB``: the log has never seen the module, so the get is
+    refused in one line naming WGTNOSUMDB, and ``WGTNOSUMDB=MODULE`` makes it work."""
+    dist = ProxyTree(tmp_path / "dist")
+    publish(dist, None, D)  # published to dist/ only: the log cannot know it
+    env.setenv("WGTPROXY", f"file://{dist.root}")
+    before = files_of(project)
+    r = wgtpm("get", f"{D}@v0.1.0", cwd=project)
+    assert r.code == 1
+    lines = [ln for ln in r.err.splitlines() if ln.startswith("wgtpm:")]
+    assert len(lines) == 1 and lines[0].startswith(f"wgtpm: {D}@v0.1.0: "), r.err
+    assert "WGTNOSUMDB" in r.err and "Traceback" not in r.err
+    assert files_of(project) == before
+    asked = registry.sumdb_requests(f"/sumdb/*/lookup/{D}@*")
+    assert asked  # the refusal came from the log, not from the tree
+    env.setenv("WGTNOSUMDB", D)
+    r = wgtpm("get", f"{D}@v0.1.0", cwd=project)
+    assert r.code == 0, r.err
+    assert f"{D} v0.1.0 h1:" in (project / "wgt.sum").read_text()
+    assert registry.sumdb_requests(f"/sumdb/*/lookup/{D}@*") == asked  # not asked again
+
+
 def test_wgtprivate_skips_the_lookup(
     registry, tree, honest, env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
