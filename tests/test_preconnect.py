@@ -117,13 +117,33 @@ def test_connections_nobody_took_are_closed_with_the_client() -> None:
     with _Ok() as srv:
         http = HttpClient(HttpOptions(retries=0))
         _preconnect.ahead(srv.url + "/unused", 5.0)
-        ahead = _preconnect._ahead[("127.0.0.1", int(srv.url.rsplit(":", 1)[1]))]
+        (ahead,) = _preconnect._ahead[("127.0.0.1", int(srv.url.rsplit(":", 1)[1]))]
         assert ahead.done.wait(5)
         sock = ahead.sock
         assert sock is not None
         http.close()
         assert sock.fileno() == -1  # closed
         assert not _preconnect._ahead
+
+
+def test_requests_expected_at_once_each_take_a_connection_opened_ahead() -> None:
+    """Two first requests sent at once (HttpClient.expect): two connections opened ahead,
+    one taken by each, and no third."""
+    with _Ok() as srv, HttpClient(HttpOptions(retries=0)) as http:
+        srv.latency = 0.2  # both requests are in flight together
+        http.expect(srv.url, 2)
+        key = ("127.0.0.1", int(srv.url.rsplit(":", 1)[1]))
+        assert len(_preconnect._ahead[key]) == 2
+        bodies: list[bytes] = []
+        t = threading.Thread(target=lambda: bodies.append(http.get_bytes(srv.url + "/a")))
+        t.start()
+        bodies.append(http.get_bytes(srv.url + "/b"))
+        t.join(10)
+        assert bodies == [b"ok", b"ok"]
+        assert srv.connections == 2
+        assert key not in _preconnect._ahead
+        http.expect(srv.url, 2)  # the client is made: its pool opens what it needs
+        assert key not in _preconnect._ahead
 
 
 def test_a_client_with_its_own_transport_opens_nothing_ahead() -> None:

@@ -8,7 +8,9 @@ makes its httpx client at its first request, and just before, starts a TCP
 connection to that request's host on a thread (:func:`ahead`). The transport's
 backend (:class:`wgtpm._httptransport.Backend`) takes it (:func:`take`) for the
 first connection it opens to that host and port, in place of connecting
-again; TLS, if any, starts on it as on any other.
+again; TLS, if any, starts on it as on any other. A caller about to send
+several requests at once (:meth:`wgtpm.httpclient.HttpClient.expect`) has as
+many opened, each taken by one of the backend's first connections.
 
 A connection opened ahead is only a head start. One that the server closed
 meanwhile, or that the client never takes, is dropped, and the backend connects
@@ -26,7 +28,7 @@ from urllib.parse import urlsplit
 __all__ = ["ahead", "drop", "take"]
 
 _lock = threading.Lock()
-_ahead: dict[tuple[str, int], _Ahead] = {}
+_ahead: dict[tuple[str, int], list[_Ahead]] = {}
 
 
 class _Ahead:
@@ -69,9 +71,9 @@ class _Ahead:
             sock.close()
 
 
-def ahead(url: str, timeout: float) -> None:
-    """Start opening a TCP connection to the host of ``url`` (``http`` or ``https``), at
-    most one per host and port at a time; ``timeout`` bounds the connect."""
+def ahead(url: str, timeout: float, count: int = 1) -> None:
+    """Start opening TCP connections to the host of ``url`` (``http`` or ``https``) until
+    ``count`` are opened ahead and not yet taken; ``timeout`` bounds each connect."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return
@@ -81,8 +83,9 @@ def ahead(url: str, timeout: float) -> None:
         return
     key = (parts.hostname, port)
     with _lock:
-        if key not in _ahead:
-            _ahead[key] = _Ahead(key[0], key[1], timeout)
+        pending = _ahead.setdefault(key, [])
+        while len(pending) < count:
+            pending.append(_Ahead(key[0], key[1], timeout))
 
 
 def take(host: str, port: int, timeout: float | None) -> socket.socket | OSError | None:
@@ -90,7 +93,10 @@ def take(host: str, port: int, timeout: float | None) -> socket.socket | OSError
     ``timeout`` seconds for the connect under way: the one the caller would make), or the
     error that connect met; ``None`` if there is none, or the server has closed it."""
     with _lock:
-        a = _ahead.pop((host, port), None)
+        pending = _ahead.get((host, port))
+        a = pending.pop(0) if pending else None
+        if pending == []:
+            del _ahead[(host, port)]
     if a is None or not a.done.wait(timeout):
         if a is not None:
             a.drop()
@@ -115,7 +121,7 @@ def drop() -> None:
     """Close the connections opened ahead that nobody took (a client is closing; one that
     another client was about to take is then opened by its backend as usual)."""
     with _lock:
-        left = list(_ahead.values())
+        left = [a for pending in _ahead.values() for a in pending]
         _ahead.clear()
     for a in left:
         a.drop()

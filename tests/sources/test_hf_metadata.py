@@ -24,18 +24,49 @@ def _repo(hf: HuggingFaceServer) -> None:
     repo.tag("v0.1.0")
 
 
-def test_a_tagged_version_costs_two_api_calls(
+def test_a_tagged_version_costs_two_api_calls_in_one_round_trip(
     hf: HuggingFaceServer, http: HttpClient, tmp_path: Path
 ) -> None:
+    """The refs and the revision by the tag's name are asked at once. The server sleeps
+    0.3 s before it logs each request, so a request sent only once the other's answer
+    was read is logged at least 0.3 s after it."""
     _repo(hf)
+    hf.latency = 0.3
     src = HuggingFaceSource(http, endpoint=hf.url)
+    assert src.info(MOD, "v0.1.0").version == "v0.1.0"
+    hf.latency = 0.0
     tree = fetch(src, tmp_path / "c", MOD, "v0.1.0", http=http)
     assert (tree / "model.safetensors").read_bytes() == WEIGHTS
-    api = [s.path for s in hf.log.where(server="hf", path="/api/*")]
-    assert api == [
+    seen = sorted(hf.log.where(server="hf", path="/api/*"), key=lambda s: s.path)
+    assert [s.path for s in seen] == [
         "/api/models/acme/tiny/refs",
-        f"/api/models/acme/tiny/revision/{hf.repos['acme/tiny'].tags['v0.1.0']}?blobs=true",
+        "/api/models/acme/tiny/revision/v0.1.0?blobs=true",
     ]
+    assert abs(seen[0].at - seen[1].at) < 0.3
+
+
+def test_a_branch_named_as_the_tag_is_not_taken_for_it(
+    hf: HuggingFaceServer, http: HttpClient, tmp_path: Path
+) -> None:
+    """The Hub answers ``revision/v0.1.0`` with a branch of that name when there is one:
+    the refs say the tag names another commit, so that commit is asked for itself."""
+    _repo(hf)
+    repo = hf.repos["acme/tiny"]
+    tagged = repo.tags["v0.1.0"]
+    repo.commit({"config.json": b"{}", "model.safetensors": b"other"})
+    repo.branch("v0.1.0")
+    assert repo.resolve("v0.1.0") != tagged
+    src = HuggingFaceSource(http, endpoint=hf.url)
+    assert src.info(MOD, "v0.1.0").commit == tagged
+    tree = fetch(src, tmp_path / "c", MOD, "v0.1.0", http=http)
+    assert (tree / "model.safetensors").read_bytes() == WEIGHTS
+    api = [s.path for s in hf.log.where(server="hf", path="/api/*/revision/*")]
+    assert sorted(api) == sorted(
+        [
+            "/api/models/acme/tiny/revision/v0.1.0?blobs=true",
+            f"/api/models/acme/tiny/revision/{tagged}?blobs=true",
+        ]
+    )
 
 
 class _NoDetails(HuggingFaceServer):

@@ -42,6 +42,12 @@ class HttpClient:
     def close(self) -> None:
         self._sender.close()
 
+    def expect(self, url: str, count: int) -> None:
+        """Say that ``count`` requests to the host of ``url`` are about to be sent at once,
+        so that, if they are this client's first, their connections are opened while the
+        HTTP stack loads rather than one after the other."""
+        self._sender.expect(url, count)
+
     def __enter__(self) -> HttpClient:
         return self
 

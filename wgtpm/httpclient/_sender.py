@@ -67,6 +67,14 @@ class Sender:
                 )
             return self._httpx
 
+    def expect(self, url: str, count: int) -> None:
+        """``count`` requests to the host of ``url`` are about to start at once: when they
+        will be the first, open that many connections ahead (:mod:`wgtpm._preconnect`)."""
+        if self._httpx is None and self._transport is None and not self._closed:
+            from .. import _preconnect
+
+            _preconnect.ahead(url, min(10.0, self.opts.timeout), count)
+
     def close(self) -> None:
         self.watch.stop()
         with self._making:

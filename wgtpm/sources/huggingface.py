@@ -40,6 +40,10 @@ imported), in as few round trips as the API allows::
                                                           size, git blob id and LFS sha256
     GET /api/models/OWNER/REPO/commits/REV?p=N            history (pseudo-versions only)
 
+For a version tag, the revision is asked by the tag's name at the same time as
+the refs, so a get costs one round trip of metadata, not two; when the refs say
+the tag names another commit (a branch of the same name answered), that commit
+is asked for itself.
 A Hub whose revision answer lists no file details is asked for the
 recursive tree (``/tree/REV?recursive=true``, following ``Link: rel="next"``).
 ``HF_ENDPOINT`` and ``HF_TOKEN`` are honoured as the Hugging Face tools honour
@@ -55,12 +59,12 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .. import index as _index
 from .. import module as _module
 from .. import version as _version
-from .._errors import InvalidVersionError, NotFoundError
+from .._errors import InvalidVersionError, NotFoundError, WgtpmError
 from ._base import FileRequest, RevInfo
 from ._hflocate import SmallLfs
 from ._hosted import (
@@ -210,13 +214,20 @@ class HuggingFaceSource:
 
     # ---- revisions ----------------------------------------------------------
 
-    def _version_tags(self, path: str) -> dict[str, str]:
-        """version -> commit, for the tags of the repository that are versions of this module."""
-        now = time.monotonic()
+    def _cached_tags(self, path: str) -> dict[str, str] | None:
+        """:meth:`_version_tags` as last listed, unless that was :data:`REFS_TTL` ago."""
         with self._lock:
             cached = self._refs.get(path)
-        if cached is not None and now - cached[0] < REFS_TTL:
+        if cached is not None and time.monotonic() - cached[0] < REFS_TTL:
             return dict(cached[1])
+        return None
+
+    def _version_tags(self, path: str) -> dict[str, str]:
+        """version -> commit, for the tags of the repository that are versions of this module."""
+        cached = self._cached_tags(path)
+        if cached is not None:
+            return cached
+        now = time.monotonic()
         out = {}
         for name, commit in self.api.refs(path, "tags"):
             v = tag_version(path, name)
@@ -229,7 +240,9 @@ class HuggingFaceSource:
     def _model_rev(self, path: str, rid: str, rev: str | None, query: str) -> Rev:
         """The commit and commit time ``rev`` (``None``: the default branch) names; the
         files the same answer lists are kept as the commit's tree."""
-        found, tree = self.api.revision(path, rev, query)
+        return self._keep_tree(rid, *self.api.revision(path, rev, query))
+
+    def _keep_tree(self, rid: str, found: Rev, tree: dict[str, HubFile] | None) -> Rev:
         if tree is not None:
             with self._lock:
                 self._trees.setdefault((rid, found.commit), tree)
@@ -280,10 +293,21 @@ class HuggingFaceSource:
                     "this pseudo-version records; it is not a version of this module",
                 )
         else:
+            # The tag's revision is asked by name alongside the refs that say which commit
+            # the tag names (one round trip, not two); a branch of the same name would answer
+            # for another commit, and then the commit itself is asked.
+            ahead = None
+            if self._cached_tags(path) is None:
+                self.http.expect(self.endpoint, 2)
+                ahead = _Ahead(lambda: self.api.revision(path, version, version))
             sha = self._version_tags(path).get(version)
             if sha is None:
                 raise NotFoundError(path, version, f"no tag {version} in {rid}")
-            rev = self._model_rev(path, rid, sha, version)
+            answer = ahead.result() if ahead is not None else None
+            if answer is not None and answer[0].commit == sha:
+                rev = self._keep_tree(rid, *answer)
+            else:
+                rev = self._model_rev(path, rid, sha, version)
         with self._lock:
             self._revs[(path, version)] = rev
         return rev
@@ -452,6 +476,35 @@ def _partition(
         else:
             small.append(f)
     return entries, small, skipped
+
+
+class _Ahead(Generic[_R]):
+    """A call started in a thread of its own before its answer is known to be needed;
+    :meth:`result` is ``None`` when it failed as a request can fail (the caller then asks
+    again in turn, and that request reports its errors)."""
+
+    def __init__(self, fn: Callable[[], _R]) -> None:
+        self._fn = fn
+        self._done = threading.Event()
+        self._value: _R | None = None
+        self._bug: BaseException | None = None
+        threading.Thread(target=self._run, name="wgtpm-hf-ahead", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            self._value = self._fn()
+        except WgtpmError:
+            pass
+        except BaseException as exc:  # not a request's failure: raised where the result is read
+            self._bug = exc
+        finally:
+            self._done.set()
+
+    def result(self) -> _R | None:
+        self._done.wait()
+        if self._bug is not None:
+            raise self._bug
+        return self._value
 
 
 def _map_ahead(
