@@ -34,7 +34,8 @@ One concept a module, each importing only those above it in this list:
 - ``_ranges``: a file filled in place as parallel ranges, with their journals, and
   hashed in order;
 - ``_ranged``: ranged downloads and their pacing (how many connections);
-- ``_jobs``: tasks run on a few threads (``run_all``);
+- ``_jobs``: tasks run on a few threads (``run_all``), files in two lanes by size
+  (``run_files``);
 - ``_early``: the early start of the files a source knows before its index;
 - ``_fetcher``: fetching and orchestration (:class:`Fetcher`).
 
@@ -78,6 +79,11 @@ RANGE_MIN = 8 << 20
 #: :data:`RANGE_SLOW` bytes a second over :data:`PACE_WINDOW` seconds (see ``_Pace``).
 RANGES_FIRST = 1
 ALL_RANGES = 1 << 30  # "as many as there are ranges left", to widen()
+#: A ranged file whose first range is answered this many seconds or more after it was
+#: asked (its connect and redirects included) comes from a far server: the other ranges
+#: start then, without a pace window, since one connection over a long round trip
+#: seldom carries the line (a loopback or LAN server answers within a few ms).
+FAR_ANSWER = 0.03
 RANGE_SLOW = 128 << 20
 PACE_WINDOW = 0.1
 #: A window this many times :data:`PACE_WINDOW` long says this process stalled (the

@@ -4,14 +4,13 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import threading
 from collections.abc import Callable
 from typing import ClassVar
 
 from .. import _interrupt
 from ..index import IndexEntry
-from ._jobs import run_all
+from ._jobs import run_files
 from ._unit import Unit
 
 __all__ = ["Early"]
@@ -52,9 +51,8 @@ class Early:
 
         def run() -> None:
             with contextlib.suppress(BaseException):  # Ctrl-C: the unit's thread reports it
-                run_all((functools.partial(one, e) for e in entries), jobs)
+                run_files(entries, one, jobs)
 
-        jobs = max(1, min(jobs, len(entries)))
         self._thread = threading.Thread(target=run, daemon=True)
         self._thread.start()
 

@@ -4,7 +4,6 @@ docstring says in what order, and what is checked)."""
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import os
 import threading
@@ -20,7 +19,7 @@ from ..cache import Cache, _disk_error
 from ..sources import FileRequest, RevInfo, Source
 from . import _ranges
 from ._early import Early
-from ._jobs import run_all
+from ._jobs import run_files
 from ._metadata import Metadata
 from ._options import FetchOptions, SumChecker, TrustHook, matches
 from ._partial import Partial
@@ -126,13 +125,10 @@ class Fetcher:
             total = sum(e.size for e in missing)
             unit.plan(missing, self.opts)
             unit.start(total)
-            run_all(
-                (
-                    functools.partial(self._fetch_file, VersionFile(path, version, e), unit)
-                    for e in missing
-                    if e not in early
-                ),
-                max(1, min(self.opts.jobs, len(missing))),
+            run_files(
+                [e for e in missing if e not in early],
+                lambda e: self._fetch_file(VersionFile(path, version, e), unit),
+                self.opts.jobs,
             )
             early.wait()
             for e in missing:

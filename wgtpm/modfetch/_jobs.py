@@ -1,13 +1,40 @@
-"""Tasks run on a few threads, taken one at a time, stopped at the first error."""
+"""Tasks run on a few threads, taken one at a time, stopped at the first error; files
+run in two lanes by size (:func:`run_files`)."""
 
 from __future__ import annotations
 
+import functools
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from .. import _interrupt
+from .. import modfetch as _limits
+from ..index import IndexEntry
 
-__all__ = ["run_all"]
+__all__ = ["run_all", "run_files"]
+
+Lane = tuple[Iterable[Callable[[], None]], int]
+
+
+def run_files(
+    entries: Sequence[IndexEntry], fetch: Callable[[IndexEntry], None], jobs: int
+) -> None:
+    """``fetch`` each of ``entries``, in two lanes of up to ``jobs`` threads each: the files
+    of :data:`~wgtpm.modfetch.RANGED_MIN` bytes and up, and the others.
+
+    A large file comes as ranges on threads of its own, and its job thread only hashes
+    what they bring, for most of the download; in one lane, a few such files kept the
+    small ones, whose time is round trips, waiting behind them to the end (311 MB of
+    16 large and 44 small files at 40 ms a request: the small files came last, in
+    0.4 s of the 1.2). Files are taken in the order given within each lane.
+    """
+    big = [e for e in entries if e.size >= _limits.RANGED_MIN]
+    small = [e for e in entries if e.size < _limits.RANGED_MIN]
+    run_lanes(
+        ((functools.partial(fetch, e) for e in lane), min(jobs, len(lane)))
+        for lane in (big, small)
+        if lane
+    )
 
 
 def run_all(tasks: Iterable[Callable[[], None]], jobs: int) -> None:
@@ -21,13 +48,21 @@ def run_all(tasks: Iterable[Callable[[], None]], jobs: int) -> None:
     files on disk are only ever appended to, so wherever a thread stops, what
     is there resumes). After the first error no new task starts.
     """
-    todo = iter(tasks)
+    run_lanes([(tasks, jobs)])
+
+
+def run_lanes(lanes: Iterable[Lane]) -> None:
+    """:func:`run_all` of each lane's tasks on its own threads, all lanes at once; return
+    when all are done, raise the first error (after which no task starts in any lane)."""
+    plan = [(iter(tasks), max(1, jobs)) for tasks, jobs in lanes]
+    if not plan:
+        return
     errors: list[BaseException] = []
-    running = [jobs]
+    running = [sum(jobs for _, jobs in plan)]
     done = threading.Event()
     lock = threading.Lock()
 
-    def worker() -> None:
+    def worker(todo: Iterator[Callable[[], None]]) -> None:
         try:
             while True:
                 try:
@@ -47,7 +82,11 @@ def run_all(tasks: Iterable[Callable[[], None]], jobs: int) -> None:
                 if running[0] == 0:
                     done.set()
 
-    threads = [threading.Thread(target=worker, daemon=True) for _ in range(jobs)]
+    threads = [
+        threading.Thread(target=worker, args=(todo,), daemon=True)
+        for todo, jobs in plan
+        for _ in range(jobs)
+    ]
     for th in threads:
         th.start()
     while not done.wait(0.1):
