@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import hashlib
+import itertools
 import os
 import re
 import signal
@@ -290,6 +291,57 @@ def test_a_slow_line_gets_more_connections(wgtpm, big, project, monkeypatch) -> 
     assert len(asked) == 4
     assert asked[-1] - asked[0] < 1.5, asked  # all four at once, not two then two
     got_it()
+
+
+def test_a_far_server_gets_every_range_at_its_first_answer(
+    wgtpm, big, project, monkeypatch
+) -> None:
+    """A first range answered FAR_ANSWER or more after it was asked starts the others at
+    once. The pace rule alone would never widen here (RANGE_SLOW 0), and each range
+    drips for 2.6 s, so ranges asked together came from the far rule."""
+    monkeypatch.setattr(modfetch, "RANGE_SLOW", 0)
+    with ProxyTreeServer(big.root) as srv:
+        srv.latency = modfetch.FAR_ANSWER * 2
+        srv.inject(Fault.drip(FILE_PATH, delay=0.02, chunk=32 << 10, times=-1))
+        monkeypatch.setenv("WGTPROXY", srv.url)
+        r = wgtpm("get", f"{MOD}@v0.1.0", cwd=project)
+        assert r.code == 0, r.err
+        asked = sorted(s.at for s in srv.log.where(path=FILE_PATH) if s.header("range"))
+    assert len(asked) == 4
+    assert asked[-1] - asked[0] < 1.5, asked
+    got_it()
+
+
+def test_a_near_server_keeps_the_pace_rule(wgtpm, big, project, monkeypatch) -> None:
+    """The contrast: answered at once (loopback), a drip with RANGE_SLOW 0 comes one
+    range after the other (0.64 s each), on the one connection the file starts with."""
+    monkeypatch.setattr(modfetch, "RANGE_SLOW", 0)
+    monkeypatch.setattr(modfetch, "FAR_ANSWER", 60.0)  # however busy this machine is
+    with ProxyTreeServer(big.root) as srv:
+        srv.inject(Fault.drip(FILE_PATH, delay=0.01, chunk=64 << 10, times=-1))
+        monkeypatch.setenv("WGTPROXY", srv.url)
+        r = wgtpm("get", f"{MOD}@v0.1.0", cwd=project)
+        assert r.code == 0, r.err
+        asked = sorted(s.at for s in srv.log.where(path=FILE_PATH) if s.header("range"))
+    assert len(asked) == 4
+    assert all(b - a >= 0.5 for a, b in itertools.pairwise(asked)), asked
+    got_it()
+
+
+def test_pace_widens_at_once_for_a_far_server(monkeypatch) -> None:
+    clock = [100.0]
+    monkeypatch.setattr(modfetch.time, "monotonic", lambda: clock[0])
+    state, widened, far = _State(), [], [False]
+    pace = modfetch._Pace(state, lambda: 1, widened.append, lambda: far[0])  # type: ignore[arg-type]
+    pace.tick()
+    assert widened == []
+    far[0] = True
+    pace.tick()  # no bytes yet, no window: the answer's delay is enough
+    assert widened == [modfetch.ALL_RANGES]
+    clock[0] += 10
+    state.done[0] = 1 << 20
+    pace.tick()
+    assert widened == [modfetch.ALL_RANGES]  # once
 
 
 class _State:
