@@ -34,7 +34,11 @@ this process's) and hold the repositories in memory (about 320 MB at the peak); 
 2-core machine they take CPU from the clients, so ratios are noisy: run it on a quiet
 machine, and look at the load it prints.
 
-Run: ``.venv/bin/python benchmarks/bench_sources.py [--runs 3] [--only big small one gh proxy small-lfs big-lfs]``
+Run: ``.venv/bin/python benchmarks/bench_sources.py [--runs 3] [--only big small one gh proxy small-lfs big-lfs] [--before DIR]``
+
+``--before DIR`` adds ``wgtpm`` from another checkout (``git worktree add DIR COMMIT``)
+to the commands taken in turns, so that a change is measured against the code before
+it on the same machine in the same minutes (this VM's speed drifts by 10% over a few).
 """
 
 from __future__ import annotations
@@ -117,13 +121,16 @@ class Runner:
         os.sync()
         return d
 
-    def wgtpm(self, module: str, **env_extra: str) -> float:
-        """``wgtpm get -q module@v0.1.0`` in a new project with an empty cache."""
+    def wgtpm(self, module: str, root: Path | None = None, **env_extra: str) -> float:
+        """``wgtpm get -q module@v0.1.0`` in a new project with an empty cache; the
+        checkout ``root``'s wgtpm when given, else this one's."""
         work = self._fresh("wgtpm")
         proj = work / "app"
         proj.mkdir()
         (proj / "wgt.mod").write_text("module example.com/app\n")
         env = {**self.env, "WGTPM_CACHE": str(work / "cache"), "HF_HOME": str(work / "hf")}
+        if root is not None:
+            env["PYTHONPATH"] = str(root)
         env.update(env_extra)
         cmd = [sys.executable, "-m", "wgtpm", "get", "-q", f"{module}@v0.1.0"]
         return _timed(cmd, proj, env)
@@ -189,6 +196,8 @@ class Net:
 
 
 REALISTIC = Net(0.040, 0.080, 50e6)
+#: Another checkout whose wgtpm is measured too (``--before``).
+BEFORE: Path | None = None
 
 
 class Tree(ProxyTreeServer):
@@ -267,6 +276,8 @@ def compare(
             "wgtpm": lambda: run.wgtpm(f"hf.co/bench/{name}"),
             "snapshot_download": lambda: run.snapshot(f"bench/{name}"),
         }
+        if BEFORE is not None:
+            cmds[f"wgtpm before ({BEFORE.name})"] = lambda: run.wgtpm(f"hf.co/bench/{name}", BEFORE)
         if aria and shutil.which("aria2c"):
             cmds["aria2c (8 connections per file, checks nothing)"] = lambda: run.aria2(urls)
         kind = ", all in LFS" if all_lfs else ""
@@ -325,7 +336,10 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3, help="runs of each command, taken in turns")
     every = ["big", "small", "one", "gh", "proxy", "small-lfs", "big-lfs"]
     ap.add_argument("--only", nargs="*", default=every, choices=every)
+    ap.add_argument("--before", type=Path, help="another checkout, measured in turns too")
     args = ap.parse_args()
+    global BEFORE
+    BEFORE = args.before.resolve() if args.before else None
     t0 = time.perf_counter()
     print(
         f"{time.strftime('%Y-%m-%d %H:%M')} UTC, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}"

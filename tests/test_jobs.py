@@ -35,7 +35,25 @@ def test_small_files_do_not_wait_behind_large_ones() -> None:
                 small_done.set()
 
     run_files(entries, fetch, 1)
-    assert order == ["c.json", "d.json", "a.bin", "b.bin"]  # each lane in the order given
+    assert set(order[:2]) == {"c.json", "d.json"}  # two small files at once (SMALL_JOBS)
+    assert order[2:] == ["a.bin", "b.bin"]  # one large one at a time, in the order given
+
+
+def test_the_small_lane_has_twice_the_threads() -> None:
+    running, peak = [0], [0]
+    lock = threading.Lock()
+    gate = threading.Barrier(2 * modfetch.SMALL_JOBS, timeout=10)
+
+    def fetch(e: IndexEntry) -> None:
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        gate.wait()  # all of them at once, or a BrokenBarrierError
+        with lock:
+            running[0] -= 1
+
+    run_files([_entry(f"s{i}", 1) for i in range(2 * modfetch.SMALL_JOBS)], fetch, 2)
+    assert peak[0] == 2 * modfetch.SMALL_JOBS
 
 
 def test_the_first_error_of_either_lane_is_raised_and_stops_both() -> None:

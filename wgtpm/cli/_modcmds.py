@@ -109,7 +109,11 @@ def register(sub: Any) -> None:
         help="@v1.2.3, @latest, @upgrade, @patch, @none, @v1, a branch or commit",
     )
     p.add_argument(
-        "-j", "--jobs", type=int, default=None, help="files downloaded at once (default 16)"
+        "-j",
+        "--jobs",
+        type=int,
+        default=None,
+        help="files of 32 MiB and up downloaded at once, and twice as many smaller ones (default 16)",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     p.add_argument(

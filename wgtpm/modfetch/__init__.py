@@ -73,6 +73,10 @@ QUEUE_BYTES = 32 << 20
 #: Files at least this large come as parallel ranges from a server that honours Range
 #: (one connection is often capped well below the line's speed).
 RANGED_MIN = 32 << 20
+#: Files smaller than :data:`RANGED_MIN` come on this many times ``jobs`` threads, in a
+#: lane of their own beside the large files' ``jobs`` (``_jobs.run_files``): their time
+#: is round trips, not bytes.
+SMALL_JOBS = 2
 #: The smallest range (ranges are whole MiB; ``FetchOptions.ranges`` at most per file).
 RANGE_MIN = 8 << 20
 #: Connections a ranged file starts with; the rest come once each is slower than
