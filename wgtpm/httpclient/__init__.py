@@ -103,6 +103,7 @@ from ._errors import (
     UnknownHostError,
     network_errors,
 )
+from ._pace import RateRule
 from ._redirects import forwarded
 from ._retrying import retry_after
 from ._settings import (
@@ -129,6 +130,7 @@ __all__ = [
     "HttpOptions",
     "InvalidURLError",
     "Locator",
+    "RateRule",
     "RedirectError",
     "RedirectRefusedError",
     "ResponseTooLargeError",

@@ -8,7 +8,36 @@ from typing import Protocol
 
 from ._errors import DeadlineExceededError, TransportError
 
-__all__ = ["Deadline", "MinRate", "Pace"]
+__all__ = ["Deadline", "MinRate", "Pace", "RateRule"]
+
+
+class RateRule:
+    """The one minimum-rate rule of a transfer, whether read whole (:class:`MinRate`) or
+    streamed to disk (``modfetch._transfer.RateWindow``): over each ``window`` seconds,
+    at least ``rate`` bytes a second. :meth:`add` says when a window closed too slow."""
+
+    def __init__(self, rate: int, window: float) -> None:
+        self.rate = rate
+        self.window = window
+        self.restart()
+
+    def restart(self) -> None:
+        """A new try: its first window starts now."""
+        self._since, self._got = time.monotonic(), 0
+
+    def add(self, n: int) -> bool:
+        """Count ``n`` bytes that came now; whether the window they close came too slowly."""
+        self._got += n
+        elapsed = time.monotonic() - self._since
+        if elapsed < self.window:
+            return False
+        if self._got < self.rate * elapsed:
+            return True
+        self.restart()
+        return False
+
+    def __str__(self) -> str:
+        return f"slower than {self.rate} bytes/s for {self.window:g}s"
 
 
 class Pace(Protocol):
@@ -57,23 +86,14 @@ class MinRate:
 
     def __init__(self, url: str, rate: int, window: float) -> None:
         self.url = url
-        self.rate = rate
-        self.window = window
-        self.since, self.got = time.monotonic(), 0
+        self.rule = RateRule(rate, window)
 
     def begin(self) -> None:
-        self.since, self.got = time.monotonic(), 0
+        self.rule.restart()
 
     def chunk(self, n: int) -> None:
-        self.got += n
-        elapsed = time.monotonic() - self.since
-        if elapsed < self.window:
-            return
-        if self.got < self.rate * elapsed:
-            raise TransportError(
-                self.url, f"slower than {self.rate} bytes/s for {self.window:g}s; cut"
-            )
-        self.since, self.got = time.monotonic(), 0
+        if self.rule.add(n):
+            raise TransportError(self.url, f"{self.rule}; cut")
 
     def check(self) -> None:
         pass

@@ -19,7 +19,6 @@ holds already. Two rules hold for every transfer, a whole file's or a range's:
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeVar
@@ -123,25 +122,19 @@ class NoRanges(WgtpmError):
 
 
 class RateWindow:
-    """The minimum-rate rule of a transfer: :meth:`add` raises :class:`Cut` once the bytes
-    of a window of ``rate_window`` seconds came slower than ``min_rate`` a second."""
+    """The minimum-rate rule of a transfer (:class:`wgtpm.httpclient.RateRule`, the one a
+    body read whole keeps too): :meth:`add` raises :class:`Cut` once the bytes of a
+    window of ``rate_window`` seconds came slower than ``min_rate`` a second."""
 
     def __init__(self, opts: FetchOptions) -> None:
-        self._min_rate = opts.min_rate
-        self._window = opts.rate_window
-        self._since = time.monotonic()
-        self._got = 0
+        from ..httpclient import RateRule
+
+        self._rule = RateRule(opts.min_rate, opts.rate_window)
 
     def add(self, n: int) -> None:
         """Count ``n`` bytes that came now."""
-        self._got += n
-        elapsed = time.monotonic() - self._since
-        if elapsed >= self._window:
-            if self._got < self._min_rate * elapsed:
-                raise Cut(
-                    f"slower than {self._min_rate} bytes/s for {self._window:g}s; reconnecting"
-                )
-            self._since, self._got = time.monotonic(), 0
+        if self._rule.add(n):
+            raise Cut(f"{self._rule}; reconnecting")
 
 
 def _never() -> bool:
