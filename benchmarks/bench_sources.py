@@ -293,6 +293,10 @@ def github(tmp: Path, runs: int, files: dict[str, bytes]) -> None:
         run = Runner(tmp, "")
         urls = [f"{gh.url}/bench/big/releases/download/v0.1.0/{n}" for n in assets]
         cmds = {"wgtpm": lambda: run.wgtpm("github.com/bench/big", GITHUB_API_URL=gh.url)}
+        if BEFORE is not None:
+            cmds[f"wgtpm before ({BEFORE.name})"] = lambda: run.wgtpm(
+                "github.com/bench/big", BEFORE, GITHUB_API_URL=gh.url
+            )
         if shutil.which("aria2c"):
             cmds["aria2c (8 connections per file, checks nothing)"] = lambda: run.aria2(urls)
         race(runs, f"GitHub release, {len(assets)} assets", [REALISTIC], [gh, cdn], cmds, total)
@@ -308,6 +312,8 @@ def proxy(tmp: Path, runs: int, files: dict[str, bytes]) -> None:
         run = Runner(tmp, "")
         urls = [f"{srv.url}/{mod}/@v/v0.1.0/{quote(p)}" for p in files]
         cmds = {"wgtpm": lambda: run.wgtpm(mod, WGTPROXY=srv.url)}
+        if BEFORE is not None:
+            cmds[f"wgtpm before ({BEFORE.name})"] = lambda: run.wgtpm(mod, BEFORE, WGTPROXY=srv.url)
         if shutil.which("aria2c"):
             cmds["aria2c (8 connections per file, checks nothing)"] = lambda: run.aria2(urls)
         race(runs, f"proxy protocol, {len(files)} files", [REALISTIC], [srv], cmds, total)
