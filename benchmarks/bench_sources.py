@@ -217,6 +217,13 @@ class Tree(ProxyTreeServer):
         return super().route(req)
 
 
+def with_before(cmds: dict[str, Callable[[], float]], run: Runner, module: str, **env: str) -> None:
+    """Add the ``--before`` checkout's ``wgtpm get module`` to ``cmds``, if one was given."""
+    before = BEFORE
+    if before is not None:
+        cmds[f"wgtpm before ({before.name})"] = lambda: run.wgtpm(module, before, **env)
+
+
 def race(
     runs: int,
     title: str,
@@ -276,8 +283,7 @@ def compare(
             "wgtpm": lambda: run.wgtpm(f"hf.co/bench/{name}"),
             "snapshot_download": lambda: run.snapshot(f"bench/{name}"),
         }
-        if BEFORE is not None:
-            cmds[f"wgtpm before ({BEFORE.name})"] = lambda: run.wgtpm(f"hf.co/bench/{name}", BEFORE)
+        with_before(cmds, run, f"hf.co/bench/{name}")
         if aria and shutil.which("aria2c"):
             cmds["aria2c (8 connections per file, checks nothing)"] = lambda: run.aria2(urls)
         kind = ", all in LFS" if all_lfs else ""
@@ -293,10 +299,7 @@ def github(tmp: Path, runs: int, files: dict[str, bytes]) -> None:
         run = Runner(tmp, "")
         urls = [f"{gh.url}/bench/big/releases/download/v0.1.0/{n}" for n in assets]
         cmds = {"wgtpm": lambda: run.wgtpm("github.com/bench/big", GITHUB_API_URL=gh.url)}
-        if BEFORE is not None:
-            cmds[f"wgtpm before ({BEFORE.name})"] = lambda: run.wgtpm(
-                "github.com/bench/big", BEFORE, GITHUB_API_URL=gh.url
-            )
+        with_before(cmds, run, "github.com/bench/big", GITHUB_API_URL=gh.url)
         if shutil.which("aria2c"):
             cmds["aria2c (8 connections per file, checks nothing)"] = lambda: run.aria2(urls)
         race(runs, f"GitHub release, {len(assets)} assets", [REALISTIC], [gh, cdn], cmds, total)
@@ -312,8 +315,7 @@ def proxy(tmp: Path, runs: int, files: dict[str, bytes]) -> None:
         run = Runner(tmp, "")
         urls = [f"{srv.url}/{mod}/@v/v0.1.0/{quote(p)}" for p in files]
         cmds = {"wgtpm": lambda: run.wgtpm(mod, WGTPROXY=srv.url)}
-        if BEFORE is not None:
-            cmds[f"wgtpm before ({BEFORE.name})"] = lambda: run.wgtpm(mod, BEFORE, WGTPROXY=srv.url)
+        with_before(cmds, run, mod, WGTPROXY=srv.url)
         if shutil.which("aria2c"):
             cmds["aria2c (8 connections per file, checks nothing)"] = lambda: run.aria2(urls)
         race(runs, f"proxy protocol, {len(files)} files", [REALISTIC], [srv], cmds, total)

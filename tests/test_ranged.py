@@ -279,15 +279,24 @@ def test_a_ranged_partial_goes_on_as_one_stream_from_its_contiguous_bytes(
     got_it()
 
 
-def test_a_slow_line_gets_more_connections(wgtpm, big, project, monkeypatch) -> None:
-    # each connection drips 32 KiB every 20 ms (1.6 MB/s): a 4 MiB range takes 2.6 s,
-    # so ranges asked for well before that came from widening, not from a finished range
-    with ProxyTreeServer(big.root) as srv:
-        srv.inject(Fault.drip(FILE_PATH, delay=0.02, chunk=32 << 10, times=-1))
+def _range_times(
+    wgtpm, tree: ProxyTree, project: Path, monkeypatch, delay: float, chunk: int, latency=0.0
+) -> list[float]:
+    """``wgtpm get`` of the big file from a server whose every range drips ``chunk`` bytes
+    every ``delay`` seconds, after ``latency``; when each range was asked, in order."""
+    with ProxyTreeServer(tree.root) as srv:
+        srv.latency = latency
+        srv.inject(Fault.drip(FILE_PATH, delay=delay, chunk=chunk, times=-1))
         monkeypatch.setenv("WGTPROXY", srv.url)
         r = wgtpm("get", f"{MOD}@v0.1.0", cwd=project)
         assert r.code == 0, r.err
-        asked = sorted(s.at for s in srv.log.where(path=FILE_PATH) if s.header("range"))
+        return sorted(s.at for s in srv.log.where(path=FILE_PATH) if s.header("range"))
+
+
+def test_a_slow_line_gets_more_connections(wgtpm, big, project, monkeypatch) -> None:
+    # each connection drips 32 KiB every 20 ms (1.6 MB/s): a 4 MiB range takes 2.6 s,
+    # so ranges asked for well before that came from widening, not from a finished range
+    asked = _range_times(wgtpm, big, project, monkeypatch, 0.02, 32 << 10)
     assert len(asked) == 4
     assert asked[-1] - asked[0] < 1.5, asked  # all four at once, not two then two
     got_it()
@@ -300,13 +309,8 @@ def test_a_far_server_gets_every_range_at_its_first_answer(
     once. The pace rule alone would never widen here (RANGE_SLOW 0), and each range
     drips for 2.6 s, so ranges asked together came from the far rule."""
     monkeypatch.setattr(modfetch, "RANGE_SLOW", 0)
-    with ProxyTreeServer(big.root) as srv:
-        srv.latency = modfetch.FAR_ANSWER * 2
-        srv.inject(Fault.drip(FILE_PATH, delay=0.02, chunk=32 << 10, times=-1))
-        monkeypatch.setenv("WGTPROXY", srv.url)
-        r = wgtpm("get", f"{MOD}@v0.1.0", cwd=project)
-        assert r.code == 0, r.err
-        asked = sorted(s.at for s in srv.log.where(path=FILE_PATH) if s.header("range"))
+    far = modfetch.FAR_ANSWER * 2
+    asked = _range_times(wgtpm, big, project, monkeypatch, 0.02, 32 << 10, latency=far)
     assert len(asked) == 4
     assert asked[-1] - asked[0] < 1.5, asked
     got_it()
@@ -317,12 +321,7 @@ def test_a_near_server_keeps_the_pace_rule(wgtpm, big, project, monkeypatch) -> 
     range after the other (0.64 s each), on the one connection the file starts with."""
     monkeypatch.setattr(modfetch, "RANGE_SLOW", 0)
     monkeypatch.setattr(modfetch, "FAR_ANSWER", 60.0)  # however busy this machine is
-    with ProxyTreeServer(big.root) as srv:
-        srv.inject(Fault.drip(FILE_PATH, delay=0.01, chunk=64 << 10, times=-1))
-        monkeypatch.setenv("WGTPROXY", srv.url)
-        r = wgtpm("get", f"{MOD}@v0.1.0", cwd=project)
-        assert r.code == 0, r.err
-        asked = sorted(s.at for s in srv.log.where(path=FILE_PATH) if s.header("range"))
+    asked = _range_times(wgtpm, big, project, monkeypatch, 0.01, 64 << 10)
     assert len(asked) == 4
     assert all(b - a >= 0.5 for a, b in itertools.pairwise(asked)), asked
     got_it()

@@ -42,9 +42,9 @@ class TrustHook(Protocol):
 
 @dataclass(frozen=True)
 class FetchOptions:
-    jobs: int = (
-        16  # large files at once (small: SMALL_JOBS times as many); = modload.DEFAULT_JOBS (tested)
-    )
+    #: Files of RANGED_MIN bytes and up fetched at once, and SMALL_JOBS times as many
+    #: smaller ones; the same as modload.DEFAULT_JOBS (a test checks).
+    jobs: int = 16
     resume_attempts: int = 5  # reconnects after a cut before giving up
     resume_backoff: float = 0.2  # seconds, doubled per reconnect (jittered, at most 2 s)
     #: A download slower than ``min_rate`` bytes a second over ``rate_window`` seconds is

@@ -53,13 +53,14 @@ them (without ``HF_TOKEN``, the token ``hf auth login`` saved in
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import index as _index
 from .. import module as _module
@@ -299,11 +300,15 @@ class HuggingFaceSource:
             ahead = None
             if self._cached_tags(path) is None:
                 self.http.expect(self.endpoint, 2)
-                ahead = _Ahead(lambda: self.api.revision(path, version, version))
+                ahead = _in_thread(lambda: self.api.revision(path, version, version))
             sha = self._version_tags(path).get(version)
             if sha is None:
                 raise NotFoundError(path, version, f"no tag {version} in {rid}")
-            answer = ahead.result() if ahead is not None else None
+            answer = None
+            if ahead is not None:
+                # a failed request is asked again in turn below, which reports its errors
+                with contextlib.suppress(WgtpmError):
+                    answer = ahead.result()
             if answer is not None and answer[0].commit == sha:
                 rev = self._keep_tree(rid, *answer)
             else:
@@ -478,33 +483,19 @@ def _partition(
     return entries, small, skipped
 
 
-class _Ahead(Generic[_R]):
-    """A call started in a thread of its own before its answer is known to be needed;
-    :meth:`result` is ``None`` when it failed as a request can fail (the caller then asks
-    again in turn, and that request reports its errors)."""
+def _in_thread(fn: Callable[[], _R]) -> Future[_R]:
+    """``fn()`` started on a daemon thread of its own (the process does not wait for it at
+    exit, as it would for an executor's), its answer or error in the future returned."""
+    fut: Future[_R] = Future()
 
-    def __init__(self, fn: Callable[[], _R]) -> None:
-        self._fn = fn
-        self._done = threading.Event()
-        self._value: _R | None = None
-        self._bug: BaseException | None = None
-        threading.Thread(target=self._run, name="wgtpm-hf-ahead", daemon=True).start()
-
-    def _run(self) -> None:
+    def run() -> None:
         try:
-            self._value = self._fn()
-        except WgtpmError:
-            pass
-        except BaseException as exc:  # not a request's failure: raised where the result is read
-            self._bug = exc
-        finally:
-            self._done.set()
+            fut.set_result(fn())
+        except BaseException as exc:  # raised where the result is read
+            fut.set_exception(exc)
 
-    def result(self) -> _R | None:
-        self._done.wait()
-        if self._bug is not None:
-            raise self._bug
-        return self._value
+    threading.Thread(target=run, name="wgtpm-hf-ahead", daemon=True).start()
+    return fut
 
 
 def _map_ahead(
